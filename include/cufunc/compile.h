@@ -1,0 +1,113 @@
+/* cufunc/compile.h: CUDA C source -> loaded kernels, through NVRTC and a two-level cache.
+ *
+ * libnvrtc is loaded with dlopen at first use, searched in this order: $CUFUNC_NVRTC_PATH (a file or
+ * a folder), $CUDA_HOME and $CUDA_PATH (lib64, lib), the system loader (libnvrtc.so.13, .12, .11),
+ * the lib folder of the nvidia-cuda-nvrtc Python wheel (set with cf_nvrtc_add_search_dir by the
+ * Python front, which knows site-packages). Not found is CF_ERR_NO_NVRTC with a message listing
+ * every place looked in; found but failed to load is CF_ERR_NO_NVRTC with dlerror's text.
+ *
+ * Every program is compiled with the embedded template bundle available as headers (so generated
+ * sources `#include "cufunc/xxx.cuh"` without touching the file system), and the bundle's hash is
+ * part of every cache key.
+ */
+#ifndef CUFUNC_COMPILE_H
+#define CUFUNC_COMPILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cufunc/status.h"
+#include "cufunc/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- NVRTC --------------------------------------------------------------------------------- */
+
+/* Load NVRTC now (it is loaded on first use otherwise). Sticky like cf_init. */
+CF_API cf_status cf_nvrtc_init(void);
+CF_API cf_status cf_nvrtc_version(int *major, int *minor);
+/* Where libnvrtc was loaded from ("" if not loaded). */
+CF_API const char *cf_nvrtc_path(void);
+/* Add a folder to search last (before the first load; later calls have no effect). */
+CF_API cf_status cf_nvrtc_add_search_dir(const char *dir);
+/* The newest sm_XY NVRTC can emit SASS for that is <= the asked arch; used to decide CUBIN vs PTX. */
+CF_API cf_status cf_nvrtc_supports_arch(int cc_major, int cc_minor, int *supported);
+
+/* ---- the template bundle -------------------------------------------------------------------- */
+
+/* Number of embedded template files, and each one's include name ("cufunc/runtime.cuh") and bytes. */
+CF_API int cf_templates_count(void);
+CF_API const char *cf_templates_name(int i);
+CF_API const char *cf_templates_source(int i, size_t *len);
+/* The source of a template by include name, or NULL. */
+CF_API const char *cf_templates_find(const char *name, size_t *len);
+/* Hex SHA-256 of all template names and bytes, computed at build time. */
+CF_API const char *cf_templates_hash(void);
+
+/* ---- compiling without a GPU ---------------------------------------------------------------- */
+
+/* Compile `source` for compute capability cc_major.cc_minor. Produces CUBIN when NVRTC knows the
+ * arch, else PTX (*is_ptx = 1) for the driver to JIT. `options` are extra NVRTC options (the arch,
+ * -std=c++17 and the template include path are added). On success *image is a buffer of *size
+ * bytes owned by the caller (free with cf_free_buffer). On CF_ERR_COMPILE the message holds the
+ * NVRTC log, the source with line numbers and the options. Needs no GPU. */
+CF_API cf_status cf_compile_source(const char *source, const char *const *options, int noptions,
+                                   int cc_major, int cc_minor, void **image, size_t *size,
+                                   int *is_ptx);
+/* Release a buffer returned by cufunc. No-op on NULL. */
+CF_API void cf_free_buffer(void *buf);
+
+/* ---- the kernel cache ----------------------------------------------------------------------- */
+
+/* The cache folder in use: $CUFUNC_CACHE_DIR, else $XDG_CACHE_HOME/cufunc, else ~/.cache/cufunc. ""
+ * when the disk cache is off ($CUFUNC_CACHE=0) or the folder turned out unwritable. */
+CF_API const char *cf_cache_dir(void);
+/* Re-read the environment (CUFUNC_CACHE_DIR, CUFUNC_CACHE, CUFUNC_DEBUG); for tests and for users
+ * who change it at run time. Clears the in-memory cache of images (loaded modules stay). */
+CF_API cf_status cf_cache_reconfigure(void);
+/* The cache key of a compilation: hex SHA-256 of (source, options, arch, NVRTC version, template
+ * hash). `key` must hold 65 bytes. */
+CF_API cf_status cf_cache_key(const char *source, const char *const *options, int noptions,
+                              int cc_major, int cc_minor, char key[65]);
+/* Look up, else compile and store. `*image` is owned by the caller (cf_free_buffer). `*from`
+ * tells where it came from: 0 compiled now, 1 memory, 2 disk. A corrupt or truncated disk entry is
+ * deleted and rebuilt. An unwritable folder turns the disk cache off with one warning on stderr. */
+CF_API cf_status cf_cache_get_image(const char *source, const char *const *options, int noptions,
+                                    int cc_major, int cc_minor, void **image, size_t *size,
+                                    int *is_ptx, int *from);
+/* Counters since start, for tests and the demo. */
+typedef struct cf_cache_stats {
+    int64_t compiles, memory_hits, disk_hits, disk_writes, corrupt_entries;
+} cf_cache_stats;
+CF_API void cf_cache_get_stats(cf_cache_stats *out);
+
+/* ---- modules and launches ------------------------------------------------------------------- */
+
+/* A module loaded on one device; owned by the per-device module cache, which lives until exit, so
+ * the pointer stays valid. The same (source, options) on the same device gives the same module. */
+typedef struct cf_module cf_module;
+/* A kernel entry point in a loaded module; owned by its module. */
+typedef struct cf_function cf_function;
+
+/* Compile (through the cache) and load `source` on `device`. */
+CF_API cf_status cf_module_load(int device, const char *source, const char *const *options,
+                                int noptions, cf_module **out);
+/* Find an `extern "C" __global__` function by name. */
+CF_API cf_status cf_module_function(cf_module *m, const char *name, cf_function **out);
+/* Occupancy-derived facts about a function, for sizing grids. */
+typedef struct cf_function_attrs {
+    int max_threads_per_block, num_regs, shared_bytes, local_bytes;
+} cf_function_attrs;
+CF_API cf_status cf_function_attrs_get(cf_function *f, cf_function_attrs *out);
+/* Blocks of `block_threads` that fit on one multiprocessor at once. */
+CF_API cf_status cf_function_max_active_blocks(cf_function *f, int block_threads,
+                                               size_t dynamic_shared, int *blocks);
+/* cuLaunchKernel with `args` as the driver expects (an array of pointers to each argument). */
+CF_API cf_status cf_launch(cf_function *f, const unsigned grid[3], const unsigned block[3],
+                           unsigned shared_bytes, cf_stream *s, void **args);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

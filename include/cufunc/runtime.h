@@ -1,0 +1,125 @@
+/* cufunc/runtime.h: the CUDA driver, devices, streams and memory.
+ *
+ * libcuda is loaded with dlopen on first use (cf_init, or any function below that needs it), never
+ * linked, so a program that includes this header runs on a machine with no GPU and no driver; it
+ * gets CF_ERR_NO_DRIVER from the first call that needs the GPU. Each device is used through its
+ * primary context, so pointers from CuPy or PyTorch are valid in ours and ours in theirs.
+ *
+ * Device numbers are ordinals 0..count-1. Functions that take a device make that device's primary
+ * context current on the calling thread.
+ */
+#ifndef CUFUNC_RUNTIME_H
+#define CUFUNC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cufunc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- initialisation ------------------------------------------------------------------------ */
+
+/* Load libcuda, resolve the entry points and call cuInit. Once per process; the outcome of the first
+ * call is sticky (a failed init keeps failing with the same message). After fork() in a child of a
+ * process that had initialised CUDA, this and every GPU function return CF_ERR_FORK. */
+CF_API cf_status cf_init(void);
+/* Whether the driver loaded and at least one device exists (never fails; no message). */
+CF_API int cf_is_available(void);
+/* The driver's CUDA version as an integer (13000 for 13.0). */
+CF_API cf_status cf_driver_version(int *version);
+/* Where libcuda was loaded from ("" if not loaded). */
+CF_API const char *cf_driver_path(void);
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+typedef struct cf_device_props {
+    char name[256];
+    int ordinal;
+    int cc_major, cc_minor;
+    int multiprocessor_count;
+    int max_threads_per_block;
+    int max_threads_per_multiprocessor;
+    int warp_size;
+    int l2_cache_bytes;
+    int max_shared_per_block;           /* default limit, bytes */
+    int max_shared_per_block_optin;     /* with the opt-in attribute, bytes */
+    int pci_bus_id, pci_device_id, pci_domain_id;
+    int memory_pools_supported;
+    size_t total_memory;
+    char uuid[40];                      /* "GPU-xxxxxxxx-xxxx-..." */
+} cf_device_props;
+
+CF_API cf_status cf_device_count(int *count);
+/* Properties of one device, read once and cached. CF_ERR_NO_DEVICE for a bad ordinal. */
+CF_API cf_status cf_device_props_get(int device, cf_device_props *out);
+/* The calling thread's current device (0 until cf_device_set is called on this thread). */
+CF_API cf_status cf_device_get(int *device);
+/* Retain the device's primary context (once per process) and make it current on this thread. */
+CF_API cf_status cf_device_set(int device);
+/* Wait for all work on the device (cuCtxSynchronize in its primary context). */
+CF_API cf_status cf_device_synchronize(int device);
+/* Free and total memory of the device, bytes. */
+CF_API cf_status cf_device_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+/* The device that owns a device pointer (cuPointerGetAttribute). CF_ERR_INVALID if the pointer is
+ * not device memory known to the driver. */
+CF_API cf_status cf_pointer_device(uint64_t ptr, int *device);
+
+/* ---- streams ------------------------------------------------------------------------------- */
+
+/* An opaque stream handle. A stream made by cf_stream_create is owned and destroyed by
+ * cf_stream_free; one made by cf_stream_wrap (an external CUstream, e.g. from PyTorch) or
+ * cf_stream_default is not: cf_stream_free then frees only the wrapper. */
+typedef struct cf_stream cf_stream;
+
+/* A new non-blocking stream on `device`. */
+CF_API cf_status cf_stream_create(int device, cf_stream **out);
+/* The legacy default stream (handle 0) of `device`, as a wrapper the caller frees. */
+CF_API cf_status cf_stream_default(int device, cf_stream **out);
+/* Wrap a CUstream made elsewhere (handle as an integer; 0 = legacy default, 1 = legacy, 2 = per
+ * thread). The stream must belong to `device`'s primary context. */
+CF_API cf_status cf_stream_wrap(int device, uintptr_t handle, cf_stream **out);
+/* No-op on NULL. */
+CF_API void cf_stream_free(cf_stream *s);
+CF_API uintptr_t cf_stream_handle(const cf_stream *s);
+CF_API int cf_stream_device(const cf_stream *s);
+CF_API cf_status cf_stream_synchronize(cf_stream *s);
+/* 1 if all work on the stream is done, 0 if not. */
+CF_API cf_status cf_stream_query(cf_stream *s, int *done);
+/* Make `waiter` wait (on the device) for all work queued so far on `s`. */
+CF_API cf_status cf_stream_wait_stream(cf_stream *waiter, cf_stream *s);
+
+/* ---- device memory ------------------------------------------------------------------------- */
+
+/* Allocate from the device's stream-ordered pool (cuMemAllocAsync on `s`); the pool has a release
+ * threshold, so freed memory is reused without synchronisation. nbytes 0 gives *ptr = 0. Out of
+ * memory is CF_ERR_DEVICE_NOMEM with a message naming the size; the pool stays usable. */
+CF_API cf_status cf_mem_alloc(cf_stream *s, size_t nbytes, uint64_t *ptr);
+/* Return memory to the pool, ordered on `s`. ptr 0 is a no-op. */
+CF_API cf_status cf_mem_free(cf_stream *s, uint64_t ptr);
+/* Bytes currently allocated through cf_mem_alloc and not freed, over all devices (for leak tests). */
+CF_API int64_t cf_mem_outstanding(void);
+
+/* Page-locked host memory (cuMemHostAlloc, portable). */
+CF_API cf_status cf_host_alloc_pinned(size_t nbytes, void **ptr);
+CF_API void cf_host_free_pinned(void *ptr);
+/* Whether host memory at ptr is page-locked (registered with or allocated by the driver). */
+CF_API int cf_host_is_pinned(const void *ptr);
+
+/* ---- copies ---------------------------------------------------------------------------------
+ * Contiguous byte copies ordered on `s`. Host-to-device and device-to-host copies of pageable host
+ * memory go through pinned staging buffers, chunked, with the host-side copy into staging spread
+ * over threads and overlapped with the DMA; they return when the host buffer may be reused (for
+ * d2h: when the data has arrived). Copies to or from pinned host memory are asynchronous unless
+ * `sync` is set. */
+CF_API cf_status cf_memcpy_htod(cf_stream *s, uint64_t dst, const void *src, size_t nbytes, int sync);
+CF_API cf_status cf_memcpy_dtoh(cf_stream *s, void *dst, uint64_t src, size_t nbytes, int sync);
+CF_API cf_status cf_memcpy_dtod(cf_stream *s, uint64_t dst, uint64_t src, size_t nbytes);
+/* Fill nbytes with a byte value. */
+CF_API cf_status cf_memset8(cf_stream *s, uint64_t dst, unsigned char value, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

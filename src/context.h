@@ -1,0 +1,16 @@
+/* context.h: internal side of devices, primary contexts and streams (public side: runtime.h). */
+#ifndef CF_CONTEXT_H
+#define CF_CONTEXT_H
+
+#include <cuda.h>
+
+#include "cufunc/runtime.h"
+
+/* Load the driver (cf_driver_load), check the ordinal, retain the device's primary context once
+ * per process and make it current on the calling thread if it is not already. */
+cf_status cf_context_enter(int device);
+
+/* The CUstream behind a cf_stream (NULL stream handle for the legacy default). */
+CUstream cf_stream_cu(const cf_stream *s);
+
+#endif
