@@ -25,7 +25,8 @@ extern "C" {
  * call is sticky (a failed init keeps failing with the same message). After fork() in a child of a
  * process that had initialised CUDA, this and every GPU function return CF_ERR_FORK. */
 CF_API cf_status cf_init(void);
-/* Whether the driver loaded and at least one device exists (never fails; no message). */
+/* Whether the driver loaded and at least one device exists. Never fails; when it answers 0 the
+ * reason is readable with cf_last_error(). */
 CF_API int cf_is_available(void);
 /* The driver's CUDA version as an integer (13000 for 13.0). */
 CF_API cf_status cf_driver_version(int *version);
@@ -48,7 +49,7 @@ typedef struct cf_device_props {
     int pci_bus_id, pci_device_id, pci_domain_id;
     int memory_pools_supported;
     size_t total_memory;
-    char uuid[40];                      /* "GPU-xxxxxxxx-xxxx-..." */
+    char uuid[48];                      /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
 } cf_device_props;
 
 CF_API cf_status cf_device_count(int *count);

@@ -1,0 +1,232 @@
+/* context.c: devices and their primary contexts.
+ *
+ * cufunc uses each device's primary context, the one the CUDA runtime (and so CuPy, PyTorch and
+ * Numba) uses, so device pointers pass freely between them and us. A primary context is retained
+ * once per process, the first time the device is used, and never released: releasing it while
+ * another library still uses it would tear it down under them.
+ *
+ * The "current device" is per thread, as in the CUDA runtime; it starts at 0.
+ */
+#include "context.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "driver.h"
+#include "error.h"
+
+/* More than any machine has; keeps the tables static (no allocation, nothing to free). */
+#define CF_MAX_DEVICES 64
+
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static int device_count = -1;
+static CUcontext primary[CF_MAX_DEVICES];
+static int props_loaded[CF_MAX_DEVICES];
+static cf_device_props props[CF_MAX_DEVICES];
+static _Thread_local int tls_device;
+
+cf_status cf_init(void)
+{
+    cf_status st = cf_driver_load();
+    if (st)
+        return st;
+    if (device_count >= 0)
+        return CF_OK;
+    int n = 0;
+    CF_CU_TRY(cf_drv.cuDeviceGetCount(&n));
+    if (n > CF_MAX_DEVICES)
+        n = CF_MAX_DEVICES;
+    pthread_mutex_lock(&ctx_lock);
+    device_count = n;
+    pthread_mutex_unlock(&ctx_lock);
+    return CF_OK;
+}
+
+int cf_is_available(void)
+{
+    if (cf_init() != CF_OK)
+        return 0;
+    if (device_count == 0) {
+        cf_error_set(CF_ERR_NO_DEVICE, "the CUDA driver reports no devices");
+        return 0;
+    }
+    return 1;
+}
+
+cf_status cf_device_count(int *count)
+{
+    if (!count)
+        return cf_error_set(CF_ERR_INVALID, "cf_device_count: count is NULL");
+    cf_status st = cf_init();
+    if (st)
+        return st;
+    *count = device_count;
+    return CF_OK;
+}
+
+static cf_status check_ordinal(int device)
+{
+    cf_status st = cf_init();
+    if (st)
+        return st;
+    if (device < 0 || device >= device_count) {
+        if (device_count == 0)
+            return cf_error_set(CF_ERR_NO_DEVICE, "no CUDA device: the driver reports none");
+        return cf_error_set(CF_ERR_NO_DEVICE, "no CUDA device %d: there %s %d (0..%d)", device,
+                            device_count == 1 ? "is" : "are", device_count, device_count - 1);
+    }
+    return CF_OK;
+}
+
+cf_status cf_context_enter(int device)
+{
+    cf_status st = check_ordinal(device);
+    if (st)
+        return st;
+    CUcontext ctx = primary[device];
+    if (!ctx) {
+        pthread_mutex_lock(&ctx_lock);
+        if (!primary[device]) {
+            CUdevice dev;
+            CUresult r = cf_drv.cuDeviceGet(&dev, device);
+            if (r == CUDA_SUCCESS)
+                r = cf_drv.cuDevicePrimaryCtxRetain(&primary[device], dev);
+            if (r != CUDA_SUCCESS) {
+                pthread_mutex_unlock(&ctx_lock);
+                return cf_cu_check(r, "retaining the device's primary context");
+            }
+        }
+        ctx = primary[device];
+        pthread_mutex_unlock(&ctx_lock);
+    }
+    /* Another library on this thread may have made its own context current: check every time
+     * (cuCtxGetCurrent is a thread-local read inside the driver). */
+    CUcontext cur = NULL;
+    CF_CU_TRY(cf_drv.cuCtxGetCurrent(&cur));
+    if (cur != ctx)
+        CF_CU_TRY(cf_drv.cuCtxSetCurrent(ctx));
+    return CF_OK;
+}
+
+static cf_status load_props(int device)
+{
+    cf_device_props p;
+    memset(&p, 0, sizeof p);
+    CUdevice dev;
+    CF_CU_TRY(cf_drv.cuDeviceGet(&dev, device));
+    p.ordinal = device;
+    CF_CU_TRY(cf_drv.cuDeviceGetName(p.name, (int)sizeof p.name, dev));
+    static const struct {
+        CUdevice_attribute attr;
+        size_t offset;
+    } attrs[] = {
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, offsetof(cf_device_props, cc_major)},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, offsetof(cf_device_props, cc_minor)},
+        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, offsetof(cf_device_props, multiprocessor_count)},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, offsetof(cf_device_props, max_threads_per_block)},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+         offsetof(cf_device_props, max_threads_per_multiprocessor)},
+        {CU_DEVICE_ATTRIBUTE_WARP_SIZE, offsetof(cf_device_props, warp_size)},
+        {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, offsetof(cf_device_props, l2_cache_bytes)},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+         offsetof(cf_device_props, max_shared_per_block)},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+         offsetof(cf_device_props, max_shared_per_block_optin)},
+        {CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, offsetof(cf_device_props, pci_bus_id)},
+        {CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, offsetof(cf_device_props, pci_device_id)},
+        {CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, offsetof(cf_device_props, pci_domain_id)},
+        {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+         offsetof(cf_device_props, memory_pools_supported)},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        CF_CU_TRY(cf_drv.cuDeviceGetAttribute((int *)((char *)&p + attrs[i].offset), attrs[i].attr,
+                                              dev));
+    CF_CU_TRY(cf_drv.cuDeviceTotalMem(&p.total_memory, dev));
+    CUuuid u;
+    CF_CU_TRY(cf_drv.cuDeviceGetUuid(&u, dev));
+    const unsigned char *b = (const unsigned char *)u.bytes;
+    snprintf(p.uuid, sizeof p.uuid,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    pthread_mutex_lock(&ctx_lock);
+    props[device] = p;
+    props_loaded[device] = 1;
+    pthread_mutex_unlock(&ctx_lock);
+    return CF_OK;
+}
+
+cf_status cf_device_props_get(int device, cf_device_props *out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_device_props_get: out is NULL");
+    cf_status st = check_ordinal(device);
+    if (st)
+        return st;
+    if (!props_loaded[device] && (st = load_props(device)) != CF_OK)
+        return st;
+    *out = props[device];
+    return CF_OK;
+}
+
+cf_status cf_device_get(int *device)
+{
+    if (!device)
+        return cf_error_set(CF_ERR_INVALID, "cf_device_get: device is NULL");
+    *device = tls_device;
+    return CF_OK;
+}
+
+cf_status cf_device_set(int device)
+{
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    tls_device = device;
+    return CF_OK;
+}
+
+cf_status cf_device_synchronize(int device)
+{
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    CF_CU_TRY(cf_drv.cuCtxSynchronize());
+    return CF_OK;
+}
+
+cf_status cf_device_mem_info(int device, size_t *free_bytes, size_t *total_bytes)
+{
+    if (!free_bytes || !total_bytes)
+        return cf_error_set(CF_ERR_INVALID, "cf_device_mem_info: NULL output");
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    CF_CU_TRY(cf_drv.cuMemGetInfo(free_bytes, total_bytes));
+    return CF_OK;
+}
+
+cf_status cf_pointer_device(uint64_t ptr, int *device)
+{
+    if (!device)
+        return cf_error_set(CF_ERR_INVALID, "cf_pointer_device: device is NULL");
+    cf_status st = cf_init();
+    if (st)
+        return st;
+    int ordinal = -1;
+    unsigned int mem_type = 0;
+    CUresult r = cf_drv.cuPointerGetAttribute(&mem_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                              (CUdeviceptr)ptr);
+    if (r != CUDA_SUCCESS || (mem_type != CU_MEMORYTYPE_DEVICE && mem_type != CU_MEMORYTYPE_UNIFIED))
+        return cf_error_set(CF_ERR_INVALID,
+                            "pointer 0x%llx is not device memory known to the CUDA driver",
+                            (unsigned long long)ptr);
+    r = cf_drv.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                     (CUdeviceptr)ptr);
+    if (r != CUDA_SUCCESS)
+        return cf_cu_check(r, "cuPointerGetAttribute(DEVICE_ORDINAL)");
+    *device = ordinal;
+    return CF_OK;
+}
