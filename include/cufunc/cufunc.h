@@ -12,5 +12,6 @@
 #include "cufunc/array.h"
 #include "cufunc/runtime.h"
 #include "cufunc/compile.h"
+#include "cufunc/plan.h"
 
 #endif

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One batched GPU run (for the device tool): build, the whole test suite with CUFUNC_REQUIRE_GPU=1,
+# the demo and the benchmarks. Logs go to $OUT (or /tmp/gpu_out). Usage:
+#   bash tools/gpu_check.sh [tests|bench|all] [extra pytest args...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}; shift || true
+OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUFUNC_REQUIRE_GPU=1
+export CUFUNC_CACHE_DIR=${CUFUNC_CACHE_DIR:-/tmp/cufunc-cache}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo '+dirty')" | tee -a "$OUT/gpu.txt"
+
+python3 -m pip install -q --no-build-isolation --no-deps . > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+rc=0
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/cmake.log" 2>&1 &&
+  cmake --build build/cmake -j 16 >> "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; rc=1; }
+  (ctest --test-dir build/cmake --output-on-failure > "$OUT/ctest.log" 2>&1); c=$?
+  grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.log" | tail -15; [ $c -eq 0 ] || { rc=1; grep -B2 -A20 "FAIL" "$OUT/ctest.log" | head -80; }
+  python3 -m cufunc > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -8 "$OUT/demo.log"
+  python3 -m pytest -q -ra tests/python "$@" > "$OUT/pytest.log" 2>&1; p=$?
+  grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -40; tail -3 "$OUT/pytest.log"; [ $p -eq 0 ] || rc=1
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  for b in bench/bench_*.py; do
+    echo "== $b"; timeout 300 python3 "$b" > "$OUT/$(basename "$b" .py).log" 2>&1; echo "rc=$?"
+    tail -25 "$OUT/$(basename "$b" .py).log"
+  done
+fi
+exit $rc
