@@ -49,7 +49,7 @@ sources = sorted(glob.glob("src/*.c")) + sorted(glob.glob("numpy_ext/*.c")) + [G
 core = Extension(
     "cufunc._core",
     sources=sources,
-    include_dirs=["include", "src"],
+    include_dirs=["include", "src", "templates"],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("CF_BUILDING_PYTHON", "1")],
     libraries=["dl", "pthread"],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra",

@@ -13,5 +13,6 @@
 #include "cufunc/runtime.h"
 #include "cufunc/compile.h"
 #include "cufunc/plan.h"
+#include "cufunc/ufunc.h"
 
 #endif

@@ -1,0 +1,55 @@
+/* cufunc/kernel_args.h: the kernel-parameter layouts of element-wise launches, shared by the host
+ * (src/ufunc.c, C11) and the generated kernels (CUDA C++ under NVRTC), so the two cannot drift.
+ * Every field is 8 bytes or a multiple, so C and C++ lay the structs out identically with no
+ * padding; both sides check the sizes with static asserts.
+ *
+ * A launch passes one `cf_ew_header` followed by one `cf_ew_operand` per operand (inputs, then
+ * outputs, then the `where=` mask if any) as a single by-value parameter. */
+#ifndef CUFUNC_KERNEL_ARGS_H
+#define CUFUNC_KERNEL_ARGS_H
+
+#ifdef __CUDACC_RTC__
+typedef long long cf_ka_i64;
+typedef unsigned long long cf_ka_u64;
+#else
+#include <stdint.h>
+typedef int64_t cf_ka_i64;
+typedef uint64_t cf_ka_u64;
+#endif
+
+/* Coalesced axes a specialised element-wise kernel handles (see include/cufunc/plan.h). */
+#define CF_EW_MAX_NDIM 10
+
+/* Division by an invariant extent with a multiply-high and a shift (Granlund & Montgomery):
+ * n / d == (umulhi(n, magic) + n) >> shift, for n, d < 2^31 (32-bit) or 2^63 (64-bit). */
+typedef struct cf_ew_fastdiv {
+    cf_ka_u64 divisor;
+    cf_ka_u64 magic;
+    cf_ka_u64 shift;
+} cf_ew_fastdiv;
+
+typedef struct cf_ew_header {
+    cf_ka_i64 n;                          /* elements in the loop */
+    cf_ka_i64 ndim;                       /* coalesced axes, innermost last */
+    cf_ka_i64 shape[CF_EW_MAX_NDIM];
+    cf_ew_fastdiv div[CF_EW_MAX_NDIM];    /* one per axis: divides by shape[k] */
+} cf_ew_header;
+
+typedef struct cf_ew_operand {
+    cf_ka_u64 ptr;                        /* array: address of element (0, ..., 0) */
+    cf_ka_i64 strides[CF_EW_MAX_NDIM];    /* array: byte strides over the coalesced axes */
+    cf_ka_u64 scalar[2];                  /* scalar operand: its value's bytes (up to complex128) */
+} cf_ew_operand;
+
+#define CF_EW_HEADER_BYTES (8 * (2 + CF_EW_MAX_NDIM + 3 * CF_EW_MAX_NDIM))
+#define CF_EW_OPERAND_BYTES (8 * (1 + CF_EW_MAX_NDIM + 2))
+
+#ifdef __cplusplus
+static_assert(sizeof(cf_ew_header) == CF_EW_HEADER_BYTES, "cf_ew_header layout");
+static_assert(sizeof(cf_ew_operand) == CF_EW_OPERAND_BYTES, "cf_ew_operand layout");
+#else
+_Static_assert(sizeof(cf_ew_header) == CF_EW_HEADER_BYTES, "cf_ew_header layout");
+_Static_assert(sizeof(cf_ew_operand) == CF_EW_OPERAND_BYTES, "cf_ew_operand layout");
+#endif
+
+#endif
