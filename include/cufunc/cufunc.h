@@ -14,5 +14,6 @@
 #include "cufunc/compile.h"
 #include "cufunc/plan.h"
 #include "cufunc/ufunc.h"
+#include "cufunc/signature.h"
 
 #endif
