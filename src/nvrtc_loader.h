@@ -1,7 +1,7 @@
-/* nvrtc.h: NVRTC, loaded with dlopen at first use (see include/cufunc/compile.h for the search
+/* nvrtc_loader.h: NVRTC, loaded with dlopen at first use (see include/cufunc/compile.h for the search
  * order). Entry points come from one X-macro list, as in driver.h. */
-#ifndef CF_NVRTC_H
-#define CF_NVRTC_H
+#ifndef CF_NVRTC_LOADER_H
+#define CF_NVRTC_LOADER_H
 
 #include <nvrtc.h>
 

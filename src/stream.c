@@ -1,0 +1,220 @@
+/* stream.c: cf_stream, a small wrapper around a CUstream and the device it belongs to.
+ *
+ * A wrapper either owns its stream (cf_stream_create: destroyed with the wrapper) or borrows it
+ * (cf_stream_default, cf_stream_wrap: the stream belongs to the legacy default stream or to
+ * another library such as PyTorch, and cf_stream_free leaves it alone).
+ *
+ * Each wrapper carries a magic number, cleared when it is freed, so that passing a freed or
+ * foreign pointer is usually reported (CF_ERR_INVALID) instead of handing garbage to the driver.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "context.h"
+#include "driver.h"
+#include "error.h"
+
+#define STREAM_MAGIC 0x6366737472u /* "cfstr" */
+
+struct cf_stream {
+    uint64_t magic;
+    CUstream handle;
+    int device;
+    int owned;
+    /* Recorded by cf_stream_wait_stream when another stream waits for this one; created at first
+     * need (most streams are never waited on) and swapped in atomically. */
+    _Atomic(CUevent) event;
+};
+
+static int is_live(const cf_stream *s) { return s && s->magic == STREAM_MAGIC; }
+
+/* CF_ERR_INVALID naming the function and argument when s is NULL or not a live wrapper. */
+static cf_status check_stream(const cf_stream *s, const char *fn, const char *arg)
+{
+    if (!s)
+        return cf_error_set(CF_ERR_INVALID, "%s: %s is NULL", fn, arg);
+    if (s->magic != STREAM_MAGIC)
+        return cf_error_set(CF_ERR_INVALID,
+                            "%s: %s is not a live cf_stream (freed already, or not a stream)", fn,
+                            arg);
+    return CF_OK;
+}
+
+static cf_status new_wrapper(int device, CUstream handle, int owned, cf_stream **out)
+{
+    cf_stream *s = cf_malloc(sizeof *s);
+    if (!s)
+        return cf_error_prefix("allocating a stream wrapper");
+    s->magic = STREAM_MAGIC;
+    s->handle = handle;
+    s->device = device;
+    s->owned = owned;
+    atomic_init(&s->event, NULL);
+    *out = s;
+    return CF_OK;
+}
+
+/* Ownership: the caller owns *out and frees it with cf_stream_free, which destroys the stream. */
+cf_status cf_stream_create(int device, cf_stream **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_create: out is NULL");
+    *out = NULL;
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    CUstream h = NULL;
+    CF_CU_TRY(cf_drv.cuStreamCreate(&h, CU_STREAM_NON_BLOCKING));
+    if ((st = new_wrapper(device, h, 1, out)) != CF_OK)
+        cf_drv.cuStreamDestroy(h);
+    return st;
+}
+
+/* Ownership: the caller owns the wrapper *out; the legacy default stream itself is not owned. */
+cf_status cf_stream_default(int device, cf_stream **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_default: out is NULL");
+    *out = NULL;
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    return new_wrapper(device, NULL, 0, out);
+}
+
+/* Ownership: the caller owns the wrapper *out, never the stream `handle`, which must outlive it. */
+cf_status cf_stream_wrap(int device, uintptr_t handle, cf_stream **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_wrap: out is NULL");
+    *out = NULL;
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    CUstream h = (CUstream)handle;
+    /* 0, 1 and 2 are the legacy default, legacy and per-thread default streams: they mean "the
+     * stream of the current context", which cf_context_enter has just made device's primary. */
+    if (handle > 2) {
+        CUcontext mine = NULL, theirs = NULL;
+        CF_CU_TRY(cf_drv.cuCtxGetCurrent(&mine));
+        CUresult r = cf_drv.cuStreamGetCtx(h, &theirs);
+        if (r != CUDA_SUCCESS) {
+            cf_cu_check(r, "cuStreamGetCtx");
+            return cf_error_prefix("cf_stream_wrap: handle 0x%llx is not a usable CUDA stream",
+                                   (unsigned long long)handle);
+        }
+        if (theirs != mine) {
+            CUdevice dev = -1;
+            /* Name the stream's device if we can tell it, for a message that says what to fix. */
+            if (cf_drv.cuCtxSetCurrent(theirs) == CUDA_SUCCESS) {
+                if (cf_drv.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+                    dev = -1;
+                cf_drv.cuCtxSetCurrent(mine);
+            }
+            if (dev >= 0 && dev != device)
+                return cf_error_set(CF_ERR_INVALID,
+                                    "cf_stream_wrap: stream 0x%llx belongs to device %d, not to "
+                                    "device %d",
+                                    (unsigned long long)handle, (int)dev, device);
+            return cf_error_set(CF_ERR_INVALID,
+                                "cf_stream_wrap: stream 0x%llx belongs to a CUDA context other than "
+                                "device %d's primary context (cufunc works only in primary "
+                                "contexts, as the CUDA runtime, CuPy and PyTorch do)",
+                                (unsigned long long)handle, device);
+        }
+    }
+    return new_wrapper(device, h, 0, out);
+}
+
+/* Frees the wrapper; destroys the stream only if cf_stream_create made it. */
+void cf_stream_free(cf_stream *s)
+{
+    if (!is_live(s))
+        return;
+    s->magic = 0;
+    CUevent ev = atomic_load(&s->event);
+    if (ev || s->owned) {
+        /* After fork, or with a broken driver, the driver objects cannot be released; the wrapper
+         * still is. cuStreamDestroy returns at once and lets queued work finish. */
+        if (cf_context_enter(s->device) == CF_OK) {
+            if (ev)
+                cf_drv.cuEventDestroy(ev);
+            if (s->owned)
+                cf_drv.cuStreamDestroy(s->handle);
+        }
+    }
+    cf_free(s);
+}
+
+CUstream cf_stream_cu(const cf_stream *s) { return is_live(s) ? s->handle : NULL; }
+
+uintptr_t cf_stream_handle(const cf_stream *s) { return is_live(s) ? (uintptr_t)s->handle : 0; }
+
+int cf_stream_device(const cf_stream *s) { return is_live(s) ? s->device : -1; }
+
+cf_status cf_stream_synchronize(cf_stream *s)
+{
+    cf_status st = check_stream(s, "cf_stream_synchronize", "s");
+    if (st || (st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    CF_CU_TRY(cf_drv.cuStreamSynchronize(s->handle));
+    return CF_OK;
+}
+
+cf_status cf_stream_query(cf_stream *s, int *done)
+{
+    cf_status st = check_stream(s, "cf_stream_query", "s");
+    if (st)
+        return st;
+    if (!done)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_query: done is NULL");
+    if ((st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    CUresult r = cf_drv.cuStreamQuery(s->handle);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) {
+        *done = r == CUDA_SUCCESS;
+        return CF_OK;
+    }
+    return cf_cu_check(r, "cuStreamQuery");
+}
+
+/* The wrapper's event, created at first use. s's context current. */
+static cf_status stream_event(cf_stream *s, CUevent *out)
+{
+    CUevent ev = atomic_load(&s->event);
+    if (!ev) {
+        CUevent fresh = NULL;
+        CF_CU_TRY(cf_drv.cuEventCreate(&fresh, CU_EVENT_DISABLE_TIMING));
+        if (atomic_compare_exchange_strong(&s->event, &ev, fresh))
+            ev = fresh;
+        else
+            cf_drv.cuEventDestroy(fresh); /* another thread won; ev now holds its event */
+    }
+    *out = ev;
+    return CF_OK;
+}
+
+cf_status cf_stream_wait_stream(cf_stream *waiter, cf_stream *s)
+{
+    cf_status st = check_stream(waiter, "cf_stream_wait_stream", "waiter");
+    if (st || (st = check_stream(s, "cf_stream_wait_stream", "s")) != CF_OK)
+        return st;
+    /* A stream is always ordered after itself. (Per-thread handles are not compared: the same
+     * handle from the same thread is the same stream, which the equality also covers.) */
+    if (waiter == s || (waiter->handle == s->handle && waiter->device == s->device))
+        return CF_OK;
+    if ((st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    CUevent ev = NULL;
+    if ((st = stream_event(s, &ev)) != CF_OK)
+        return st;
+    /* Two threads may record this event at once; each waiter then waits for the later record,
+     * which covers everything queued before either: stricter, never wrong. */
+    CF_CU_TRY(cf_drv.cuEventRecord(ev, s->handle));
+    if (waiter->device != s->device && (st = cf_context_enter(waiter->device)) != CF_OK)
+        return st;
+    CF_CU_TRY(cf_drv.cuStreamWaitEvent(waiter->handle, ev, 0));
+    return CF_OK;
+}
