@@ -2,8 +2,8 @@
  *
  * Why dlopen: `import cufunc` must work on machines with no driver, and the same binary must run
  * against whichever driver the machine has. Why cuGetProcAddress: it returns the entry point with
- * the ABI of the CUDA version we ask for (the cuda.h we compiled against), which is what the
- * __typeof__-typed fields of the table expect; plain dlsym of a base name can return an older ABI.
+ * the ABI version we ask for (per entry point, in driver.h), which is what the __typeof__-typed
+ * fields of the table expect; plain dlsym of a base name can return an older ABI.
  *
  * Fork: CUDA cannot be used in the child of a process that had initialised it (the driver's state
  * does not survive fork). A pthread_atfork child handler marks the child, and every later call
@@ -41,12 +41,12 @@ typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
 /* Resolve one entry point: cuGetProcAddress with our ABI version first, then dlsym of the
  * versioned symbol name that cuda.h's macros map the base name to. */
 static int resolve(void *lib, get_proc_fn get_proc, const char *base, const char *versioned,
-                   void **out)
+                   int abi, void **out)
 {
     *out = NULL;
     if (get_proc) {
         CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
-        if (get_proc(base, out, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) == CUDA_SUCCESS &&
+        if (get_proc(base, out, abi, CU_GET_PROC_ADDRESS_DEFAULT, &q) == CUDA_SUCCESS &&
             q == CU_GET_PROC_ADDRESS_SUCCESS && *out)
             return 1;
         *out = NULL;
@@ -89,8 +89,8 @@ static void load_driver(void)
 
     get_proc_fn get_proc = (get_proc_fn)dlsym(lib, "cuGetProcAddress_v2");
 
-#define CF_DRIVER_RESOLVE(name)                                                                    \
-    if (!resolve(lib, get_proc, #name, CF_XSTR(name), (void **)&cf_drv.name)) {                    \
+#define CF_DRIVER_RESOLVE(name, abi)                                                               \
+    if (!resolve(lib, get_proc, #name, CF_XSTR(name), abi, (void **)&cf_drv.name)) {               \
         fail_load(CF_ERR_NO_DRIVER,                                                                \
                   "CUDA driver at %s is too old: it lacks %s (cufunc needs a driver for CUDA "     \
                   "12.0 or newer)",                                                                \

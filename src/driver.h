@@ -1,9 +1,9 @@
 /* driver.h: the CUDA driver API, loaded with dlopen (libcuda.so.1), never linked.
  *
  * Every entry point cufunc uses is named once, in CF_DRIVER_FUNCS. The table is filled once under
- * pthread_once by cf_driver_load(), through cuGetProcAddress asking for the ABI of the cuda.h we
- * compile against (CUDA_VERSION), so that each pointer has exactly the prototype declared there
- * (the fields are typed with __typeof__ of that prototype). Drivers without cuGetProcAddress_v2 fall
+ * pthread_once by cf_driver_load(), through cuGetProcAddress asking, per entry point, for the ABI
+ * version that cuda.h's prototype of it has, so that each pointer has exactly that prototype (the
+ * fields are typed with __typeof__ of it). Drivers without cuGetProcAddress_v2 fall
  * back to dlsym of the versioned names (cuMemAlloc_v2, ...).
  *
  * Call sites use the table as `cf_drv.cuMemAlloc(...)`: cuda.h's macros rename cuMemAlloc to
@@ -16,62 +16,67 @@
 
 #include "cufunc/status.h"
 
-/* X(name): every driver entry point cufunc calls. Add a line here to use a new one. */
+/* X(name, abi): every driver entry point cufunc calls, with the CUDA version that introduced the
+ * ABI cuda.h declares for `name` (the PFN_<name>_v<abi> typedef in cudaTypedefs.h). The version
+ * matters: asked for CUDA_VERSION, cuGetProcAddress returns the NEWEST ABI, and for some entry
+ * points that differs from the prototype cuda.h gives the plain name (CUDA 13's cuCtxSynchronize
+ * takes a context; cuStreamGetCtx since 12.5 takes a green-context pointer). Add a line here to use
+ * a new entry point, with its version from cudaTypedefs.h. */
 #define CF_DRIVER_FUNCS(X)                                                                         \
-    X(cuInit)                                                                                      \
-    X(cuDriverGetVersion)                                                                          \
-    X(cuGetErrorName)                                                                              \
-    X(cuGetErrorString)                                                                            \
-    X(cuDeviceGet)                                                                                 \
-    X(cuDeviceGetCount)                                                                            \
-    X(cuDeviceGetName)                                                                             \
-    X(cuDeviceGetAttribute)                                                                        \
-    X(cuDeviceTotalMem)                                                                            \
-    X(cuDeviceGetUuid)                                                                             \
-    X(cuDeviceGetDefaultMemPool)                                                                   \
-    X(cuDevicePrimaryCtxRetain)                                                                    \
-    X(cuDevicePrimaryCtxRelease)                                                                   \
-    X(cuCtxSetCurrent)                                                                             \
-    X(cuCtxGetCurrent)                                                                             \
-    X(cuCtxGetDevice)                                                                              \
-    X(cuCtxSynchronize)                                                                            \
-    X(cuStreamCreate)                                                                              \
-    X(cuStreamDestroy)                                                                             \
-    X(cuStreamSynchronize)                                                                         \
-    X(cuStreamQuery)                                                                               \
-    X(cuStreamWaitEvent)                                                                           \
-    X(cuStreamGetCtx)                                                                              \
-    X(cuEventCreate)                                                                               \
-    X(cuEventDestroy)                                                                              \
-    X(cuEventRecord)                                                                               \
-    X(cuEventSynchronize)                                                                          \
-    X(cuEventQuery)                                                                                \
-    X(cuEventElapsedTime)                                                                          \
-    X(cuMemAllocAsync)                                                                             \
-    X(cuMemFreeAsync)                                                                              \
-    X(cuMemPoolSetAttribute)                                                                       \
-    X(cuMemPoolTrimTo)                                                                             \
-    X(cuMemAlloc)                                                                                  \
-    X(cuMemFree)                                                                                   \
-    X(cuMemGetInfo)                                                                                \
-    X(cuMemHostAlloc)                                                                              \
-    X(cuMemFreeHost)                                                                               \
-    X(cuMemHostRegister)                                                                           \
-    X(cuMemHostUnregister)                                                                         \
-    X(cuMemcpyHtoDAsync)                                                                           \
-    X(cuMemcpyDtoHAsync)                                                                           \
-    X(cuMemcpyDtoDAsync)                                                                           \
-    X(cuMemsetD8Async)                                                                             \
-    X(cuPointerGetAttribute)                                                                       \
-    X(cuModuleLoadDataEx)                                                                          \
-    X(cuModuleUnload)                                                                              \
-    X(cuModuleGetFunction)                                                                         \
-    X(cuFuncGetAttribute)                                                                          \
-    X(cuFuncSetAttribute)                                                                          \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                 \
-    X(cuLaunchKernel)
+    X(cuInit, 2000)                                                                                \
+    X(cuDriverGetVersion, 2020)                                                                    \
+    X(cuGetErrorName, 6000)                                                                        \
+    X(cuGetErrorString, 6000)                                                                      \
+    X(cuDeviceGet, 2000)                                                                           \
+    X(cuDeviceGetCount, 2000)                                                                      \
+    X(cuDeviceGetName, 2000)                                                                       \
+    X(cuDeviceGetAttribute, 2000)                                                                  \
+    X(cuDeviceTotalMem, 3020)                                                                      \
+    X(cuDeviceGetUuid, 11040)                                                                      \
+    X(cuDeviceGetDefaultMemPool, 11020)                                                            \
+    X(cuDevicePrimaryCtxRetain, 7000)                                                              \
+    X(cuDevicePrimaryCtxRelease, 11000)                                                            \
+    X(cuCtxSetCurrent, 4000)                                                                       \
+    X(cuCtxGetCurrent, 4000)                                                                       \
+    X(cuCtxGetDevice, 2000)                                                                        \
+    X(cuCtxSynchronize, 2000)                                                                      \
+    X(cuStreamCreate, 2000)                                                                        \
+    X(cuStreamDestroy, 4000)                                                                       \
+    X(cuStreamSynchronize, 2000)                                                                   \
+    X(cuStreamQuery, 2000)                                                                         \
+    X(cuStreamWaitEvent, 3020)                                                                     \
+    X(cuStreamGetCtx, 9020)                                                                        \
+    X(cuEventCreate, 2000)                                                                         \
+    X(cuEventDestroy, 4000)                                                                        \
+    X(cuEventRecord, 2000)                                                                         \
+    X(cuEventSynchronize, 2000)                                                                    \
+    X(cuEventQuery, 2000)                                                                          \
+    X(cuEventElapsedTime, 12080)                                                                   \
+    X(cuMemAllocAsync, 11020)                                                                      \
+    X(cuMemFreeAsync, 11020)                                                                       \
+    X(cuMemPoolSetAttribute, 11020)                                                                \
+    X(cuMemPoolTrimTo, 11020)                                                                      \
+    X(cuMemAlloc, 3020)                                                                            \
+    X(cuMemFree, 3020)                                                                             \
+    X(cuMemGetInfo, 3020)                                                                          \
+    X(cuMemHostAlloc, 2020)                                                                        \
+    X(cuMemFreeHost, 2000)                                                                         \
+    X(cuMemHostRegister, 6050)                                                                     \
+    X(cuMemHostUnregister, 4000)                                                                   \
+    X(cuMemcpyHtoDAsync, 3020)                                                                     \
+    X(cuMemcpyDtoHAsync, 3020)                                                                     \
+    X(cuMemcpyDtoDAsync, 3020)                                                                     \
+    X(cuMemsetD8Async, 3020)                                                                       \
+    X(cuPointerGetAttribute, 4000)                                                                 \
+    X(cuModuleLoadDataEx, 2010)                                                                    \
+    X(cuModuleUnload, 2000)                                                                        \
+    X(cuModuleGetFunction, 2000)                                                                   \
+    X(cuFuncGetAttribute, 2020)                                                                    \
+    X(cuFuncSetAttribute, 9000)                                                                    \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                                           \
+    X(cuLaunchKernel, 4000)
 
-#define CF_DRIVER_FIELD(name) __typeof__(&name) name;
+#define CF_DRIVER_FIELD(name, abi) __typeof__(&name) name;
 typedef struct cf_driver_table {
     CF_DRIVER_FUNCS(CF_DRIVER_FIELD)
 } cf_driver_table;
