@@ -76,9 +76,13 @@ cf_status cf_plan_elementwise(cf_plan *p, int nops, const cf_array *ops, int ndi
         ndim > CF_MAX_DIMS || (ndim > 0 && !shape))
         return cf_error_set(CF_ERR_INVALID, "cf_plan_elementwise: bad arguments (nops %d, ndim %d)",
                             nops, ndim);
-    memset(p, 0, sizeof *p);
+    /* The struct is large (CF_MAX_OPERANDS x CF_MAX_DIMS strides) and planned on every call:
+     * write only the entries used (strides[i][k] for i < nops, k < ndim), never the whole. */
     p->nops = nops;
+    p->ndim = 0;
     p->size = 1;
+    p->all_contiguous = 1;
+    p->index32 = 1;
     for (int k = 0; k < ndim; k++) {
         if (shape[k] < 0)
             return cf_error_set(CF_ERR_INVALID, "negative loop extent %lld", (long long)shape[k]);

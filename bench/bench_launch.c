@@ -1,0 +1,112 @@
+/* bench_launch.c: the launch floor every call path is held against (issue 4's benchmark).
+ *
+ *   bench_launch [--calls N]
+ *
+ * Prints, in microseconds per launch (median of 7 batches of N back-to-back launches on one stream,
+ * each batch ending with a stream synchronisation):
+ *   - a C loop of cf_launch (cuLaunchKernel) on an empty kernel;
+ *   - the same with a stream-ordered allocation and free around each launch;
+ *   - a C loop of cf_ufunc_launch of a one-element float32 add with the output given (the
+ *     engine's own cost above the floor: planning, kernel lookup, parameter packing).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cufunc/cufunc.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        if ((call) != CF_OK) {                                                                     \
+            fprintf(stderr, "bench_launch: %s: %s\n", #call, cf_last_error());                    \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static const char *EMPTY = "extern \"C\" __global__ void empty(float *p) {}\n";
+static const char *ADD = "#include \"cufunc/runtime.cuh\"\n"
+                         "__device__ cf_float32 add(cf_float32 a, cf_float32 b) { return a + b; }\n";
+
+int main(int argc, char **argv)
+{
+    int calls = 20000;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
+            calls = atoi(argv[++i]);
+    TRY(cf_init());
+    cf_device_props props;
+    TRY(cf_device_props_get(0, &props));
+    cf_stream *s;
+    TRY(cf_stream_create(0, &s));
+    cf_module *m;
+    cf_function *f;
+    TRY(cf_module_load(0, EMPTY, NULL, 0, &m));
+    TRY(cf_module_function(m, "empty", &f));
+    uint64_t buf;
+    TRY(cf_mem_alloc(s, 4, &buf));
+    void *args[] = {&buf};
+    unsigned g[3] = {1, 1, 1}, b[3] = {32, 1, 1};
+
+    cf_ufunc *u;
+    TRY(cf_ufunc_create("add", 2, 1, &u));
+    cf_dtype t[3] = {CF_FLOAT32, CF_FLOAT32, CF_FLOAT32};
+    TRY(cf_ufunc_add_loop(u, t, ADD, "add", NULL, 0, NULL));
+    uint64_t x, y, z;
+    TRY(cf_mem_alloc(s, 4, &x));
+    TRY(cf_mem_alloc(s, 4, &y));
+    TRY(cf_mem_alloc(s, 4, &z));
+    int64_t one[1] = {1};
+    cf_operand ops[3];
+    memset(ops, 0, sizeof ops);
+    cf_array_init_contiguous(&ops[0].array, x, CF_FLOAT32, 1, one, 'C', 0);
+    cf_array_init_contiguous(&ops[1].array, y, CF_FLOAT32, 1, one, 'C', 0);
+    cf_array_init_contiguous(&ops[2].array, z, CF_FLOAT32, 1, one, 'C', 0);
+
+    double res[3];
+    for (int which = 0; which < 3; which++) {
+        double batch[7];
+        for (int r = 0; r < 8; r++) {
+            double t0 = now();
+            for (int i = 0; i < calls; i++) {
+                if (which == 0) {
+                    TRY(cf_launch(f, g, b, 0, s, args));
+                } else if (which == 1) {
+                    uint64_t p;
+                    TRY(cf_mem_alloc(s, 256, &p));
+                    void *a2[] = {&p};
+                    TRY(cf_launch(f, g, b, 0, s, a2));
+                    TRY(cf_mem_free(s, p));
+                } else {
+                    TRY(cf_ufunc_launch(u, 0, s, ops, NULL, 1, one));
+                }
+            }
+            TRY(cf_stream_synchronize(s));
+            if (r > 0) /* the first batch warms up */
+                batch[r - 1] = (now() - t0) / calls * 1e6;
+        }
+        qsort(batch, 7, sizeof batch[0], cmp_double);
+        res[which] = batch[3];
+    }
+    printf("launch floor on %s (%d launches per batch, median of 7 batches)\n", props.name, calls);
+    printf("| figure | us per launch |\n|---|---|\n");
+    printf("| cuLaunchKernel, empty kernel (C loop) | %.2f |\n", res[0]);
+    printf("| the same with cuMemAllocAsync + cuMemFreeAsync around it | %.2f |\n", res[1]);
+    printf("| cf_ufunc_launch, 1-element float32 add, out given (C loop) | %.2f |\n", res[2]);
+    cf_ufunc_free(u);
+    return 0;
+}

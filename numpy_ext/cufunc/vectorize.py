@@ -1,0 +1,187 @@
+"""@vectorize: GPU ufuncs from Python scalar functions, as Numba's ``vectorize(target='cuda')``.
+
+    from cufunc import vectorize
+
+    @vectorize(['float32(float32, float32)', 'float64(float64, float64)'], target='cuda')
+    def rel_diff(x, y):
+        return 2 * (x - y) / (x + y)
+
+    rel_diff(a, b)                      # NumPy arrays in, NumPy array out
+    rel_diff(d_a, d_b, out=d_out)       # device arrays (cufunc, CuPy, PyTorch): no host round trip
+
+With signatures, every loop is translated at decoration, so type errors surface there. Without
+signatures (Numba cannot do this), the ufunc translates a loop on the first call for each new
+combination of input types, with the result type inferred.
+
+The object returned is a cufunc.UFunc: its call path is C (cufunc._core.UFunc); this module only
+translates bodies into loops.
+"""
+import functools
+
+import numpy as np
+
+from . import _core
+from . import types as _T
+from .lang import translate as _translate
+
+__all__ = ["vectorize", "GPUUFunc"]
+
+
+def _compile_options(fastmath):
+    # LANGUAGE.md: no contraction of a*b+c into an FMA unless fastmath
+    return ("--use_fast_math",) if fastmath else ("--fmad=false",)
+
+
+def _loop_from(pyfunc, argtypes, return_type, fastmath):
+    """Translate one loop: (types, source, fn_name, options) for UFunc.add_loop, and nout."""
+    r = _translate(pyfunc, argtypes, return_type, fastmath=fastmath)
+    ret = r.return_type
+    if isinstance(ret, _T.Void):
+        raise TypeError("vectorize: %s returns nothing; a ufunc body must return a value "
+                        "(use guvectorize to write into output arrays)" % pyfunc.__qualname__)
+    outs = list(ret.types) if isinstance(ret, _T.Tuple) else [ret]
+    for t in list(r.arg_types) + outs:
+        if not isinstance(t, _T.Scalar):
+            raise TypeError("vectorize: %s: arguments and results of a ufunc must be scalars, "
+                            "not %s" % (pyfunc.__qualname__, t))
+    if r.device_array_globals:
+        names = ", ".join(name for name, _ in r.device_array_globals)
+        raise NotImplementedError(
+            "vectorize: %s reads device arrays captured from globals (%s); element-wise kernels "
+            "do not pass captured device arrays yet: pass the array as an argument of a "
+            "guvectorize function instead" % (pyfunc.__qualname__, names))
+    types = tuple(t.dtype for t in list(r.arg_types) + outs)
+    return (types, r.source, r.name, _compile_options(fastmath)), len(outs)
+
+
+class GPUUFunc(_core.UFunc):
+    """A GPU ufunc made by vectorize. Call it like a NumPy ufunc; see cufunc.vectorize."""
+
+    def inspect_cuda(self, *inputs):
+        """The generated CUDA C: of every loop's device function (no arguments), or of the
+        kernel a call with these inputs would launch."""
+        if inputs:
+            return self.kernel_source(*inputs)
+        return "\n".join(src for _, src, _ in self.loops)
+
+    @property
+    def signatures(self):
+        return ["%s(%s)" % (", ".join(str(t) for t in types[self.nin:]),
+                            ", ".join(str(t) for t in types[:self.nin]))
+                for types, _, _ in self.loops]
+
+
+def _weak_arg_type(pytype, strong):
+    """NEP 50: a Python int/float/complex argument takes the kind of the other inputs where it
+    fits (np.float32 array with a Python float: float32); alone, int64/float64/complex128."""
+    if strong:
+        return np.result_type(*strong, pytype(0))
+    return np.result_type(pytype(0))
+
+
+def _make_compiler(pyfunc, fastmath):
+    def compile_loop(in_types, out_dtype):
+        strong = [t for t in in_types if isinstance(t, np.dtype)]
+        args = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
+        ret = None if out_dtype is None else _T.from_dtype(out_dtype)
+        spec, _ = _loop_from(pyfunc, [_T.from_dtype(a) for a in args], ret, fastmath)
+        return spec
+    return compile_loop
+
+
+def _count_outputs(pyfunc):
+    """The number of outputs of a signature-less ufunc, read off its return statements: a body
+    that returns a tuple of n values makes a ufunc with n outputs."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(pyfunc)))
+    except (OSError, TypeError, SyntaxError):
+        return 1  # no source: the translator reports it at the first call
+    fn = tree.body[0]
+    counts = set()
+    stack = list(getattr(fn, "body", []))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            counts.add(len(node.value.elts) if isinstance(node.value, ast.Tuple) else 1)
+        stack.extend(ast.iter_child_nodes(node))
+    if len(counts) > 1:
+        raise TypeError("vectorize: %s returns tuples of different lengths" % pyfunc.__qualname__)
+    return counts.pop() if counts else 1
+
+
+def _nargs(pyfunc):
+    import inspect
+    params = inspect.signature(pyfunc).parameters.values()
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+        raise TypeError("vectorize: %s must take a fixed number of positional arguments"
+                        % pyfunc.__qualname__)
+    return len(params)
+
+
+def _build(pyfunc, signatures, identity, fastmath):
+    nin = _nargs(pyfunc)
+    if nin < 1:
+        raise TypeError("vectorize: %s takes no arguments" % pyfunc.__qualname__)
+    name = getattr(pyfunc, "__name__", "ufunc")
+    doc = getattr(pyfunc, "__doc__", None)
+    specs, nouts = [], set()
+    for sig in signatures:
+        ret, args = _T.parse_signature(sig)
+        if len(args) != nin:
+            raise TypeError("vectorize: signature %r has %d arguments, %s takes %d"
+                            % (sig, len(args), pyfunc.__qualname__, nin))
+        spec, nout = _loop_from(pyfunc, args, ret, fastmath)
+        specs.append(spec)
+        nouts.add(nout)
+    if len(nouts) > 1:
+        raise TypeError("vectorize: the signatures of %s disagree on the number of outputs"
+                        % pyfunc.__qualname__)
+    nout = nouts.pop() if nouts else _count_outputs(pyfunc)
+    compiler = None if signatures else _make_compiler(pyfunc, fastmath)
+    uf = GPUUFunc(name, nin, nout, identity=identity, doc=doc, compiler=compiler)
+    for spec in specs:
+        uf.add_loop(*spec)
+    uf.py_func = pyfunc
+    functools.update_wrapper(uf, pyfunc, assigned=("__module__", "__qualname__"), updated=())
+    return uf
+
+
+_IDENTITIES = {"reorderable", None}
+
+
+def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=False, cache=True,
+              **kws):
+    """Make a GPU ufunc from a Python scalar function (Numba's vectorize, target='cuda').
+
+    ftylist_or_function: a list of signatures (strings such as 'float32(float32, float32)' or
+    type objects such as float32(float32, float32)), one signature, or the function itself
+    (bare ``@vectorize``). Without signatures, loops are made on first call per input types.
+    identity: the value ufunc.reduce starts from (0, 1, 'reorderable' or None), as Numba.
+    fastmath: allow contraction into FMAs and fast approximate math (CUDA's --use_fast_math).
+    cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
+    disk cache off); the keyword is accepted for Numba compatibility.
+    Other Numba keywords (nopython, ...) are accepted and ignored.
+    """
+    if target not in ("cuda", "gpu"):
+        raise ValueError("cufunc.vectorize supports target='cuda' only, not %r" % (target,))
+    if not (identity in _IDENTITIES or isinstance(identity, (int, float, complex, np.generic))):
+        raise ValueError("identity must be a number, 'reorderable' or None, not %r" % (identity,))
+
+    def wrap(pyfunc, sigs):
+        if not callable(pyfunc):
+            raise TypeError("vectorize: %r is not a function" % (pyfunc,))
+        return _build(pyfunc, sigs, identity, fastmath)
+
+    if callable(ftylist_or_function) and not isinstance(ftylist_or_function,
+                                                        (_T.Signature, _T.Type, str)):
+        return wrap(ftylist_or_function, [])
+    sigs = ftylist_or_function
+    if isinstance(sigs, (str, _T.Signature)):
+        sigs = [sigs]
+    sigs = list(sigs)
+    return lambda pyfunc: wrap(pyfunc, sigs)
