@@ -30,6 +30,7 @@
 #include "cufunc/compile.h"
 #include "error.h"
 #include "hash.h"
+#include "nvrtc_loader.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -193,6 +194,8 @@ cf_status cf_cache_reconfigure(void)
     clear_memory_locked();
     configure_locked();
     pthread_mutex_unlock(&cache_lock);
+    /* Outside cache_lock: the NVRTC facts lock is taken before it, never after. */
+    cf_nvrtc_facts_forget();
     return CF_OK;
 }
 
@@ -232,10 +235,12 @@ cf_status cf_cache_key_digest(const char *source, const char *const *options, in
     cf_status st = check_args("cf_cache_key", source, options, noptions, cc_major, cc_minor);
     if (st)
         return st;
-    int vmaj = 0, vmin = 0;
-    st = cf_nvrtc_version(&vmaj, &vmin);
+    /* From the stamp when it is valid: a warm process then never loads libnvrtc. */
+    cf_nvrtc_facts facts;
+    st = cf_nvrtc_facts_get(&facts, NULL);
     if (st)
         return st;
+    int vmaj = facts.major, vmin = facts.minor;
     char buf[64];
     cf_sha256 h;
     cf_sha256_init(&h);
@@ -481,16 +486,13 @@ static void entry_path(char *out, size_t cap, const char *dir, const char *hex, 
     snprintf(out, cap, "%s/%.2s/%s%s", dir, hex, hex, suffix);
 }
 
-/* Write `iov` to `final` through a temporary file in the same folder and rename. Returns 0 or an
- * errno value; leaves no temporary file behind. */
-static int write_atomic(const char *dir, const char *hex, const char *final, struct iovec *iov,
-                        int iovcnt)
+/* Write `iov` to `final`, a file in `folder`, through a temporary file there and rename.
+ * Returns 0 or an errno value; leaves no temporary file behind. */
+static int write_atomic_in(const char *folder, const char *tag, const char *final,
+                           struct iovec *iov, int iovcnt)
 {
-    char shard[PATH_MAX], tmp[PATH_MAX];
-    snprintf(shard, sizeof shard, "%s/%.2s", dir, hex);
-    if (mkdir(shard, 0755) != 0 && errno != EEXIST)
-        return errno;
-    int len = snprintf(tmp, sizeof tmp, "%s/.tmp-%.16s-XXXXXX", shard, hex);
+    char tmp[PATH_MAX];
+    int len = snprintf(tmp, sizeof tmp, "%s/.tmp-%.16s-XXXXXX", folder, tag);
     if (len < 0 || (size_t)len >= sizeof tmp)
         return ENAMETOOLONG;
     int fd = mkostemp(tmp, O_CLOEXEC);
@@ -537,6 +539,31 @@ static int write_atomic(const char *dir, const char *hex, const char *final, str
     return err;
 }
 
+/* An entry's file: into its shard folder <dir>/<first two hex chars>, made on first use. */
+static int write_atomic(const char *dir, const char *hex, const char *final, struct iovec *iov,
+                        int iovcnt)
+{
+    char shard[PATH_MAX];
+    int len = snprintf(shard, sizeof shard, "%s/%.2s", dir, hex);
+    if (len < 0 || (size_t)len >= sizeof shard)
+        return ENAMETOOLONG;
+    if (mkdir(shard, 0755) != 0 && errno != EEXIST)
+        return errno;
+    return write_atomic_in(shard, hex, final, iov, iovcnt);
+}
+
+int cf_cache_write_file(const char *dir, const char *name, const void *data, size_t len)
+{
+    if (!dir || !*dir || !name || !*name || (!data && len))
+        return EINVAL;
+    char final[PATH_MAX];
+    int n = snprintf(final, sizeof final, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof final)
+        return ENAMETOOLONG;
+    struct iovec iov[1] = {{(void *)data, len}};
+    return write_atomic_in(dir, name, final, iov, 1);
+}
+
 static void write_debug_source(const char *dir, const char *hex, const char *source,
                                const char *const *options, int noptions, int cc_major,
                                int cc_minor)
@@ -572,16 +599,18 @@ static cf_status copy_out(const void *data, size_t size, void **image)
     return CF_OK;
 }
 
-cf_status cf_cache_lookup(const unsigned char key[32], const char *source,
+cf_status cf_cache_lookup(const unsigned char key_in[32], const char *source,
                           const char *const *options, int noptions, int cc_major, int cc_minor,
                           void **image, size_t *size, int *is_ptx, int *from)
 {
-    if (!key || !image || !size)
+    if (!key_in || !image || !size)
         return cf_error_set(CF_ERR_INVALID, "cf_cache_get_image: key, image and size must not be "
                                             "NULL");
     cf_status st = check_args("cf_cache_get_image", source, options, noptions, cc_major, cc_minor);
     if (st)
         return st;
+    unsigned char key[32];
+    memcpy(key, key_in, 32);
     *image = NULL;
     *size = 0;
     int ptx = 0, where = 0;
@@ -634,6 +663,22 @@ cf_status cf_cache_lookup(const unsigned char key[32], const char *source,
         st = cf_compile_source(source, options, noptions, cc_major, cc_minor, &img, &n, &ptx);
         if (st)
             return st;
+        /* The key may have been computed from the stamp's facts, before NVRTC was loaded. The
+         * image comes from the NVRTC loaded now, so it is stored under the key of that one's
+         * version: were the two ever to differ (the library changed in between), an entry would
+         * otherwise claim the wrong compiler. */
+        unsigned char now_key[32];
+        st = cf_cache_key_digest(source, options, noptions, cc_major, cc_minor, now_key);
+        if (st) {
+            cf_free(img);
+            return st;
+        }
+        if (memcmp(now_key, key, 32) != 0) {
+            memcpy(key, now_key, 32);
+            cf_hex_encode(key, 32, hex);
+            if (disk)
+                entry_path(path, sizeof path, dir, hex, CF_CACHE_ENTRY_SUFFIX);
+        }
     }
 
     lock_cache();

@@ -17,12 +17,16 @@
 #define CF_CACHE_HEADER_SIZE 88
 #define CF_CACHE_ENTRY_SUFFIX ".bin"
 
-/* The binary cache key (see above). Needs NVRTC's version: CF_ERR_NO_NVRTC when it cannot load. */
+/* The binary cache key (see above). NVRTC's version comes from the loaded library, else from a
+ * valid stamp in the cache folder (no load; see nvrtc_loader.h), else from loading it now:
+ * CF_ERR_NO_NVRTC when it cannot load. */
 cf_status cf_cache_key_digest(const char *source, const char *const *options, int noptions,
                               int cc_major, int cc_minor, unsigned char key[32]);
 
 /* cf_cache_get_image with the key already computed (module.c computes it once for its own map).
- * `key` must be cf_cache_key_digest of the same arguments. */
+ * `key` must be cf_cache_key_digest of the same arguments. A compiled image is stored under the
+ * key recomputed once NVRTC is loaded, which differs from `key` only if the stamp's version was
+ * not the loaded library's: an entry always names the NVRTC that compiled it. */
 cf_status cf_cache_lookup(const unsigned char key[32], const char *source,
                           const char *const *options, int noptions, int cc_major, int cc_minor,
                           void **image, size_t *size, int *is_ptx, int *from);
@@ -33,5 +37,10 @@ cf_status cf_cache_lookup(const unsigned char key[32], const char *source,
  * is corrupt or truncated (the message says how). Deletes nothing. */
 cf_status cf_cache_entry_read(const char *path, const unsigned char *key, void **payload,
                               size_t *size, int *is_ptx);
+
+/* Write `len` bytes to <dir>/<name> through a temporary file in `dir` and a rename, so readers
+ * see the old file or the new one, never a part. Returns 0 or an errno value; leaves no temporary
+ * file behind. (The NVRTC stamp uses it.) */
+int cf_cache_write_file(const char *dir, const char *name, const void *data, size_t len);
 
 #endif

@@ -12,11 +12,20 @@
  * architecture, missing dependency, not a library) or that lacks a required entry point is "failed
  * to load", and the two give different messages. Loading uses no cf_malloc, so an injected
  * allocation failure can never make the sticky outcome a failure.
+ *
+ * The stamp (see nvrtc_loader.h) lets the kernel cache know NVRTC's version without loading it.
+ * Its checks err on the side of loading: a stamp is trusted only when every input of the search
+ * is as it was when the stamp was written, and the library file and its folder are the very same
+ * inodes, unchanged since (size, mtime and ctime). What the fingerprint cannot see: libraries
+ * found through the RPATH/RUNPATH of the program calling dlopen, which cufunc's own builds do not
+ * set for NVRTC.
  */
 #define _GNU_SOURCE 1 /* dladdr, uselocale */
 #include "nvrtc_loader.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
 #include <pthread.h>
@@ -25,11 +34,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cache.h"
 #include "cufunc/compile.h"
 #include "error.h"
+#include "hash.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -51,9 +63,14 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static cf_status load_status;
 static char load_message[12288];
 static char loaded_path[PATH_MAX];
-static int version_major, version_minor;
-static int archs[128]; /* sm numbers NVRTC can emit SASS for, ascending (75, 80, ..., 121) */
-static int n_archs;     /* 0: this NVRTC cannot say (older than 11.2) */
+static cf_nvrtc_facts loaded_facts; /* of the loaded library; read after load_once */
+static int is_loaded;                /* atomic: set once the library is loaded */
+
+/* What the stamp of this load records about the search, taken before the search began: the
+ * fingerprint of its inputs, and when it began (realtime ns). fp_ok = 0: in doubt, no stamp. */
+static char load_fp[65];
+static int load_fp_ok;
+static int64_t load_started_ns;
 
 /* ---- the search ------------------------------------------------------------------------------ */
 
@@ -164,11 +181,20 @@ static int is_dir(const char *path)
 
 /* Run the whole search; returns CF_OK with s->handle set, or CF_ERR_NO_NVRTC with the message in
  * msg (msg_cap bytes). */
-static cf_status run_search(search *s, char *msg, size_t msg_cap)
+/* The list of extra folders is fixed from the first search, or the first stamp check, on: the
+ * search that loads then looks where the stamp's fingerprint says it does. Returns their count. */
+static int freeze_search_dirs(void)
 {
     pthread_mutex_lock(&dirs_lock);
     search_started = 1;
+    int n = n_extra_dirs;
     pthread_mutex_unlock(&dirs_lock);
+    return n;
+}
+
+static cf_status run_search(search *s, char *msg, size_t msg_cap)
+{
+    freeze_search_dirs();
 
     const char *env = getenv("CUFUNC_NVRTC_PATH");
     int env_set = env && *env;
@@ -216,10 +242,16 @@ static cf_status run_search(search *s, char *msg, size_t msg_cap)
     return CF_ERR_NO_NVRTC;
 }
 
+static int search_fingerprint(char hex[65]);
+static int64_t realtime_ns(void);
+
 static void load_nvrtc(void)
 {
     static char tried_buf[4096], annotated_buf[8192];
     static search s; /* static: PATH_MAX buffers do not belong on a caller's small stack */
+    /* Before the search: a change made while it runs then shows in the next check. */
+    load_started_ns = realtime_ns();
+    load_fp_ok = search_fingerprint(load_fp) == 0;
     memset(&s, 0, sizeof s);
     s.tried = (textbuf){tried_buf, sizeof tried_buf, 0};
     s.annotated = (textbuf){annotated_buf, sizeof annotated_buf, 0};
@@ -229,7 +261,8 @@ static void load_nvrtc(void)
         return;
     cf_nvrtc = s.table;
     snprintf(loaded_path, sizeof loaded_path, "%s", s.path);
-    nvrtcResult r = cf_nvrtc.nvrtcVersion(&version_major, &version_minor);
+    cf_nvrtc_facts *f = &loaded_facts;
+    nvrtcResult r = cf_nvrtc.nvrtcVersion(&f->major, &f->minor);
     if (r != NVRTC_SUCCESS) {
         load_status = CF_ERR_NO_NVRTC;
         snprintf(load_message, sizeof load_message,
@@ -237,14 +270,17 @@ static void load_nvrtc(void)
                  (int)r);
         return;
     }
+    f->has_cubin = cf_nvrtc.nvrtcGetCUBIN && cf_nvrtc.nvrtcGetCUBINSize;
     if (cf_nvrtc.nvrtcGetNumSupportedArchs && cf_nvrtc.nvrtcGetSupportedArchs) {
         int n = 0;
         if (cf_nvrtc.nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0 &&
-            n <= (int)(sizeof archs / sizeof archs[0]) &&
-            cf_nvrtc.nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS)
-            n_archs = n;
+            n <= CF_NVRTC_MAX_ARCHS && cf_nvrtc.nvrtcGetSupportedArchs(f->archs) == NVRTC_SUCCESS)
+            f->n_archs = n;
     }
+    __atomic_store_n(&is_loaded, 1, __ATOMIC_RELEASE);
 }
+
+int cf_nvrtc_is_loaded(void) { return __atomic_load_n(&is_loaded, __ATOMIC_ACQUIRE); }
 
 cf_status cf_nvrtc_load(void)
 {
@@ -342,8 +378,8 @@ cf_status cf_nvrtc_version(int *major, int *minor)
     cf_status st = cf_nvrtc_load();
     if (st)
         return st;
-    *major = version_major;
-    *minor = version_minor;
+    *major = loaded_facts.major;
+    *minor = loaded_facts.minor;
     return CF_OK;
 }
 
@@ -383,19 +419,477 @@ cf_status cf_nvrtc_supports_arch(int cc_major, int cc_minor, int *supported)
     if (cc_major <= 0 || cc_minor < 0 || cc_minor > 9)
         return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_supports_arch: bad compute capability %d.%d",
                             cc_major, cc_minor);
+    /* From the stamp when it is valid: choosing CUBIN or PTX needs no loaded NVRTC either. */
+    cf_nvrtc_facts f;
+    cf_status st = cf_nvrtc_facts_get(&f, NULL);
+    if (st)
+        return st;
+    *supported = cf_nvrtc_best_arch(&f, cc_major * 10 + cc_minor);
+    return CF_OK;
+}
+
+int cf_nvrtc_best_arch(const cf_nvrtc_facts *f, int want)
+{
+    if (f->n_archs == 0)
+        return want; /* NVRTC older than 11.2 cannot list its archs; let it judge the asked one */
+    int best = 0;
+    for (int i = 0; i < f->n_archs; i++)
+        if (f->archs[i] <= want && f->archs[i] > best)
+            best = f->archs[i];
+    return best;
+}
+
+/* ---- the stamp (see nvrtc_loader.h) ---------------------------------------------------------- */
+
+#define NS_PER_S 1000000000LL
+/* A library or folder changed this recently before the load began is "in doubt": no stamp. Wide
+ * enough for coarse file-system timestamps and a file server's clock a little off ours. */
+#define STAMP_QUIET_NS (2 * NS_PER_S)
+#define STAMP_MAX 8192
+
+static int64_t ts_ns(struct timespec t) { return (int64_t)t.tv_sec * NS_PER_S + t.tv_nsec; }
+
+static int64_t realtime_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return ts_ns(t);
+}
+
+/* A file's identity and last changes as text: equal text, the same file, unchanged. ctime is in
+ * because no user can set it: a file put back with its old mtime still shows. */
+static void stat_id(const struct stat *st, char *out, size_t cap)
+{
+    snprintf(out, cap, "%llu %llu %llo %lld %lld %lld", (unsigned long long)st->st_dev,
+             (unsigned long long)st->st_ino, (unsigned long long)st->st_mode,
+             (long long)st->st_size, (long long)ts_ns(st->st_mtim), (long long)ts_ns(st->st_ctim));
+}
+
+static void fp_str(cf_sha256 *h, const char *s) { cf_sha256_field(h, s, strlen(s)); }
+
+static void fp_env(cf_sha256 *h, const char *name)
+{
+    const char *v = getenv(name);
+    fp_str(h, name);
+    fp_str(h, v ? "=" : "unset");
+    fp_str(h, v ? v : "");
+}
+
+/* A folder (or file) the search looks in: its identity, or why it is not there. A folder's mtime
+ * and ctime change whenever a file in it is added, removed or renamed. */
+static void fp_path(cf_sha256 *h, const char *path)
+{
+    struct stat st;
+    char id[160];
+    if (stat(path, &st) == 0)
+        stat_id(&st, id, sizeof id);
+    else
+        snprintf(id, sizeof id, "absent %d", errno);
+    fp_str(h, path);
+    fp_str(h, id);
+}
+
+/* Where the system loader looks for a bare soname besides LD_LIBRARY_PATH: its cache and its
+ * default folders (multiarch and not). */
+static const char *const SYSTEM_PLACES[] = {
+    "/etc/ld.so.cache", "/etc/ld.so.preload", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+    "/usr/lib"};
+
+/* SHA-256 (hex) of every input of the search: the variables it reads and the identity of every
+ * folder it looks in. Returns 0, or -1 when the search cannot be fingerprinted (no stamp then). */
+static int search_fingerprint(char hex[65])
+{
+    cf_sha256 h;
+    cf_sha256_init(&h);
+    fp_str(&h, "cufunc-nvrtc-search 1");
+    static const char *const VARS[] = {"CUFUNC_NVRTC_PATH", "CUDA_HOME", "CUDA_PATH",
+                                       "LD_LIBRARY_PATH", "LD_PRELOAD"};
+    for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++)
+        fp_env(&h, VARS[i]);
+    int n = freeze_search_dirs();
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "extra %d", n);
+    fp_str(&h, buf);
+    for (int i = 0; i < n; i++) /* fixed once frozen: read without the lock, as run_search does */
+        fp_path(&h, extra_dirs[i]);
+
+    const char *env = getenv("CUFUNC_NVRTC_PATH");
+    if (env && *env) {
+        fp_path(&h, env); /* the only place searched */
+    } else {
+        const char *roots[2] = {getenv("CUDA_HOME"), getenv("CUDA_PATH")};
+        for (int r = 0; r < 2; r++) {
+            if (!roots[r] || !*roots[r])
+                continue;
+            static const char *const SUBS[2] = {"lib64", "lib"};
+            for (int j = 0; j < 2; j++) {
+                int len = snprintf(buf, sizeof buf, "%s/%s", roots[r], SUBS[j]);
+                if (len < 0 || (size_t)len >= sizeof buf)
+                    return -1;
+                fp_path(&h, buf);
+            }
+        }
+        const char *llp = getenv("LD_LIBRARY_PATH");
+        if (llp) {
+            /* $ORIGIN, $LIB, $PLATFORM: the loader's expansions are not ours to redo. */
+            if (strchr(llp, '$'))
+                return -1;
+            const char *p = llp;
+            for (;;) {
+                size_t len = strcspn(p, ":;");
+                if (len >= sizeof buf)
+                    return -1;
+                if (len == 0) { /* an empty entry is the current folder */
+                    buf[0] = '.';
+                    buf[1] = '\0';
+                } else {
+                    memcpy(buf, p, len);
+                    buf[len] = '\0';
+                }
+                fp_path(&h, buf);
+                if (!p[len])
+                    break;
+                p += len + 1;
+            }
+        }
+        for (size_t i = 0; i < sizeof SYSTEM_PLACES / sizeof SYSTEM_PLACES[0]; i++)
+            fp_path(&h, SYSTEM_PLACES[i]);
+    }
+    unsigned char d[32];
+    cf_sha256_final(&h, d);
+    cf_hex_encode(d, 32, hex);
+    return 0;
+}
+
+/* Scratch space of a stamp check or write, used under facts_lock: static, as PATH_MAX buffers
+ * do not belong on a caller's (perhaps small) thread stack, and a best-effort shortcut should not
+ * spend allocations (nor hide an injected allocation failure from the tests). */
+static struct stamp_work {
+    char text[STAMP_MAX + 2];
+    char file[PATH_MAX], real[PATH_MAX], parent[PATH_MAX];
+    char fp[65];
+} stamp_work;
+
+static pthread_mutex_t facts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The folder holding `path` into `out`; 0 when `path` is not absolute. */
+static int parent_of(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (path[0] != '/' || !slash)
+        return 0;
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= cap)
+        return 0;
+    memcpy(out, path, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* The body of a stamp and its "sum" line; returns its length, or 0 when it does not fit. */
+static size_t stamp_format(char *buf, size_t cap, const char *fp, const char *path,
+                           const char *real, const char *file_id, const char *dir_id,
+                           const cf_nvrtc_facts *f)
+{
+    int n = snprintf(buf, cap, "cufunc-nvrtc-stamp 1\nsearch %s\npath %s\nreal %s\nfile %s\n"
+                               "dir %s\nnvrtc %d %d %d %d",
+                     fp, path, real, file_id, dir_id, f->major, f->minor, f->has_cubin, f->n_archs);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    size_t len = (size_t)n;
+    for (int i = 0; i < f->n_archs; i++) {
+        n = snprintf(buf + len, cap - len, " %d", f->archs[i]);
+        if (n < 0 || (size_t)n >= cap - len)
+            return 0;
+        len += (size_t)n;
+    }
+    if (len + 1 + 4 + 64 + 1 >= cap)
+        return 0;
+    buf[len++] = '\n';
+    char sum[65];
+    cf_sha256_hex(buf, len, sum);
+    len += (size_t)snprintf(buf + len, cap - len, "sum %s\n", sum);
+    return len;
+}
+
+/* The rest of the next line when it is "<tag> <rest>"; NULL otherwise. Cuts the line. */
+static char *take_line(char **p, const char *tag)
+{
+    char *line = *p, *nl = strchr(line, '\n');
+    if (!nl)
+        return NULL;
+    *nl = '\0';
+    *p = nl + 1;
+    size_t t = strlen(tag);
+    if (strncmp(line, tag, t) != 0 || line[t] != ' ')
+        return NULL;
+    return line + t + 1;
+}
+
+/* " <int in [lo, hi]>" at *p. */
+static int take_int(const char **p, long lo, long hi, int *out)
+{
+    const char *s = *p;
+    if (*s != ' ' || s[1] < '0' || s[1] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s + 1, &end, 10);
+    if (errno || v < lo || v > hi)
+        return 0;
+    *out = (int)v;
+    *p = end;
+    return 1;
+}
+
+enum { STAMP_OK, STAMP_MISSING, STAMP_INVALID };
+
+#define WHY(...) (snprintf(why, why_cap, __VA_ARGS__), STAMP_INVALID)
+
+/* Read <dir>/nvrtc-stamp-v1 and check it against this process (see nvrtc_loader.h). On STAMP_OK,
+ * *out holds the recorded facts; otherwise `why` says what did not match. */
+static int stamp_check(const char *dir, cf_nvrtc_facts *out, char *why, size_t why_cap)
+{
+    struct stamp_work *w = &stamp_work; /* facts_lock held */
+    int res = STAMP_INVALID;
+    char id[160];
+    struct stat st;
+    int len = snprintf(w->file, sizeof w->file, "%s/%s", dir, CF_NVRTC_STAMP_NAME);
+    if (len < 0 || (size_t)len >= sizeof w->file) {
+        res = WHY("the cache folder's path is too long");
+        goto done;
+    }
+    int fd = open(w->file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_cap, "%s", strerror(errno));
+        res = STAMP_MISSING;
+        goto done;
+    }
+    size_t n = 0;
+    for (;;) { /* one read for a regular file; the loop only for an unusual short read */
+        ssize_t got = read(fd, w->text + n, STAMP_MAX + 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        n += (size_t)got;
+        if (n > STAMP_MAX)
+            break;
+    }
+    close(fd);
+    w->text[n] = '\0';
+    if (n > STAMP_MAX) {
+        res = WHY("larger than %d bytes", STAMP_MAX);
+        goto done;
+    }
+    if (strlen(w->text) != n) {
+        res = WHY("holds a NUL byte");
+        goto done;
+    }
+    /* The last line is "sum <SHA-256 of everything before it>". */
+    const size_t sum_line = 4 + 64 + 1;
+    if (n <= sum_line || w->text[n - 1] != '\n' || w->text[n - sum_line - 1] != '\n' ||
+        memcmp(w->text + n - sum_line, "sum ", 4) != 0) {
+        res = WHY("truncated (no sum line at its end)");
+        goto done;
+    }
+    size_t body = n - sum_line;
+    char sum[65];
+    cf_sha256_hex(w->text, body, sum);
+    if (memcmp(sum, w->text + body + 4, 64) != 0) {
+        res = WHY("corrupt (checksum mismatch)");
+        goto done;
+    }
+    w->text[body] = '\0';
+    char *p = w->text, *v;
+    if (!(v = take_line(&p, "cufunc-nvrtc-stamp")) || strcmp(v, "1") != 0) {
+        res = WHY("not a stamp of this format");
+        goto done;
+    }
+    if (!(v = take_line(&p, "search"))) {
+        res = WHY("no search line");
+        goto done;
+    }
+    if (search_fingerprint(w->fp) != 0) {
+        res = WHY("this search cannot be fingerprinted (LD_LIBRARY_PATH uses $ expansions)");
+        goto done;
+    }
+    if (strcmp(v, w->fp) != 0) {
+        res = WHY("the search's inputs changed (environment or folders searched)");
+        goto done;
+    }
+    char *lib = take_line(&p, "path"), *real = take_line(&p, "real");
+    char *file_id = take_line(&p, "file"), *dir_id = take_line(&p, "dir");
+    char *facts = take_line(&p, "nvrtc");
+    if (!lib || !real || !file_id || !dir_id || !facts || *p) {
+        res = WHY("malformed");
+        goto done;
+    }
+    /* The file itself (real) and the name the loader opened (path, perhaps a symbolic link) must
+     * both be that same unchanged file; the folder holding the name, unchanged too. */
+    if (stat(real, &st) != 0) {
+        res = WHY("the library %s is gone", real);
+        goto done;
+    }
+    stat_id(&st, id, sizeof id);
+    if (strcmp(id, file_id) != 0) {
+        res = WHY("the library %s changed", real);
+        goto done;
+    }
+    if (stat(lib, &st) != 0 || (stat_id(&st, id, sizeof id), strcmp(id, file_id) != 0)) {
+        res = WHY("%s no longer names the library %s", lib, real);
+        goto done;
+    }
+    if (!parent_of(lib, w->parent, sizeof w->parent) || stat(w->parent, &st) != 0 ||
+        (stat_id(&st, id, sizeof id), strcmp(id, dir_id) != 0)) {
+        res = WHY("the folder of %s changed", lib);
+        goto done;
+    }
+    cf_nvrtc_facts f;
+    memset(&f, 0, sizeof f);
+    const char *q = facts - 1; /* take_int wants the separating space */
+    int ok = take_int(&q, 1, 999, &f.major) && take_int(&q, 0, 999, &f.minor) &&
+             take_int(&q, 0, 1, &f.has_cubin) && take_int(&q, 0, CF_NVRTC_MAX_ARCHS, &f.n_archs);
+    for (int i = 0; ok && i < f.n_archs; i++)
+        ok = take_int(&q, 10, 9999, &f.archs[i]) && (i == 0 || f.archs[i] > f.archs[i - 1]);
+    if (!ok || *q) {
+        res = WHY("malformed nvrtc line");
+        goto done;
+    }
+    if (out)
+        *out = f;
+    res = STAMP_OK;
+done:
+    return res;
+}
+
+#undef WHY
+
+/* Record the loaded library's facts in <dir>. Best effort: any doubt, or a failed write, leaves
+ * the stamp as it was (a later process tries again). */
+static void stamp_write(const char *dir)
+{
+    if (!load_fp_ok || !cf_nvrtc_is_loaded())
+        return;
+    struct stamp_work *w = &stamp_work; /* facts_lock held */
+    struct stat fs, ls, ds;
+    char file_id[160], link_id[160], dir_id[160];
+    if (!realpath(loaded_path, w->real) || stat(w->real, &fs) != 0 || stat(loaded_path, &ls) != 0 ||
+        !parent_of(loaded_path, w->parent, sizeof w->parent) || stat(w->parent, &ds) != 0)
+        return;
+    stat_id(&fs, file_id, sizeof file_id);
+    stat_id(&ls, link_id, sizeof link_id);
+    stat_id(&ds, dir_id, sizeof dir_id);
+    if (strcmp(file_id, link_id) != 0)
+        return;
+    /* Replaced, rewritten or relinked since shortly before the load began: what is there now may
+     * not be what was loaded. ctime catches all of these, whatever the mtime says. */
+    int64_t quiet = load_started_ns - STAMP_QUIET_NS;
+    if (ts_ns(fs.st_ctim) >= quiet || ts_ns(fs.st_mtim) >= quiet || ts_ns(ds.st_ctim) >= quiet ||
+        ts_ns(ds.st_mtim) >= quiet)
+        return;
+    if (strchr(loaded_path, '\n') || strchr(w->real, '\n'))
+        return;
+    size_t n = stamp_format(w->text, sizeof w->text, load_fp, loaded_path, w->real, file_id,
+                            dir_id, &loaded_facts);
+    if (n > 0 && n <= STAMP_MAX)
+        cf_cache_write_file(dir, CF_NVRTC_STAMP_NAME, w->text, n);
+}
+
+static int stamp_facts_ok;         /* under facts_lock: stamp_facts came from a valid stamp */
+static cf_nvrtc_facts stamp_facts; /* under facts_lock */
+static int stamp_synced;           /* under facts_lock: the stamp was checked against the load */
+
+/* facts_lock is held only briefly (a stamp read or write), never while loading; a fork() during
+ * that time would leave the child's copy locked by a thread it does not have. */
+static pthread_once_t facts_atfork_once = PTHREAD_ONCE_INIT;
+static void facts_lock_reinit(void) { pthread_mutex_init(&facts_lock, NULL); }
+static void facts_register_atfork(void) { pthread_atfork(NULL, NULL, facts_lock_reinit); }
+
+static void lock_facts(void)
+{
+    pthread_once(&facts_atfork_once, facts_register_atfork);
+    pthread_mutex_lock(&facts_lock);
+}
+
+static int facts_equal(const cf_nvrtc_facts *a, const cf_nvrtc_facts *b)
+{
+    return a->major == b->major && a->minor == b->minor && a->has_cubin == b->has_cubin &&
+           a->n_archs == b->n_archs &&
+           memcmp(a->archs, b->archs, sizeof a->archs[0] * (size_t)a->n_archs) == 0;
+}
+
+cf_status cf_nvrtc_facts_get(cf_nvrtc_facts *out, int *from_stamp)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_facts_get: out is NULL");
+    if (from_stamp)
+        *from_stamp = 0;
+    char dir[PATH_MAX], why[8];
+    lock_facts();
+    if (!cf_nvrtc_is_loaded()) {
+        if (!stamp_facts_ok) {
+            snprintf(dir, sizeof dir, "%s", cf_cache_dir());
+            cf_nvrtc_facts f;
+            if (dir[0] && stamp_check(dir, &f, why, sizeof why) == STAMP_OK) {
+                stamp_facts = f;
+                stamp_facts_ok = 1;
+            }
+        }
+        if (stamp_facts_ok) {
+            *out = stamp_facts;
+            pthread_mutex_unlock(&facts_lock);
+            if (from_stamp)
+                *from_stamp = 1;
+            return CF_OK;
+        }
+    }
+    pthread_mutex_unlock(&facts_lock);
+
     cf_status st = cf_nvrtc_load();
     if (st)
         return st;
-    int want = cc_major * 10 + cc_minor;
-    if (n_archs == 0) {
-        /* NVRTC older than 11.2 cannot list its archs; let it judge the asked one itself. */
-        *supported = want;
-        return CF_OK;
+    lock_facts();
+    *out = loaded_facts;
+    if (!stamp_synced) {
+        /* Once per process and folder: a missing, stale or foreign stamp is rewritten. */
+        stamp_synced = 1;
+        stamp_facts_ok = 0;
+        snprintf(dir, sizeof dir, "%s", cf_cache_dir());
+        cf_nvrtc_facts f;
+        if (dir[0] &&
+            (stamp_check(dir, &f, why, sizeof why) != STAMP_OK || !facts_equal(&f, &loaded_facts)))
+            stamp_write(dir);
     }
-    int best = 0;
-    for (int i = 0; i < n_archs; i++)
-        if (archs[i] <= want && archs[i] > best)
-            best = archs[i];
-    *supported = best;
+    pthread_mutex_unlock(&facts_lock);
     return CF_OK;
+}
+
+void cf_nvrtc_facts_forget(void)
+{
+    lock_facts();
+    stamp_facts_ok = 0;
+    stamp_synced = 0;
+    pthread_mutex_unlock(&facts_lock);
+}
+
+cf_status cf_nvrtc_stamp_check(const char *dir, cf_nvrtc_facts *out)
+{
+    if (!dir || !*dir)
+        return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_stamp_check: dir is NULL or empty");
+    char why[PATH_MAX + 128];
+    cf_nvrtc_facts f;
+    lock_facts();
+    int r = stamp_check(dir, &f, why, sizeof why);
+    pthread_mutex_unlock(&facts_lock);
+    switch (r) {
+    case STAMP_OK:
+        if (out)
+            *out = f;
+        return CF_OK;
+    case STAMP_MISSING:
+        return cf_error_set(CF_ERR_IO, "NVRTC stamp %s/%s: %s", dir, CF_NVRTC_STAMP_NAME, why);
+    default: return cf_error_set(CF_ERR_INVALID, "NVRTC stamp in %s not used: %s", dir, why);
+    }
 }

@@ -29,9 +29,11 @@ CF_API cf_status cf_nvrtc_init(void);
 CF_API cf_status cf_nvrtc_version(int *major, int *minor);
 /* Where libnvrtc was loaded from ("" if not loaded). */
 CF_API const char *cf_nvrtc_path(void);
-/* Add a folder to search last (before the first load; later calls have no effect). */
+/* Add a folder to search last. Takes effect only before NVRTC is first loaded or the first cache
+ * key is computed (the search is then frozen: see the stamp below); later calls have no effect. */
 CF_API cf_status cf_nvrtc_add_search_dir(const char *dir);
-/* The newest sm_XY NVRTC can emit SASS for that is <= the asked arch; used to decide CUBIN vs PTX. */
+/* Whether NVRTC can emit SASS (CUBIN) for this arch; else PTX is made for the driver to JIT. May
+ * answer from the cache's NVRTC stamp without loading NVRTC. */
 CF_API cf_status cf_nvrtc_supports_arch(int cc_major, int cc_minor, int *supported);
 
 /* ---- the template bundle -------------------------------------------------------------------- */
@@ -60,14 +62,21 @@ CF_API void cf_free_buffer(void *buf);
 
 /* ---- the kernel cache ----------------------------------------------------------------------- */
 
-/* The cache folder in use: $CUFUNC_CACHE_DIR, else $XDG_CACHE_HOME/cufunc, else ~/.cache/cufunc. ""
+/* The kernel cache. So that a new process whose kernels are all on disk never loads NVRTC (6 to
+ * 20 ms), the NVRTC version and supported archs that go into keys are recorded in a stamp file in
+ * the cache folder, with a fingerprint of the library search (environment, folders, the library
+ * file's identity); when the fingerprint still matches, keys are computed from the stamp. Anything
+ * unexpected loads NVRTC and rewrites the stamp, and a compile always files its result under the
+ * key of the NVRTC actually used.
+ *
+ * The cache folder in use: $CUFUNC_CACHE_DIR, else $XDG_CACHE_HOME/cufunc, else ~/.cache/cufunc. ""
  * when the disk cache is off ($CUFUNC_CACHE=0) or the folder turned out unwritable. */
 CF_API const char *cf_cache_dir(void);
 /* Re-read the environment (CUFUNC_CACHE_DIR, CUFUNC_CACHE, CUFUNC_DEBUG); for tests and for users
  * who change it at run time. Clears the in-memory cache of images (loaded modules stay). */
 CF_API cf_status cf_cache_reconfigure(void);
 /* The cache key of a compilation: hex SHA-256 of (source, options, arch, NVRTC version, template
- * hash). `key` must hold 65 bytes. */
+ * hash). `key` must hold 65 bytes. May use the stamp instead of loading NVRTC. */
 CF_API cf_status cf_cache_key(const char *source, const char *const *options, int noptions,
                               int cc_major, int cc_minor, char key[65]);
 /* Look up, else compile and store. `*image` is owned by the caller (cf_free_buffer). `*from`

@@ -1,10 +1,14 @@
 /* test_cache.c: the kernel cache. Key stability (equal inputs give equal keys, in two processes;
  * every field changes the key), memory and disk levels, the entry layout and atomic writes, corrupt
  * and truncated entries rebuilt, an unusable folder, CUFUNC_CACHE=0, CUFUNC_DEBUG=1, several
- * processes filling one folder at once, and allocation failures. Needs NVRTC, no GPU. */
+ * processes filling one folder at once, allocation failures, and the NVRTC stamp: a new process
+ * with a warm cache and an unchanged environment does not load NVRTC, and any change of the
+ * search's inputs, of the library, or a damaged stamp makes it load NVRTC and rewrite the stamp.
+ * Needs NVRTC, no GPU. */
 #define _GNU_SOURCE 1
 #include <dirent.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -13,6 +17,8 @@
 #include "cache.h"
 #include "check.h"
 #include "cufunc/testing.h"
+#include "hash.h"
+#include "nvrtc_loader.h"
 
 static char tmpdir[1024];
 static char self_exe[1024]; /* this test binary, run again as a new process */
@@ -134,6 +140,41 @@ static void test_key_fields(void)
     CHECK_STATUS(cf_cache_key(NULL, NULL, 0, 9, 0, k), CF_ERR_INVALID);
     CHECK_STATUS(cf_cache_key(SRC_A, NULL, 1, 9, 0, k), CF_ERR_INVALID);
     CHECK_STATUS(cf_cache_key(SRC_A, NULL, 0, 0, 0, k), CF_ERR_INVALID);
+}
+
+/* The same source with other NVRTC options is another kernel: another key, and a lookup that
+ * compiles rather than hitting the entry of the first options. */
+static void test_options_give_distinct_entries(void)
+{
+    if (!have_nvrtc())
+        return;
+    char dir[1200];
+    use_dir("options", dir, sizeof dir);
+    const char *none[1] = {NULL};
+    const char *fast[] = {"--use_fast_math"};
+    const char *def[] = {"-DCUFUNC_TEST_OPTION=1"};
+    const char *const *sets[3] = {none, fast, def};
+    int counts[3] = {0, 1, 1};
+    char keys[3][65];
+    for (int i = 0; i < 3; i++)
+        key_of(SRC_A, sets[i], counts[i], 9, 0, keys[i]);
+    CHECK(strcmp(keys[0], keys[1]) != 0);
+    CHECK(strcmp(keys[0], keys[2]) != 0);
+    CHECK(strcmp(keys[1], keys[2]) != 0);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 3; i++) {
+            void *img = NULL;
+            size_t n = 0;
+            int from = -1;
+            CHECK_OK(cf_cache_get_image(SRC_A, sets[i], counts[i], 9, 0, &img, &n, NULL, &from));
+            CHECK(from == (round == 0 ? 0 : 1)); /* first: compiled, never another's entry */
+            cf_free_buffer(img);
+            char path[2400];
+            entry_file(dir, keys[i], CF_CACHE_ENTRY_SUFFIX, path, sizeof path);
+            CHECK(file_exists(path));
+        }
+    }
+    CHECK(count_files(dir, "", CF_CACHE_ENTRY_SUFFIX) == 3);
 }
 
 /* The key of the same inputs, computed by a new process (this binary, run with --key). */
@@ -588,6 +629,402 @@ static void test_alloc_failures(void)
     unsetenv("CUFUNC_CACHE");
 }
 
+/* ---- the NVRTC stamp: warm processes do not load NVRTC --------------------------------------- */
+
+static char stamp_dir[1200];
+static char stamp_path[1400];
+
+/* Run this binary with --stamp-child in a new process (fork + exec: nothing of this process's
+ * NVRTC state carries over), with `changes` applied to the environment first ("NAME=value" sets,
+ * "NAME" unsets). It looks up SRC_A for cc 9.0 (or `cc_major`.0) and prints what it saw. */
+typedef struct child_report {
+    int ok, loaded, from;
+    double us;
+} child_report;
+
+static child_report run_child(const char *const *changes, int nchanges, int cc_major)
+{
+    child_report r = {0, -1, -1, -1.0};
+    int fds[2];
+    if (pipe(fds) != 0)
+        return r;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        for (int i = 0; i < nchanges; i++) {
+            char name[256];
+            const char *eq = strchr(changes[i], '=');
+            size_t len = eq ? (size_t)(eq - changes[i]) : strlen(changes[i]);
+            snprintf(name, sizeof name, "%.*s", (int)len, changes[i]);
+            if (eq)
+                setenv(name, eq + 1, 1);
+            else
+                unsetenv(name);
+        }
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d", cc_major);
+        execl(self_exe, self_exe, "--stamp-child", cc, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char line[256] = "";
+    size_t got = 0;
+    ssize_t k;
+    while (pid > 0 && got < sizeof line - 1 && (k = read(fds[0], line + got, sizeof line - 1 - got)) > 0)
+        got += (size_t)k;
+    line[got] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+        sscanf(line, "loaded=%d from=%d us=%lf", &r.loaded, &r.from, &r.us) == 3)
+        r.ok = 1;
+    else
+        fprintf(stderr, "  child failed (status %d): %s\n", status, line);
+    return r;
+}
+
+static int stamp_child(int cc_major)
+{
+    double t0 = now_s();
+    void *img = NULL;
+    size_t n = 0;
+    int from = -1;
+    if (cf_cache_get_image(SRC_A, NULL, 0, cc_major, 0, &img, &n, NULL, &from) != CF_OK) {
+        printf("error: %s\n", cf_last_error());
+        return 1;
+    }
+    double t1 = now_s();
+    cf_free_buffer(img);
+    printf("loaded=%d from=%d us=%.1f\n", cf_nvrtc_is_loaded(), from, (t1 - t0) * 1e6);
+    return 0;
+}
+
+/* The stamp's bytes ("" when there is none). */
+static void read_stamp(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(stamp_path, "rb");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void write_stamp(const char *text, size_t len)
+{
+    FILE *f = fopen(stamp_path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    CHECK(fwrite(text, 1, len, f) == len);
+    fclose(f);
+}
+
+/* The stamp must be valid for this process's environment (the children's baseline). */
+static void check_stamp_valid(void)
+{
+    CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, NULL));
+}
+
+/* The child's environment is the baseline plus `changes`: it loads NVRTC and rewrites the stamp
+ * (which then holds `expect_in_stamp` when not NULL), and a second child with the same changes
+ * does not load it. */
+static void expect_reload(const char *what, const char *const *changes, int n,
+                          const char *expect_in_stamp)
+{
+    char before[8192], after[8192];
+    read_stamp(before, sizeof before);
+    child_report r = run_child(changes, n, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 2);
+    read_stamp(after, sizeof after);
+    CHECK(strcmp(before, after) != 0); /* rewritten */
+    if (expect_in_stamp)
+        CHECK_CONTAINS(after, expect_in_stamp);
+    r = run_child(changes, n, 9);
+    CHECK(r.ok && r.loaded == 0 && r.from == 2);
+    fprintf(stderr, "  %s: NVRTC loaded, stamp rewritten; the next process skips it again\n",
+            what);
+}
+
+/* The folder holding the library this process loaded. */
+static void library_dir(char *out, size_t cap)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", cf_nvrtc_path());
+    snprintf(out, cap, "%s", dirname(path));
+}
+
+/* Make `dir`/lib64 a link to the folder holding the library in use: a CUDA_HOME that finds it. */
+static void make_cuda_home(const char *dir, const char *lib_dir)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && ln -s '%s' '%s/lib64'", dir, dir,
+             lib_dir, dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* Copy the library (sendfile: 100 MB in well under a second) with an mtime an hour old. */
+static int copy_library(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    int ok = in >= 0 && out >= 0;
+    struct stat st;
+    ok = ok && fstat(in, &st) == 0;
+    off_t done = 0;
+    while (ok && done < st.st_size) {
+        ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)(st.st_size - done), 0);
+        if (k <= 0)
+            ok = 0;
+        else
+            done += k;
+    }
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) != 0)
+        ok = 0;
+    return ok;
+}
+
+static void set_mtime(const char *path, double seconds_ago)
+{
+    struct timespec ts[2];
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec -= (time_t)seconds_ago;
+    ts[1] = ts[0];
+    CHECK(utimensat(AT_FDCWD, path, ts, 0) == 0);
+}
+
+/* A stamp is written only once the library has been left alone for a moment (its ctime is more
+ * than 2 s before the load): wait that out after changing one. */
+static void wait_quiet(void)
+{
+    struct timespec t = {2, 200000000};
+    nanosleep(&t, NULL);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_stamp_warm_process(void)
+{
+    if (!have_nvrtc())
+        return;
+    char lib_dir[4096], home_a[1400];
+    library_dir(lib_dir, sizeof lib_dir);
+    use_dir("stamp", stamp_dir, sizeof stamp_dir);
+    snprintf(stamp_path, sizeof stamp_path, "%s/%s", stamp_dir, CF_NVRTC_STAMP_NAME);
+    /* The children's baseline: NVRTC found through CUDA_HOME, on any machine. */
+    snprintf(home_a, sizeof home_a, "%s/home_a", tmpdir);
+    make_cuda_home(home_a, lib_dir);
+    unsetenv("CUFUNC_NVRTC_PATH");
+    setenv("CUDA_HOME", home_a, 1);
+
+    /* A cold cache: the child compiles (so loads NVRTC) and writes the entry and the stamp. */
+    child_report r = run_child(NULL, 0, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 0);
+    CHECK(file_exists(stamp_path));
+    check_stamp_valid();
+    char stamp[8192], again[8192];
+    read_stamp(stamp, sizeof stamp);
+    CHECK_CONTAINS(stamp, "cufunc-nvrtc-stamp 1\n");
+    int maj = 0, min = 0;
+    CHECK_OK(cf_nvrtc_version(&maj, &min));
+    char want[64];
+    snprintf(want, sizeof want, "\nnvrtc %d %d ", maj, min);
+    CHECK_CONTAINS(stamp, want);
+
+    /* Warm: every new process finds the entry without loading NVRTC. */
+    double us[15];
+    int n = 0;
+    for (int i = 0; i < 15; i++) {
+        r = run_child(NULL, 0, 9);
+        CHECK(r.ok && r.loaded == 0 && r.from == 2);
+        if (r.ok)
+            us[n++] = r.us;
+    }
+    if (n) {
+        qsort(us, (size_t)n, sizeof us[0], cmp_double);
+        fprintf(stderr, "  warm cache, new process, first lookup (configure + stamp + key + entry "
+                        "read): min %.1f us, median %.1f us, max %.1f us over %d processes\n",
+                us[0], us[n / 2], us[n - 1], n);
+        CHECK(us[n / 2] < 1000.0); /* the target, with room: a typical run is ~100 us */
+    }
+    read_stamp(again, sizeof again);
+    CHECK(strcmp(stamp, again) == 0); /* a valid stamp is left alone */
+
+    /* A kernel not on disk still compiles: NVRTC is loaded when it is needed, and the stamp (of
+     * the same library) stays as it was. */
+    r = run_child(NULL, 0, 8);
+    CHECK(r.ok && r.loaded == 1 && r.from == 0);
+    read_stamp(again, sizeof again);
+    CHECK(strcmp(stamp, again) == 0);
+}
+
+static void test_stamp_invalidated_by_changes(void)
+{
+    if (!have_nvrtc() || !file_exists(stamp_path))
+        return;
+    char lib_dir[4096], home_b[1400], set_home[1500], set_path[4200];
+    library_dir(lib_dir, sizeof lib_dir);
+
+    /* Another CUDA_HOME (finding the very same library). */
+    snprintf(home_b, sizeof home_b, "%s/home_b", tmpdir);
+    make_cuda_home(home_b, lib_dir);
+    snprintf(set_home, sizeof set_home, "CUDA_HOME=%s", home_b);
+    const char *c1[] = {set_home};
+    expect_reload("CUDA_HOME changed", c1, 1, home_b);
+    /* Back to the baseline: its stamp was replaced, so the first child loads again. */
+    expect_reload("CUDA_HOME changed back", NULL, 0, NULL);
+    check_stamp_valid();
+
+    /* CUFUNC_NVRTC_PATH naming the library the search found anyway. */
+    snprintf(set_path, sizeof set_path, "CUFUNC_NVRTC_PATH=%s", cf_nvrtc_path());
+    const char *c2[] = {set_path};
+    expect_reload("CUFUNC_NVRTC_PATH set", c2, 1, "search ");
+    /* Other variables of the search count too. */
+    const char *c3[] = {"LD_LIBRARY_PATH=/nonexistent/cufunc-test-lib"};
+    expect_reload("LD_LIBRARY_PATH changed", c3, 1, NULL);
+
+    /* The library itself touched (mtime): a copy of it, used through CUFUNC_NVRTC_PATH. */
+    char copy_dir[1400], copy[4400], set_copy[4500];
+    snprintf(copy_dir, sizeof copy_dir, "%s/libcopy", tmpdir);
+    mkdir(copy_dir, 0755);
+    char base[4096];
+    snprintf(base, sizeof base, "%s", cf_nvrtc_path());
+    snprintf(copy, sizeof copy, "%s/%s", copy_dir, basename(base));
+    CHECK(copy_library(cf_nvrtc_path(), copy));
+    set_mtime(copy, 3600);
+    snprintf(set_copy, sizeof set_copy, "CUFUNC_NVRTC_PATH=%s", copy);
+    const char *c4[] = {set_copy};
+    /* Changed just now: loaded, but no stamp recorded for it yet (in doubt), until it settles. */
+    child_report r = run_child(c4, 1, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 2);
+    r = run_child(c4, 1, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 2);
+    wait_quiet();
+    expect_reload("a copy of the library via CUFUNC_NVRTC_PATH", c4, 1, copy);
+    set_mtime(copy, 1800); /* touch */
+    wait_quiet();
+    expect_reload("the library's mtime changed", c4, 1, copy);
+    /* Replaced by another file with the same mtime: ctime and inode still tell. */
+    char moved[4500];
+    snprintf(moved, sizeof moved, "%s.moved", copy);
+    CHECK(copy_library(copy, moved));
+    struct stat st;
+    CHECK(stat(copy, &st) == 0);
+    struct timespec ts[2] = {st.st_mtim, st.st_mtim};
+    CHECK(utimensat(AT_FDCWD, moved, ts, 0) == 0);
+    CHECK(rename(moved, copy) == 0);
+    r = run_child(c4, 1, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 2);
+    unlink(copy);
+    rmdir(copy_dir);
+    expect_reload("baseline again", NULL, 0, NULL);
+    check_stamp_valid();
+}
+
+static void test_stamp_damaged(void)
+{
+    if (!have_nvrtc() || !file_exists(stamp_path))
+        return;
+    char good[8192], text[8192];
+    read_stamp(good, sizeof good);
+    size_t len = strlen(good);
+    CHECK(len > 100);
+
+    write_stamp(good, len / 2); /* truncated */
+    CHECK_STATUS(cf_nvrtc_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "truncated");
+    expect_reload("truncated stamp", NULL, 0, NULL);
+    check_stamp_valid();
+
+    memcpy(text, good, len + 1); /* one byte changed: the checksum no longer matches */
+    char *v = strstr(text, "\nnvrtc ");
+    CHECK(v != NULL);
+    if (v) {
+        v[7] = v[7] == '9' ? '8' : '9';
+        write_stamp(text, len);
+        CHECK_STATUS(cf_nvrtc_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
+        CHECK_CONTAINS(cf_last_error(), "checksum");
+        expect_reload("corrupt stamp", NULL, 0, NULL);
+    }
+
+    write_stamp("not a stamp\n", 12);
+    expect_reload("garbage stamp", NULL, 0, NULL);
+    write_stamp("", 0);
+    expect_reload("empty stamp", NULL, 0, NULL);
+    CHECK(unlink(stamp_path) == 0);
+    expect_reload("no stamp", NULL, 0, NULL);
+
+    /* A well-formed stamp with a wrong version (as if the library had changed unseen): the child
+     * looks for a key that is not there, compiles, and stores the entry under the key of the
+     * NVRTC that really compiled it, never under the stamp's; then rewrites the stamp. */
+    int entries = count_files(stamp_dir, "", CF_CACHE_ENTRY_SUFFIX);
+    memcpy(text, good, len + 1);
+    v = strstr(text, "\nnvrtc ");
+    char *sum = strstr(text, "\nsum ");
+    CHECK(v && sum);
+    if (v && sum) {
+        int maj = 0, min = 0, consumed = 0;
+        CHECK(sscanf(v, "\nnvrtc %d %d%n", &maj, &min, &consumed) == 2);
+        char forged[8192];
+        int head = (int)(v - text);
+        int body = (int)(sum - text) + 1;
+        int n = snprintf(forged, sizeof forged, "%.*s\nnvrtc 99 %d%.*s", head, text, min,
+                         body - head - consumed, v + consumed);
+        char hex[65];
+        cf_sha256_hex(forged, (size_t)n, hex);
+        n += snprintf(forged + n, sizeof forged - (size_t)n, "sum %s\n", hex);
+        write_stamp(forged, (size_t)n);
+        cf_nvrtc_facts f;
+        CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, &f));
+        CHECK(f.major == 99);
+        child_report r = run_child(NULL, 0, 9);
+        CHECK(r.ok && r.loaded == 1 && r.from == 0);
+        CHECK(count_files(stamp_dir, "", CF_CACHE_ENTRY_SUFFIX) == entries);
+        CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, &f));
+        CHECK(f.major == maj && f.minor == min);
+        r = run_child(NULL, 0, 9);
+        CHECK(r.ok && r.loaded == 0 && r.from == 2);
+    }
+}
+
+static void test_stamp_not_without_disk_cache(void)
+{
+    if (!have_nvrtc())
+        return;
+    char dir[1400], set_dir[1500], blocker[1400];
+    snprintf(dir, sizeof dir, "%s/stamp_off", tmpdir);
+    snprintf(set_dir, sizeof set_dir, "CUFUNC_CACHE_DIR=%s", dir);
+    const char *off[] = {set_dir, "CUFUNC_CACHE=0"};
+    child_report r = run_child(off, 2, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 0);
+    CHECK(!file_exists(dir)); /* CUFUNC_CACHE=0: nothing on disk, no stamp */
+
+    /* A folder that cannot be made (a file is in the way): memory only, no stamp, still works. */
+    snprintf(blocker, sizeof blocker, "%s/blocker", tmpdir);
+    FILE *f = fopen(blocker, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    snprintf(set_dir, sizeof set_dir, "CUFUNC_CACHE_DIR=%s/sub", blocker);
+    const char *bad[] = {set_dir};
+    r = run_child(bad, 1, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 0);
+    r = run_child(bad, 1, 9);
+    CHECK(r.ok && r.loaded == 1 && r.from == 0);
+}
+
 /* ---- timing (printed, not asserted: a CI machine's disk is not ours to judge) ----------------- */
 
 static void test_hit_times(void)
@@ -654,6 +1091,8 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--disk-hit") == 0)
         return disk_hit_child(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--stamp-child") == 0)
+        return stamp_child(atoi(argv[2]));
 
     ssize_t len = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
     if (len <= 0)
@@ -666,6 +1105,7 @@ int main(int argc, char **argv)
     if (system(cmd) != 0)
         return 1;
     RUN(test_key_fields);
+    RUN(test_options_give_distinct_entries);
     RUN(test_key_same_in_another_process);
     RUN(test_levels_and_entry_layout);
     RUN(test_corrupt_entries_rebuilt);
@@ -675,5 +1115,9 @@ int main(int argc, char **argv)
     RUN(test_concurrent_fill);
     RUN(test_alloc_failures);
     RUN(test_hit_times);
+    RUN(test_stamp_warm_process);
+    RUN(test_stamp_invalidated_by_changes);
+    RUN(test_stamp_damaged);
+    RUN(test_stamp_not_without_disk_cache);
     return SUMMARY();
 }

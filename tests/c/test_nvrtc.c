@@ -166,11 +166,13 @@ static void test_cuda_home_real_toolkit(void)
 
 static void test_load_version_archs(void)
 {
+    CHECK(!cf_nvrtc_is_loaded()); /* the probes before this test load nothing for the process */
     cf_status st = cf_nvrtc_init();
     CHECK_OK(st);
     if (st)
         return;
     CHECK_OK(cf_nvrtc_init()); /* sticky: a second call is the same outcome */
+    CHECK(cf_nvrtc_is_loaded());
     int maj = 0, min = -1;
     CHECK_OK(cf_nvrtc_version(&maj, &min));
     CHECK(maj >= 11 && min >= 0);
@@ -191,6 +193,52 @@ static void test_load_version_archs(void)
     CHECK_STATUS(cf_nvrtc_supports_arch(0, 0, &sup), CF_ERR_INVALID);
     CHECK_STATUS(cf_nvrtc_supports_arch(9, 10, &sup), CF_ERR_INVALID);
     fprintf(stderr, "  NVRTC %d.%d at %s\n", maj, min, cf_nvrtc_path());
+}
+
+/* The facts the cache uses are the loaded library's once it is loaded, and agree with the public
+ * queries; the stamp check rejects bad arguments and reports a missing or foreign stamp. */
+static void test_facts_and_stamp_check(void)
+{
+    if (cf_nvrtc_init() != CF_OK) {
+        CHECK_OK(cf_nvrtc_init());
+        return;
+    }
+    cf_nvrtc_facts f;
+    int from_stamp = -1;
+    CHECK_OK(cf_nvrtc_facts_get(&f, &from_stamp));
+    CHECK(from_stamp == 0);
+    int maj = 0, min = 0;
+    CHECK_OK(cf_nvrtc_version(&maj, &min));
+    CHECK(f.major == maj && f.minor == min);
+    CHECK(f.has_cubin == (cf_nvrtc.nvrtcGetCUBIN != NULL));
+    for (int i = 1; i < f.n_archs; i++)
+        CHECK(f.archs[i] > f.archs[i - 1]);
+    int cc[][2] = {{7, 5}, {8, 6}, {9, 0}, {12, 1}, {99, 9}, {1, 0}};
+    for (size_t i = 0; i < sizeof cc / sizeof cc[0]; i++) {
+        int sup = -1;
+        CHECK_OK(cf_nvrtc_supports_arch(cc[i][0], cc[i][1], &sup));
+        CHECK(sup == cf_nvrtc_best_arch(&f, cc[i][0] * 10 + cc[i][1]));
+    }
+    cf_nvrtc_facts none = {0};
+    CHECK(cf_nvrtc_best_arch(&none, 90) == 90); /* an NVRTC that cannot list: let it judge */
+    CHECK_STATUS(cf_nvrtc_facts_get(NULL, NULL), CF_ERR_INVALID);
+
+    CHECK_STATUS(cf_nvrtc_stamp_check(NULL, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_nvrtc_stamp_check("", NULL), CF_ERR_INVALID);
+    char dir[1200], path[1400];
+    snprintf(dir, sizeof dir, "%s/stamp", tmpdir);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/%s", dir, CF_NVRTC_STAMP_NAME);
+    unlink(path);
+    CHECK_STATUS(cf_nvrtc_stamp_check(dir, NULL), CF_ERR_IO);
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    if (fp) {
+        fputs("cufunc-nvrtc-stamp 1\nsearch 00\n", fp);
+        fclose(fp);
+    }
+    CHECK_STATUS(cf_nvrtc_stamp_check(dir, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "truncated");
 }
 
 static void test_add_search_dir(void)
@@ -236,6 +284,7 @@ int main(void)
     RUN(test_broken_candidate_does_not_stop_search);
     RUN(test_cuda_home_real_toolkit);
     RUN(test_load_version_archs);
+    RUN(test_facts_and_stamp_check);
     RUN(test_add_search_dir);
     RUN(test_compile_keeps_locale);
     return SUMMARY();
