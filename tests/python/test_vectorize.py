@@ -80,7 +80,7 @@ def assert_same(got, want, dtype):
 def test_attributes():
     assert MULADD.nin == 2 and MULADD.nout == 1 and MULADD.nargs == 3
     assert MULADD.ntypes == len(ALL_TYPES)
-    assert MULADD.types[0] == "bbb->b" and "ff->f" in MULADD.types and "DD->D" in MULADD.types
+    assert MULADD.types[0] == "bb->b" and "ff->f" in MULADD.types and "DD->D" in MULADD.types
     assert MULADD.__name__ == "muladd"
     assert dyn_add.__doc__ == "adds"
     assert divmod_.nout == 2 and divmod_.types == ["ll->ll"]
@@ -114,7 +114,9 @@ def test_type_errors_at_decoration():
     (lambda: hypot_(np.ones(3, np.complex64), np.ones(3)), TypeError,
      r"not supported for the input types \(complex64, float64\)"),
     (lambda: MULADD(np.ones(3), np.ones(3), out=np.ones(4)), ValueError,
-     r"non-broadcastable output operand with shape \(4,\) doesn't match the broadcast shape \(3,\)"),
+     r"operands could not be broadcast together with shapes \(3,\) \(3,\) \(4,\)"),
+    (lambda: MULADD(np.ones((2, 3)), np.ones(3), out=np.ones(3)), ValueError,
+     r"non-broadcastable output operand with shape \(3,\) doesn't match the broadcast shape \(2,3\)"),
     (lambda: MULADD(np.ones(3), np.ones(3), out=(np.ones(3), np.ones(3))), ValueError,
      "exactly 1 entries"),
     (lambda: MULADD(np.ones(3), np.ones(3), np.ones(3), out=np.ones(3)), TypeError,
@@ -161,7 +163,8 @@ def test_can_cast_matches_numpy():
 
 def test_inspect_cuda_shows_the_source():
     src = hypot_.inspect_cuda()
-    assert "sqrtf" in src and "sqrt(" in src
+    assert "cf_float32 x, cf_float32 y" in src and "cf_float64 x, cf_float64 y" in src
+    assert "cf_sqrt(" in src
     assert "cf_vec<cf_float32, 4>" in hypot_.inspect_cuda(np.ones(64, np.float32),
                                                           np.ones(64, np.float32))
 

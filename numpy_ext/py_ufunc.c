@@ -452,6 +452,16 @@ static int copy_input(uf_arg *a, int device, PyObject *stream)
     return 0;
 }
 
+/* NumPy's spelling of a shape in messages: (2,3), (4,), (). */
+static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "(");
+    for (int k = 0; k < ndim && n < cap; k++)
+        n += (size_t)snprintf(buf + n, cap - n, k ? ",%lld" : "%lld", (long long)shape[k]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, ndim == 1 ? ",)" : ")");
+}
+
 static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
 {
     const int nin = self->nin, nout = self->nout;
@@ -568,6 +578,13 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
             goto done;
         }
 
+    /* Scalars become kernel parameters now: a Python int that does not fit the loop's integer
+     * type is an OverflowError (NEP 50), reported before anything touches the GPU. */
+    cf_operand ops[2 * UF_MAX_ARGS];
+    for (int i = 0; i < nin; i++)
+        if (in[i].kind == A_SCALAR && scalar_bytes(&in[i], types[i], &ops[i], ufname, i) < 0)
+            goto done;
+
     /* 3. Shapes: inputs (after outer's reshaping) and outputs broadcast together. */
     if (c->outer) {
         int n0 = in[0].kind == A_SCALAR ? 0 : in[0].view.ndim;
@@ -624,13 +641,11 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
         for (int k = 0; same && k < ndim; k++)
             same = out[o].view.shape[k] == shape[k];
         if (!same) {
-            PyObject *os = cf_py_tuple_from_int64(out[o].view.ndim, out[o].view.shape);
-            PyObject *bs = cf_py_tuple_from_int64(ndim, shape);
-            if (os && bs)
-                PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %R "
-                             "doesn't match the broadcast shape %R", os, bs);
-            Py_XDECREF(os);
-            Py_XDECREF(bs);
+            char os[512], bs[512];
+            shape_str(out[o].view.ndim, out[o].view.shape, os, sizeof os);
+            shape_str(ndim, shape, bs, sizeof bs);
+            PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %s "
+                         "doesn't match the broadcast shape %s", os, bs);
             goto done;
         }
     }
@@ -727,16 +742,11 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
 
     /* 6. Launch. */
     if (have_where != 2) {
-        cf_operand ops[2 * UF_MAX_ARGS];
-        for (int i = 0; i < nin; i++) {
-            if (in[i].kind == A_SCALAR) {
-                if (scalar_bytes(&in[i], types[i], &ops[i], ufname, i) < 0)
-                    goto done;
-            } else {
+        for (int i = 0; i < nin; i++)
+            if (in[i].kind != A_SCALAR) {
                 ops[i].is_scalar = 0;
                 ops[i].array = in[i].view;
             }
-        }
         for (int o = 0; o < nout; o++) {
             ops[nin + o].is_scalar = 0;
             ops[nin + o].array = out[o].view;
@@ -816,9 +826,6 @@ done:
     Py_XDECREF(resolved_stream);
     return result;
 }
-
-static const char *const CALL_KEYWORDS[] = {"out", "where", "dtype", "casting", "stream", "order",
-                                            "subok", NULL};
 
 /* Read (args, kwargs) of a call into `c`; `npos_in` inputs expected. */
 static int parse_call(CfPyUFunc *self, PyObject *args, PyObject *kwargs, uf_call *c, int outer)

@@ -1,0 +1,147 @@
+/* cufunc/reduce.h: reductions and scans with a binary GPU function (the engine behind
+ * cuda.reduce, ufunc.reduce and ufunc.accumulate).
+ *
+ * A cf_reducer is a named set of loops; a loop is a CUDA C `__device__` function
+ * `acc fn(acc, acc)` for one accumulator type `acc`. Elements of any dtype are converted to the
+ * accumulator type as they are loaded; results are converted to the output's dtype as they are
+ * stored, inside the kernel, with no temporary. The function is applied in an order that is not
+ * the sequential one (vector lanes, threads, warps, blocks combine independently), so it must be
+ * associative AND commutative; an initial value is folded in exactly once: result =
+ * fn(init, fn-reduction of the elements).
+ *
+ * Every launch is one kernel launch and never waits for the device:
+ *   - a full reduction runs one grid-stride kernel whose last block to finish (an atomic ticket)
+ *     combines the blocks' partials and resets the ticket;
+ *   - an axis reduction picks a layout that reads memory coalesced: a warp or a block per output
+ *     when the reduced elements are contiguous ("rows"), a thread per output (several adjacent
+ *     outputs with vector loads) looping over the reduced range when they are strided ("cols");
+ *     when there are too few outputs to fill the card the reduced range is split over blocks and
+ *     the last block of each output tile combines the partials (atomic tickets);
+ *   - a scan (inclusive, "accumulate") runs in one pass with decoupled look-back along a contiguous
+ *     axis, or a thread per column along a strided one.
+ * The tickets and look-back flags live in a small per-stream scratch area that the kernels leave
+ * ready for the next launch, so no memset precedes a launch.
+ */
+#ifndef CUFUNC_REDUCE_H
+#define CUFUNC_REDUCE_H
+
+#include <stdint.h>
+#include "cufunc/array.h"
+#include "cufunc/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cf_reducer cf_reducer;
+
+/* A new reducer (no loops). `name` is copied (it appears in messages). Free with cf_reducer_free
+ * (no-op on NULL). */
+CF_API cf_status cf_reducer_create(const char *name, cf_reducer **out);
+CF_API void cf_reducer_free(cf_reducer *r);
+CF_API const char *cf_reducer_name(const cf_reducer *r);
+
+/* Add the loop for accumulator type `acc`: `source` is CUDA C defining the `__device__` function
+ * `fn_name(acc, acc) -> acc` (it may #include "cufunc/runtime.cuh"); `options` are extra NVRTC
+ * options (--fmad=false). Everything is copied. A second loop for the same type is an error.
+ * The new loop's index goes to *index (may be NULL). */
+CF_API cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source,
+                                     const char *fn_name, const char *const *options,
+                                     int noptions, int *index);
+CF_API int cf_reducer_nloops(const cf_reducer *r);
+/* The loop for accumulator type `acc`, or -1. */
+CF_API int cf_reducer_find_loop(const cf_reducer *r, cf_dtype acc);
+/* The accumulator type of a loop (CF_NDTYPES for a bad index). */
+CF_API cf_dtype cf_reducer_loop_type(const cf_reducer *r, int loop);
+
+/* ---- planning (pure C, no GPU) --------------------------------------------------------------- */
+
+typedef enum cf_reduce_kind {
+    CF_REDUCE_ALL = 1,   /* every element into one output */
+    CF_REDUCE_ROWS = 2,  /* reduced elements contiguous / least strided: a warp or block per output */
+    CF_REDUCE_COLS = 3,  /* kept axis contiguous / least strided: a thread per output */
+    CF_SCAN_TILES = 4,   /* scan with decoupled look-back, tiles along each row */
+    CF_SCAN_COLS = 5     /* scan with a thread per column */
+} cf_reduce_kind;
+
+/* The iteration of a reduction or scan split into two groups of axes, each coalesced as plan.h
+ * does (extent-1 axes dropped, ordered by memory, merged): the kept axes (one output each) and the
+ * reduced axes (for a scan: the scanned axis alone). Strides are in bytes, innermost axis last. */
+typedef struct cf_reduce_plan {
+    cf_reduce_kind kind;
+    int64_t n_out;                      /* outputs (product of kept extents) */
+    int64_t n_red;                      /* elements per output (product of reduced extents) */
+    int kept_ndim, red_ndim;
+    int64_t kept_shape[CF_MAX_DIMS], red_shape[CF_MAX_DIMS];
+    int64_t in_kept[CF_MAX_DIMS], out_kept[CF_MAX_DIMS], where_kept[CF_MAX_DIMS];
+    int64_t in_red[CF_MAX_DIMS], out_red[CF_MAX_DIMS], where_red[CF_MAX_DIMS];
+    int has_where;
+    int red_contiguous;   /* each output's elements are one unit-stride run (input and mask) */
+    int kept_contiguous;  /* the innermost kept axis has unit stride in the input */
+    int index32;          /* every index and byte offset fits 31 bits */
+} cf_reduce_plan;
+
+/* Plan a reduction of `in` over the axes k with reduced[k] != 0. `out` has in's ndim, extent 1 on
+ * the reduced axes and in's extent on the others (NumPy's keepdims shape; its strides on the
+ * reduced axes are ignored); its dtype may differ. `where` (NULL for none) is a bool array
+ * broadcastable to in's shape. Errors: CF_ERR_INVALID for shapes that do not fit, CF_ERR_UNSUPPORTED
+ * when more than 6 kept or 6 reduced axes remain after coalescing. */
+CF_API cf_status cf_reduce_plan_axes(cf_reduce_plan *p, const cf_array *in,
+                                     const unsigned char *reduced, const cf_array *out,
+                                     const cf_array *where);
+/* Plan an inclusive scan of `in` along `axis` into `out` (same shape, any dtype). */
+CF_API cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis,
+                                     const cf_array *out);
+
+/* Launch geometry and the kernel's compile-time shape, from a plan, the element and accumulator
+ * dtypes, the input's address (vector loads need 16-byte alignment), the device's multiprocessor
+ * count and how many blocks of the kernel fit on one (0: assume full occupancy). Pure. */
+typedef struct cf_reduce_geom {
+    unsigned grid[3];
+    unsigned block;
+    int group;            /* ROWS: threads per output, 32 (a warp) or `block` */
+    int vec;              /* ALL/ROWS: elements per vector load; COLS: outputs per thread */
+    int unroll;           /* independent loads in flight per thread */
+    int items;            /* SCAN_TILES: elements per thread (tile = block * items) */
+    int64_t chunk;        /* split reductions: reduced elements per gridDim.y block */
+    int64_t tiles_per_row;
+    int64_t partials;     /* partial values a split needs (grid[1] * n_out), 0 without a split */
+} cf_reduce_geom;
+
+CF_API cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtype acc,
+                                    uint64_t in_data, int multiprocessors, int blocks_per_sm,
+                                    cf_reduce_geom *g);
+
+/* ---- launches ---------------------------------------------------------------------------------- */
+
+/* Reduce `in` over the axes with reduced[k] != 0 into `out` (see cf_reduce_plan_axes; for a full
+ * reduction `out` may be any 1-element view, e.g. ndim 0 or the first element of a device array),
+ * skipping elements whose `where` is false, starting from `*init` (the accumulator type's bytes;
+ * NULL for none) on stream `s`. An empty reduction (an output with no element to reduce) needs an
+ * initial value: CF_ERR_INVALID otherwise. Returns without waiting for the kernel. */
+CF_API cf_status cf_reduce_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
+                                  const unsigned char *reduced, const cf_array *out,
+                                  const cf_array *where, const void *init);
+
+/* Reduce every element of `in` into the one element at `out` (device address) of dtype out_dtype. */
+CF_API cf_status cf_reduce_all(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
+                               uint64_t out, cf_dtype out_dtype, const void *init);
+
+/* Inclusive scan of `in` along `axis` into `out` (same shape; may be the same view as `in`). */
+CF_API cf_status cf_scan_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
+                                int axis, const cf_array *out);
+
+/* The CUDA C of the kernel cf_reduce_launch / cf_scan_launch would use (axis < 0: a reduction),
+ * for inspection and tests; needs no GPU. The caller frees *source with cf_free_buffer. */
+CF_API cf_status cf_reduce_kernel_source(cf_reducer *r, int loop, const cf_array *in,
+                                         const unsigned char *reduced, int scan_axis,
+                                         const cf_array *out, const cf_array *where,
+                                         char **source);
+
+/* Kernels compiled so far by this reducer, over all devices. */
+CF_API int cf_reducer_kernel_count(const cf_reducer *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,38 @@
+"""cufunc: GPU ufuncs, gufuncs and reductions from plain Python functions, compiled with NVRTC and
+run through the CUDA Driver API. The API mirrors Numba's CUDA target:
+
+    from cufunc import cuda, float32
+    d = cuda.to_device(np.arange(10, dtype=np.float32))
+
+``import cufunc`` needs only NumPy: the C extension (cufunc._core) and the CUDA libraries are
+loaded when first needed, and functions that need a GPU raise CudaSupportError without one.
+"""
+
+import importlib.util as _importlib_util
+
+__version__ = "0.1.0"
+
+from . import errors
+from .errors import CompileError, CudaAPIError, CudaSupportError, TypingError, UnsupportedError
+
+# The type objects (float32, int64[:], ...), written by the kernel-language side.
+if _importlib_util.find_spec(__name__ + ".types") is not None:
+    from . import types
+    from .types import *  # noqa: F401,F403 - the public names listed in types.__all__
+
+from . import cuda
+from . import _env
+
+__all__ = ["__version__", "cuda", "errors", "CompileError", "CudaAPIError", "CudaSupportError",
+           "TypingError", "UnsupportedError", "vectorize", "UFunc"]
+
+if _env.core is not None:
+    from ._core import UFunc
+    from .vectorize import vectorize
+else:
+    def vectorize(*args, **kwargs):
+        """Unavailable: cufunc's C extension is not built (see cufunc._env.core_error)."""
+        _env.require_core("cufunc.vectorize")
+    UFunc = None
+if "types" in globals():
+    __all__ += ["types"] + list(types.__all__)

@@ -1,0 +1,148 @@
+"""Loading the C extension, and the environment report (``python -m cufunc``, ``cuda.detect()``).
+
+The extension ``cufunc._core`` is imported here, once, and a failure is remembered instead of
+raised: ``import cufunc``, ``cufunc.types`` and ``cufunc.lang`` work without it, and only the
+functions that need the GPU or NVRTC raise (CudaSupportError, naming the import error).
+
+Before NVRTC's first use, the lib folders of NVIDIA's pip wheels (``nvidia-cuda-nvrtc`` and the
+CUDA 13 ``nvidia/cu13`` layout) are added to the core's NVRTC search path, so a pip-only
+installation finds libnvrtc without CUDA_HOME.
+"""
+
+import glob
+import importlib
+import os
+import sys
+
+from .errors import CudaSupportError
+
+try:
+    # import_module, not `from . import`: its error names the missing module plainly.
+    core = importlib.import_module(__package__ + "._core")
+    core_error = None
+except ImportError as exc:  # not built, or built for another Python
+    core = None
+    core_error = exc
+
+# Wheel layouts, relative to a site-packages folder.
+_NVRTC_WHEEL_DIRS = (
+    "nvidia/cuda_nvrtc/lib",
+    "nvidia/cuda_nvrtc/lib64",
+    "nvidia/cu13/lib",
+    "nvidia/cu13/lib64",
+    "nvidia/cu12/lib",
+)
+
+
+def nvrtc_wheel_dirs():
+    """Existing lib folders of NVIDIA wheels that hold libnvrtc, over sys.path."""
+    found = []
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        for rel in _NVRTC_WHEEL_DIRS:
+            d = os.path.join(entry, rel)
+            if d not in found and glob.glob(os.path.join(d, "libnvrtc.so*")):
+                found.append(d)
+    return found
+
+
+def _register_nvrtc_wheels():
+    for d in nvrtc_wheel_dirs():
+        try:
+            core.nvrtc_add_search_dir(d)
+        except Exception:  # noqa: BLE001 - a bad folder must not break import
+            pass
+
+
+if core is not None:
+    _register_nvrtc_wheels()
+
+
+def require_core(what="this function"):
+    """The extension module, or CudaSupportError saying why it is missing."""
+    if core is None:
+        raise CudaSupportError(
+            "%s needs cufunc's C extension (cufunc._core), which could not be imported: %s. "
+            "Build it with `python setup.py build_ext --inplace` or install cufunc with pip."
+            % (what, core_error))
+    return core
+
+
+def _human_bytes(n):
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    v = float(n)
+    u = 0
+    while v >= 1024 and u < len(units) - 1:
+        v /= 1024
+        u += 1
+    return "%.1f %s" % (v, units[u])
+
+
+def environment():
+    """A dict describing the installation: versions, library paths, devices, cache.
+
+    Never raises: what cannot be read is reported as an error string under the same key.
+    """
+    import numpy as np
+
+    from . import __version__
+
+    env = {
+        "cufunc": __version__,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "core": None if core is not None else str(core_error),
+        "driver": None, "driver_path": None, "driver_error": None,
+        "nvrtc": None, "nvrtc_path": None, "nvrtc_error": None,
+        "devices": [], "cache_dir": None, "templates_hash": None,
+    }
+    if core is None:
+        return env
+    reason = core.unavailable_reason()
+    if reason is None:
+        v = core.driver_version()
+        env["driver"] = "%d.%d" % (v // 1000, (v % 1000) // 10)
+        env["driver_path"] = core.driver_path()
+        for i in range(core.device_count()):
+            env["devices"].append(core.device_props(i))
+    else:
+        env["driver_error"] = reason
+    try:
+        env["nvrtc"] = "%d.%d" % core.nvrtc_version()
+        env["nvrtc_path"] = core.nvrtc_path()
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        env["nvrtc_error"] = str(exc)
+    env["cache_dir"] = core.cache_dir()
+    env["templates_hash"] = core.templates_hash()
+    return env
+
+
+def format_environment(env):
+    """The report of environment() as lines of text."""
+    lines = ["cufunc %s (Python %s, NumPy %s)" % (env["cufunc"], env["python"], env["numpy"])]
+    if env["core"] is not None:
+        lines.append("  C extension:  NOT LOADED: %s" % env["core"])
+        return lines
+    if env["driver"] is not None:
+        lines.append("  CUDA driver:  %s (%s)" % (env["driver"], env["driver_path"]))
+    else:
+        lines.append("  CUDA driver:  not usable: %s" % env["driver_error"])
+    if env["nvrtc"] is not None:
+        lines.append("  NVRTC:        %s (%s)" % (env["nvrtc"], env["nvrtc_path"]))
+    else:
+        lines.append("  NVRTC:        not usable: %s" % env["nvrtc_error"])
+    for p in env["devices"]:
+        lines.append("  device %d:     %s, compute capability %d.%d, %d SMs, %s, %s"
+                     % (p["id"], p["name"], p["compute_capability"][0],
+                        p["compute_capability"][1], p["MULTIPROCESSOR_COUNT"],
+                        _human_bytes(p["total_memory"]), p["uuid"]))
+    if env["driver"] is not None and not env["devices"]:
+        lines.append("  devices:      none")
+    if env["cache_dir"]:
+        lines.append("  kernel cache: %s (disk cache on)" % env["cache_dir"])
+    else:
+        lines.append("  kernel cache: in memory only (disk cache off: CUFUNC_CACHE=0 or the "
+                     "folder is not writable)")
+    lines.append("  templates:    sha256 %s" % env["templates_hash"])
+    return lines

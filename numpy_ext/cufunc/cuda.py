@@ -1,0 +1,312 @@
+"""The ``cuda`` namespace, mirroring ``numba.cuda``: devices, streams, device arrays.
+
+    from cufunc import cuda
+    d = cuda.to_device(np.arange(10.0))
+    s = cuda.stream()
+    h = d.copy_to_host(stream=s); s.synchronize()
+
+Every function that needs the GPU raises CudaSupportError when there is none (or no driver); the
+checks of its arguments come first, so bad input is reported as such everywhere.
+"""
+
+import threading
+
+import numpy as np
+
+from . import _env
+from ._env import require_core
+from .errors import CudaSupportError
+
+__all__ = [
+    "is_available", "detect", "select_device", "get_current_device", "gpus", "close",
+    "synchronize", "current_context",
+    "stream", "default_stream", "legacy_default_stream", "per_thread_default_stream",
+    "external_stream", "Stream",
+    "to_device", "device_array", "device_array_like", "pinned_array", "pinned_array_like",
+    "as_cuda_array", "is_cuda_array", "from_dlpack", "DeviceNDArray", "DeviceArray",
+    "RawKernel", "compile_source", "jit", "local", "Device", "vectorize",
+]
+
+_core = _env.core
+
+
+def _from_core(name):
+    """The C function `name`, or (without the extension) a function raising CudaSupportError."""
+    if _core is not None:
+        return getattr(_core, name)
+
+    def unavailable(*args, **kwargs):
+        require_core("cufunc.cuda.%s" % name)
+
+    unavailable.__name__ = name
+    unavailable.__qualname__ = name
+    return unavailable
+
+
+# ---- device arrays and memory ------------------------------------------------------------------
+
+to_device = _from_core("to_device")
+device_array = _from_core("device_array")
+device_array_like = _from_core("device_array_like")
+pinned_array = _from_core("pinned_array")
+as_cuda_array = _from_core("as_cuda_array")
+from_dlpack = _from_core("from_dlpack")
+compile_source = _from_core("compile_source")
+
+
+def is_cuda_array(obj):
+    """Whether obj exposes ``__cuda_array_interface__`` (no GPU needed)."""
+    if _core is not None:
+        return _core.is_cuda_array(obj)
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def pinned_array_like(ary):
+    """A pinned host array with ary's shape, dtype and order (C, or F if ary is F-contiguous)."""
+    ary = np.asarray(ary)
+    order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
+    return pinned_array(ary.shape, dtype=ary.dtype, order=order)
+
+
+_CORE_TYPES = ("DeviceNDArray", "DeviceArray", "Stream", "RawKernel")
+if _core is not None:
+    DeviceNDArray = DeviceArray = _core.DeviceArray
+    Stream = _core.Stream
+    RawKernel = _core.RawKernel
+else:
+    __all__ = [n for n in __all__ if n not in _CORE_TYPES]
+
+
+# ---- streams -----------------------------------------------------------------------------------
+
+stream = _from_core("stream")
+default_stream = _from_core("default_stream")
+legacy_default_stream = _from_core("legacy_default_stream")
+per_thread_default_stream = _from_core("per_thread_default_stream")
+external_stream = _from_core("external_stream")
+
+
+# ---- devices -----------------------------------------------------------------------------------
+
+def is_available():
+    """Whether the CUDA driver loads and at least one device exists. Never raises."""
+    return _core is not None and _core.is_available()
+
+
+_selection = threading.local()
+
+
+class Device:
+    """A CUDA device. Attributes: id, name, compute_capability, total_memory, uuid, and the
+    driver's attribute names in capitals (MULTIPROCESSOR_COUNT, WARP_SIZE, MAX_THREADS_PER_BLOCK,
+    ...). As a context manager it makes itself the current device of this thread and restores the
+    previous one on exit."""
+
+    def __init__(self, ordinal):
+        self.id = ordinal
+        self._props = None
+
+    def _get_props(self):
+        if self._props is None:
+            self._props = require_core("Device").device_props(self.id)
+        return self._props
+
+    @property
+    def name(self):
+        return self._get_props()["name"]
+
+    @property
+    def compute_capability(self):
+        return self._get_props()["compute_capability"]
+
+    @property
+    def total_memory(self):
+        return self._get_props()["total_memory"]
+
+    @property
+    def uuid(self):
+        return self._get_props()["uuid"]
+
+    def __getattr__(self, attr):
+        if attr.isupper():
+            props = self._get_props()
+            if attr in props:
+                return props[attr]
+        raise AttributeError("%s has no attribute %r" % (type(self).__name__, attr))
+
+    def get_memory_info(self):
+        """(free, total) bytes of the device's memory."""
+        return require_core("Device.get_memory_info").mem_info(self.id)
+
+    def synchronize(self):
+        """Wait for all work on this device."""
+        require_core("Device.synchronize").device_synchronize(self.id)
+
+    def select(self):
+        """Make this device current on this thread."""
+        require_core("Device.select").set_device(self.id)
+        return self
+
+    def __enter__(self):
+        stack = getattr(_selection, "stack", None)
+        if stack is None:
+            stack = _selection.stack = []
+        core = require_core("Device")
+        stack.append(core.get_device())
+        core.set_device(self.id)
+        return self
+
+    def __exit__(self, *exc):
+        require_core("Device").set_device(_selection.stack.pop())
+        return False
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self):
+        return hash(("cufunc.Device", self.id))
+
+    def __repr__(self):
+        try:
+            return "<CUDA device %d '%s'>" % (self.id, self.name)
+        except Exception:  # noqa: BLE001 - repr must not raise
+            return "<CUDA device %d>" % self.id
+
+
+class _DeviceList:
+    """``cuda.gpus``: the devices, indexable and iterable; ``gpus.current`` is this thread's."""
+
+    def __len__(self):
+        if not is_available():
+            return 0
+        return _core.device_count()
+
+    def __getitem__(self, i):
+        n = len(self)
+        if isinstance(i, slice):
+            return [Device(k) for k in range(n)[i]]
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("there are %d CUDA devices; no device %d" % (n, i))
+        return Device(i)
+
+    def __iter__(self):
+        return iter([Device(i) for i in range(len(self))])
+
+    @property
+    def current(self):
+        return get_current_device()
+
+    def __repr__(self):
+        return "<cufunc gpus: %s>" % list(self)
+
+
+gpus = _DeviceList()
+
+
+def select_device(device_id):
+    """Make device `device_id` current on this thread; returns its Device."""
+    require_core("select_device").set_device(device_id)
+    return Device(device_id)
+
+
+def get_current_device():
+    """The Device current on this thread (device 0 unless another was selected)."""
+    return Device(require_core("get_current_device").get_device())
+
+
+def synchronize():
+    """Wait for all work on the current device."""
+    require_core("synchronize").device_synchronize()
+
+
+def close():
+    """Wait for all work on every device to finish.
+
+    Numba destroys its contexts here; cufunc uses each device's primary context, shared with CuPy
+    and PyTorch, which stays retained for the life of the process, so closing means draining."""
+    core = require_core("close")
+    if not core.is_available():
+        return
+    for i in range(core.device_count()):
+        core.device_synchronize(i)
+
+
+class _Context:
+    """What ``cuda.current_context()`` returns: the current device's primary context."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def get_memory_info(self):
+        return self.device.get_memory_info()
+
+    def synchronize(self):
+        self.device.synchronize()
+
+    def __repr__(self):
+        return "<cufunc primary context of %r>" % (self.device,)
+
+
+def current_context():
+    return _Context(get_current_device())
+
+
+def detect():
+    """Print the CUDA devices, as numba.cuda.detect() does; True if all are usable."""
+    if _core is None:
+        print("CUDA is not available: %s" % _env.core_error)
+        return False
+    reason = _core.unavailable_reason()
+    if reason is not None:
+        print("CUDA is not available: %s" % reason)
+        return False
+    n = _core.device_count()
+    print("Found %d CUDA devices" % n)
+    supported = 0
+    for i in range(n):
+        p = _core.device_props(i)
+        cc = p["compute_capability"]
+        try:
+            ok = _core.nvrtc_supports_arch(cc) > 0
+            status = "[SUPPORTED]" if ok else "[NOT SUPPORTED by this NVRTC]"
+        except CudaSupportError as exc:
+            ok = False
+            status = "[NVRTC MISSING: %s]" % exc
+        supported += ok
+        print("id %d    %-40s %s" % (i, repr(p["name"]), status))
+        print("%40s: %d.%d" % ("Compute Capability", cc[0], cc[1]))
+        print("%40s: %d" % ("PCI Device ID", p["PCI_DEVICE_ID"]))
+        print("%40s: %d" % ("PCI Bus ID", p["PCI_BUS_ID"]))
+        print("%40s: %s" % ("UUID", p["uuid"]))
+        print("%40s: %d" % ("Multiprocessors", p["MULTIPROCESSOR_COUNT"]))
+        print("%40s: %.1f GiB" % ("Memory", p["total_memory"] / 2**30))
+    print("Summary:")
+    print("\t%d/%d devices are supported" % (supported, n))
+    return supported == n
+
+
+# ---- the kernel language's device-side names, provided by cufunc.lang ----------------------------
+
+def __getattr__(name):
+    # Imported lazily: cufunc.lang imports this package's modules, and lang is optional here.
+    if name in ("jit", "local"):
+        from . import lang
+        value = getattr(lang, name)
+        globals()[name] = value
+        return value
+    if name == "vectorize":
+        # the module, not the package attribute of the same name (which is the function)
+        import importlib
+        value = importlib.import_module(__package__ + ".vectorize").vectorize
+        globals()[name] = value
+        return value
+    if name in _CORE_TYPES:
+        # An AttributeError (so hasattr() and `import *` behave) that says why.
+        try:
+            require_core("cufunc.cuda.%s" % name)
+        except CudaSupportError as exc:
+            raise AttributeError(str(exc)) from None
+    raise AttributeError("module 'cufunc.cuda' has no attribute %r" % name)

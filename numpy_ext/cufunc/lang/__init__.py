@@ -1,0 +1,113 @@
+"""The cufunc kernel language: Python function -> typed IR -> CUDA C (see LANGUAGE.md).
+
+    from cufunc.lang import translate, jit, local
+    r = translate(f, [float32, float32])
+    r.source, r.name, r.return_type, r.arg_types, r.device_array_globals
+
+This package imports only NumPy and the standard library (not cufunc._core)."""
+
+from .. import types as _T
+from ..errors import TypingError, UnsupportedError
+from . import typesys as _TS
+from .device import DeviceFunction, jit, local
+from .translator import Unit as _Unit, emit_source as _emit_source
+from .translator import translate_function as _translate_function
+
+__all__ = ["translate", "jit", "local", "DeviceFunction", "TranslationResult", "inspect_cuda",
+           "TypingError", "UnsupportedError"]
+
+
+class TranslationResult:
+    """What translate() returns.
+
+    source     complete CUDA C (starts with #include "cufunc/runtime.cuh"); byte-identical for
+               the same input; safe to concatenate with other results into one translation unit
+               (every definition is wrapped in an #ifndef guard named after it).
+    name       C name of the entry function.
+    return_type, arg_types   cufunc types (return_type may be void or a Tuple).
+    return_struct            for a Tuple return: the C struct name; field fI holds item I, of
+                             the C type of return_type[I]; else None.
+    device_array_globals     [(c_param_name, obj)] for captured device arrays (see translate).
+    device_array_types       the matching cufunc Array types.
+    """
+
+    __slots__ = ("source", "name", "return_type", "arg_types", "return_struct",
+                 "device_array_globals", "device_array_types", "fastmath")
+
+    def __repr__(self):
+        return "<TranslationResult %s: %s(%s)>" % (self.name, self.return_type,
+                                                    ", ".join(map(str, self.arg_types)))
+
+
+def _arg_types(argtypes):
+    out = []
+    for a in argtypes:
+        t = _T.to_type(a)
+        if isinstance(t, (_T.Void, _T.Tuple)):
+            raise TypeError("%s is not an argument type" % t)
+        out.append(t)
+    return out
+
+
+def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
+    """Translate ``pyfunc`` for the argument types ``argtypes`` into CUDA C.
+
+    argtypes: cufunc types (or anything cufunc.types.to_type accepts): scalars, passed to the C
+    function by value, and array types (``float32[:, :]``), passed as ``cf_array_ref<T, ND>`` by
+    value (data pointer, shape and byte strides). return_type: None to infer it (the promotion
+    of all returned values; void when nothing is returned), else the type every return value is
+    converted to. A tuple return gives a Tuple return type and a C struct ``cf_tuple_<t0>_<t1>...``
+    with fields ``f0, f1, ...`` (result.return_struct).
+
+    The C function is::
+
+        CF_LANG_FN <ret> <name>(<arg0>, <arg1>, ..., <garr0>, <garr1>, ...)
+
+    where CF_LANG_FN is ``__device__ inline`` under CUDA (``inline`` for a host compiler), and
+    the trailing ``garr`` parameters are the device arrays the function (or anything it calls)
+    reads from globals: for each entry ``(c_param_name, obj)`` of
+    ``result.device_array_globals``, in order, one parameter of type
+    ``cf_array_ref<T, ND>`` (``result.device_array_types[i]`` gives T and ND) which the kernel
+    fills at launch from ``obj.__cuda_array_interface__`` (data pointer, shape, strides in bytes;
+    for a C-contiguous array without strides, the C-order strides). Nothing about these arrays
+    but their dtype and ndim is in the source, so the compiled kernel can be cached on disk.
+
+    Raises TypingError / UnsupportedError (pointing at the user's file and line) for programs
+    outside the kernel language. The kernel must be compiled with --fmad=false unless
+    fastmath=True (no contraction of a*b+c, as LANGUAGE.md requires).
+    """
+    if isinstance(pyfunc, DeviceFunction):
+        pyfunc = pyfunc.py_func
+    types = _arg_types(argtypes)
+    ret = None if return_type is None else _T.to_type(return_type)
+    for t in types + ([ret] if ret is not None else []):
+        if isinstance(t, _T.Scalar) and t.kind == "f" and t.bits == 16:
+            raise UnsupportedError("float16 is not supported by the translator yet")
+        if isinstance(t, _T.Array) and t.dtype.kind == "f" and t.dtype.bits == 16:
+            raise UnsupportedError("float16 arrays are not supported by the translator yet")
+    if isinstance(ret, _T.Array):
+        raise UnsupportedError("functions cannot return arrays (write into an output argument)")
+    unit = _Unit(bool(fastmath))
+    res = _translate_function(unit, pyfunc, types, ret)
+    out = TranslationResult()
+    out.source = _emit_source(unit, res)
+    out.name = res.name
+    out.return_type = _TS.concrete(res.ret_type)
+    out.arg_types = list(types)
+    out.return_struct = ("cf_tuple_" + "_".join(t.name for t in out.return_type.types)
+                         if isinstance(out.return_type, _T.Tuple) else None)
+    out.device_array_globals = [(cn, obj) for obj, at, cn in res.garrays]
+    out.device_array_types = [at for obj, at, cn in res.garrays]
+    out.fastmath = bool(fastmath)
+    return out
+
+
+def inspect_cuda(pyfunc, signature, fastmath=False):
+    """The generated CUDA C of a Python function (a ufunc body, a device function) for one
+    signature: 'float32(float32, float32)', a Signature, or a list of argument types."""
+    if isinstance(signature, (list, tuple)) and not (
+            len(signature) == 2 and isinstance(signature[1], (list, tuple))):
+        ret, args = None, list(signature)
+    else:
+        ret, args = _T.parse_signature(signature)
+    return translate(pyfunc, args, ret, fastmath=fastmath).source

@@ -1,0 +1,2275 @@
+"""Python function -> typed IR -> CUDA C.
+
+One FunctionTranslator handles one (function, argument types) pair. It walks the function's AST
+in two modes:
+
+* collect mode, repeated until the types of all variables and returns stop changing: every
+  variable gets the join (NumPy promotion, NEP 50 for weak values) of all types assigned to it.
+  Expressions whose operands are not typed yet, and type errors, contribute nothing here (a later
+  round may make them well typed);
+* strict mode, once, with the final types: errors are raised, and the C text is produced.
+
+Every expression becomes a Val whose C text has exactly the C type of its cufunc type. Python's
+left-to-right evaluation with short-circuits is kept by C's &&, ||, ?: and the comma operator;
+temporaries are declared at the top of the C function.
+"""
+
+import ast
+import builtins
+import cmath
+import hashlib
+import math
+import operator
+import sys
+import warnings
+
+import numpy as np
+
+from .. import types as T
+from ..errors import TypingError, UnsupportedError
+from . import typesys as TS
+from .cgen import PRELUDE, c_ident, c_literal, sanitize
+from .source import get_source, located_error
+
+NOCONST = object()
+
+
+class _Bottom(Exception):
+    """An expression whose type is not known yet (collect mode only)."""
+
+
+class Val:
+    """A scalar or array value: its type, C expression text and, for constants, the value."""
+
+    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref")
+
+    def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None):
+        self.type = type_
+        self.c = c
+        self.const = const
+        self.nonneg = nonneg
+        self.simple = simple or const is not NOCONST
+        self.ref = ref   # (C array name, constant shape) of a table or local array
+
+    @property
+    def is_const(self):
+        return self.const is not NOCONST
+
+
+class TupleVal:
+    """A tuple: its items (Vals) and an optional C expression to evaluate before them."""
+
+    __slots__ = ("items", "setup")
+
+    def __init__(self, items, setup=None):
+        self.items = list(items)
+        self.setup = setup
+
+    @property
+    def type(self):
+        return T.Tuple(v.type for v in self.items)
+
+
+class StaticVal:
+    """A compile-time Python object: a module, a function, a type, a namespace."""
+
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj, name):
+        self.obj = obj
+        self.name = name
+
+    @property
+    def type(self):
+        raise _Bottom()
+
+
+_BINOPS = {
+    ast.Add: (operator.add, "+", "add"), ast.Sub: (operator.sub, "-", "sub"),
+    ast.Mult: (operator.mul, "*", "mul"), ast.Div: (operator.truediv, "/", "truediv"),
+    ast.FloorDiv: (operator.floordiv, "//", "floordiv"), ast.Mod: (operator.mod, "%", "mod"),
+    ast.Pow: (operator.pow, "**", "pow"), ast.LShift: (operator.lshift, "<<", "lshift"),
+    ast.RShift: (operator.rshift, ">>", "rshift"), ast.BitAnd: (operator.and_, "&", "and"),
+    ast.BitOr: (operator.or_, "|", "or"), ast.BitXor: (operator.xor, "^", "xor"),
+}
+_CMPOPS = {
+    ast.Lt: (operator.lt, "<"), ast.LtE: (operator.le, "<="), ast.Gt: (operator.gt, ">"),
+    ast.GtE: (operator.ge, ">="), ast.Eq: (operator.eq, "=="), ast.NotEq: (operator.ne, "!="),
+}
+
+# Math functions of the runtime (cf_<name>), one real argument.
+_MATH1 = ["sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+          "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor",
+          "ceil", "trunc", "fabs", "erf", "erfc", "gamma", "lgamma", "degrees", "radians"]
+_MATH2 = ["atan2", "hypot", "fmod", "remainder", "copysign", "pow"]
+_CMATH1 = ["sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+           "cosh", "tanh", "asinh", "acosh", "atanh"]
+_COMPLEX_FUNCS = set(_CMATH1)
+
+# numpy function -> (runtime name or special tag, number of arguments)
+_NP_FUNCS = {}
+
+
+def _np_table():
+    if _NP_FUNCS:
+        return _NP_FUNCS
+    one = {"sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
+           "log2": "log2", "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos",
+           "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",
+           "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
+           "arctanh": "atanh", "floor": "@floor", "ceil": "@ceil", "trunc": "@trunc",
+           "rint": "@round", "fabs": "fabs", "degrees": "degrees", "radians": "radians",
+           "rad2deg": "degrees", "deg2rad": "radians", "absolute": "@abs",
+           "isnan": "@isnan", "isinf": "@isinf", "isfinite": "@isfinite",
+           "conjugate": "@conj", "real": "@real", "imag": "@imag", "square": "@square",
+           "negative": "@neg", "positive": "@pos", "round": "@round", "around": "@round",
+           "frexp": "@frexp", "modf": "@modf"}
+    two = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
+           "remainder": "@mod", "mod": "@mod", "power": "@pow", "floor_divide": "@floordiv",
+           "true_divide": "@truediv", "divide": "@truediv", "add": "@add", "subtract": "@sub",
+           "multiply": "@mul", "ldexp": "@ldexp", "left_shift": "@lshift",
+           "right_shift": "@rshift", "bitwise_and": "@and", "bitwise_or": "@or",
+           "bitwise_xor": "@xor"}
+    for table, n in ((one, 1), (two, 2)):
+        for name, tag in table.items():
+            f = getattr(np, name, None)
+            if f is not None and f not in _NP_FUNCS:
+                _NP_FUNCS[f] = (tag, n, name)
+    return _NP_FUNCS
+
+
+def _math_table():
+    tab = {}
+    for n in _MATH1:
+        f = getattr(math, n, None)
+        if f is not None:
+            tab[f] = ("m1", n)
+    for n in _MATH2:
+        tab[getattr(math, n)] = ("m2", n)
+    for n in ("isnan", "isinf", "isfinite"):
+        tab[getattr(math, n)] = ("mpred", n)
+        tab[getattr(cmath, n)] = ("cpred", n)
+    tab[math.ldexp] = ("ldexp", "ldexp")
+    tab[math.frexp] = ("frexp", "frexp")
+    tab[math.modf] = ("modf", "modf")
+    for n in _CMATH1:
+        tab[getattr(cmath, n)] = ("c1", n)
+    tab[cmath.phase] = ("phase", "phase")
+    tab[cmath.polar] = ("polar", "polar")
+    tab[cmath.rect] = ("rect", "rect")
+    return tab
+
+
+_MATH = _math_table()
+
+
+def _numba_objects():
+    """numba.cuda.local.array and numba's type module, if numba is already imported (we never
+    import it ourselves)."""
+    nc = sys.modules.get("numba.cuda")
+    out = []
+    if nc is not None:
+        loc = getattr(nc, "local", None)
+        if loc is not None and hasattr(loc, "array"):
+            out.append(loc.array)
+    return out
+
+
+class Unit:
+    """State shared by one top-level translate(): translated functions, structs and tables."""
+
+    def __init__(self, fastmath):
+        self.fastmath = fastmath
+        self.funcs = {}          # key -> FuncResult
+        self.stack = []          # python functions being translated (recursion check)
+        self.structs = {}        # name -> definition text
+        self.tables = {}         # name -> definition text
+
+
+class FuncResult:
+    __slots__ = ("name", "definition", "ret_type", "arg_types", "garrays", "deps", "py_func")
+
+    def __init__(self):
+        self.deps = []
+
+
+def _is_device_function(obj):
+    from .device import DeviceFunction
+    return isinstance(obj, DeviceFunction)
+
+
+def _tuple_struct_name(tt):
+    return "cf_tuple_" + "_".join(t.name for t in tt.types)
+
+
+class FunctionTranslator:
+    def __init__(self, unit, pyfunc, argtypes, return_type, call_node_info=None):
+        self.unit = unit
+        self.pyfunc = pyfunc
+        self.src = get_source(pyfunc)
+        self.tree = self.src.tree
+        self.argtypes = list(argtypes)
+        self.declared_ret = return_type
+        self.fastmath = unit.fastmath
+        if isinstance(self.tree, ast.Lambda):
+            self.body = [ast.Return(value=self.tree.body, lineno=self.tree.body.lineno,
+                                    col_offset=self.tree.body.col_offset,
+                                    end_lineno=getattr(self.tree.body, "end_lineno", None),
+                                    end_col_offset=getattr(self.tree.body, "end_col_offset",
+                                                           None))]
+        else:
+            self.body = self.tree.body
+        self._check_signature_shape()
+        self.params = [a.arg for a in self.tree.args.args]
+        self.locals = self._assigned_names()
+        self.locals.update(self.params)
+        self.closure = {}
+        code = pyfunc.__code__
+        if pyfunc.__closure__:
+            for name, cell in zip(code.co_freevars, pyfunc.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        self.globals = pyfunc.__globals__
+        self.nonneg_vars = self._nonneg_vars()
+
+    # ----------------------------------------------------------------- errors
+    def err(self, node, msg, cls=TypingError):
+        return located_error(cls, msg, self.src, node)
+
+    def unsupported(self, node, what):
+        return self.err(node, "%s is not supported in cufunc kernel functions" % what,
+                        UnsupportedError)
+
+    # ----------------------------------------------------------------- checks and pre-passes
+    def _check_signature_shape(self):
+        a = self.tree.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults or a.kw_defaults:
+            raise self.unsupported(self.tree, "*args, **kwargs, keyword-only, positional-only "
+                                   "or default parameters")
+        if isinstance(self.tree, ast.AsyncFunctionDef):
+            raise self.unsupported(self.tree, "async def")
+        if isinstance(self.tree, ast.FunctionDef) and self.tree.decorator_list:
+            pass  # the decorator is what brought us here
+        n = len(a.args)
+        if n != len(self.argtypes):
+            raise TypingError("%s takes %d argument(s) but the signature gives %d\n%s"
+                              % (self.src.qualname, n, len(self.argtypes),
+                                 self.src.location(self.tree)))
+
+    def _assigned_names(self):
+        names = set()
+        self.assign_count = {}
+
+        def targets(t):
+            if isinstance(t, ast.Name):
+                names.add(t.id)
+                self.assign_count[t.id] = self.assign_count.get(t.id, 0) + 1
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                for e in t.elts:
+                    targets(e)
+            elif isinstance(t, ast.Starred):
+                targets(t.value)
+
+        for node in ast.walk(ast.Module(body=list(self.body), type_ignores=[])):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    targets(t)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets(node.target)
+            elif isinstance(node, ast.NamedExpr):
+                targets(node.target)
+        return names
+
+    def _static_int(self, node):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = self._static_int(node.operand)
+            return None if v is None else -v
+        if isinstance(node, ast.Name) and node.id not in self.locals:
+            v = self._lookup_global(node.id)
+            if type(v) is int:
+                return v
+        return None
+
+    def _nonneg_vars(self):
+        """Variables only ever assigned by `for v in range(...)` with a non-negative constant
+        start and a positive constant step: indexing with them needs no negative wrap."""
+        ok, bad = set(), set()
+        for node in ast.walk(ast.Module(body=list(self.body), type_ignores=[])):
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                it = node.iter
+                good = False
+                if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                        and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3):
+                    start = 0 if len(it.args) == 1 else self._static_int(it.args[0])
+                    step = 1 if len(it.args) < 3 else self._static_int(it.args[2])
+                    good = start is not None and start >= 0 and step is not None and step > 0
+                (ok if good else bad).add(node.target.id)
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+                tl = node.targets if isinstance(node, ast.Assign) else [node.target]
+                todo = list(tl)
+                while todo:
+                    t = todo.pop()
+                    if isinstance(t, ast.Name):
+                        bad.add(t.id)
+                    elif isinstance(t, (ast.Tuple, ast.List)):
+                        todo.extend(t.elts)
+                    elif isinstance(t, ast.Starred):
+                        todo.append(t.value)
+        return ok - bad - set(self.params if hasattr(self, "params") else ())
+
+    def _lookup_global(self, name):
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name, NOCONST)
+
+    # ----------------------------------------------------------------- driver
+    def run(self):
+        """Type to a fixpoint, then emit. Returns a FuncResult."""
+        self.var_types = {}
+        for name, t in zip(self.params, self.argtypes):
+            if isinstance(t, T.Scalar) and t.bits == 16 and t.kind == "f":
+                raise self.unsupported(self.tree, "float16 (argument %r)" % name)
+            self.var_types[name] = t
+        self.garrays = []          # [(obj, Array type, c name)]
+        prev = None
+        for _ in range(64):
+            self.strict = False
+            self._reset_pass()
+            self._emit_body()
+            state = (dict(self.var_types), tuple(self.ret_types))
+            if state == prev:
+                break
+            prev = state
+        else:
+            raise self.err(self.tree, "the types of this function's variables do not settle "
+                           "(internal limit reached)")
+        self.collected_rets = list(self.ret_types)
+        self.strict = True
+        self._reset_pass()
+        self._emit_body()
+        return self._finish()
+
+    def _reset_pass(self):
+        self.lines = []
+        self.indent = 1
+        self.temps = []            # (ctype, name)
+        self.ntemp = 0
+        self.local_storage = []    # C declarations of local array storage
+        self.deps = []
+        self.ret_types = []
+        self.returns_none = False
+        self.var_refs = {}
+
+    def _emit_body(self):
+        body = self.body
+        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            body = body[1:]
+        self.stmts(body)
+        if self.strict:
+            self._check_end(self.body)
+
+    # ----------------------------------------------------------------- return type
+    def final_return_type(self):
+        if self.declared_ret is not None:
+            return self.declared_ret
+        rets = self.collected_rets if self.strict else self.ret_types
+        if not rets:
+            return T.void
+        t = None
+        for r in rets:
+            t = self._join(t, r, None)
+        return t
+
+    def _check_end(self, body):
+        rt = self.final_return_type()
+        if rt == T.void or not self._falls_through(body):
+            return
+        if isinstance(self.tree, ast.Lambda):
+            return
+        last = body[-1] if body else self.tree
+        raise self.err(last, "%s can reach the end of its body without returning a value (it "
+                       "would return None there), but it returns %s elsewhere"
+                       % (self.src.qualname, rt))
+
+    def _falls_through(self, stmts):
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                return False
+            if isinstance(s, ast.If):
+                if not self._falls_through(s.body) and not self._falls_through(s.orelse):
+                    return False
+            if isinstance(s, ast.While):
+                t = s.test
+                if isinstance(t, ast.Constant) and t.value and not any(
+                        isinstance(n, ast.Break) for n in self._loop_level_nodes(s.body)):
+                    return False
+        return True
+
+    def _loop_level_nodes(self, stmts):
+        """Nodes of a loop body that belong to this loop (not to nested loops)."""
+        out = []
+        todo = list(stmts)
+        while todo:
+            n = todo.pop()
+            out.append(n)
+            if isinstance(n, (ast.For, ast.While)):
+                todo.extend(n.orelse)
+                continue
+            todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.stmt))
+        return out
+
+    # ----------------------------------------------------------------- emission utilities
+    def line(self, text):
+        self.lines.append("    " * self.indent + text)
+
+    def temp(self, t):
+        """A new temporary of type t (declared at the top of the function)."""
+        self.ntemp += 1
+        name = "cf_t%d" % self.ntemp
+        self.temps.append((t.cname if not isinstance(t, str) else t, name))
+        return name
+
+    def ensure_simple(self, v):
+        """v, or v stored in a temporary when its text is not a plain name or literal; returns
+        (setup_expr or None, Val)."""
+        if v.simple:
+            return None, v
+        name = self.temp(v.type)
+        return "(%s = %s)" % (name, v.c), Val(v.type, name, nonneg=v.nonneg, simple=True)
+
+    def with_setup(self, setup, v):
+        if not setup:
+            return v
+        return Val(v.type, "(%s, %s)" % (setup, v.c), v.const, v.nonneg)
+
+    def _join(self, a, b, node):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        if isinstance(a, T.Scalar) and isinstance(b, T.Scalar):
+            return TS.join(a, b)
+        if isinstance(a, T.Array) and isinstance(b, T.Array):
+            if a.dtype == b.dtype and a.ndim == b.ndim:
+                layout = a.layout if a.layout == b.layout else "A"
+                return T.Array(a.dtype, a.ndim, layout, a.readonly or b.readonly)
+            raise self._fail(node, "cannot unify array types %s and %s" % (a, b))
+        if isinstance(a, T.Tuple) and isinstance(b, T.Tuple) and len(a) == len(b):
+            return T.Tuple(self._join(x, y, node) for x, y in zip(a.types, b.types))
+        raise self._fail(node, "cannot unify the types %s and %s" % (a, b))
+
+    def _fail(self, node, msg, cls=TypingError):
+        if not self.strict:
+            return _Bottom()
+        return self.err(node, msg, cls)
+
+    def check_scalar_type(self, t, node):
+        if isinstance(t, T.Scalar) and t.kind == "f" and t.bits == 16:
+            raise self._fail(node, "float16 values are not supported yet (NumPy gives float16 "
+                             "here; convert the operand to float32 first)", UnsupportedError)
+        return t
+
+    # ----------------------------------------------------------------- casts and constants
+    def convert_const(self, value, src, dst, explicit, node):
+        """NumPy's conversion of a constant; None when it is left to the runtime cast."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                if dst.kind == "b":
+                    return bool(value)
+                if isinstance(src, TS.Weak) and not explicit:
+                    if src.kind in "bi" and dst.kind in "iu":
+                        v = int(value)
+                        info = np.iinfo(dst.dtype)
+                        if not info.min <= v <= info.max:
+                            raise self._fail(node, "Python integer %d out of bounds for %s "
+                                             "(NumPy raises OverflowError here)" % (v, dst.name))
+                    out = np.array(value, dtype=dst.dtype)[()]
+                else:
+                    if src.kind == "c" and dst.kind != "c":
+                        value = complex(value).real
+                        src = T.float64
+                    if src.kind == "f" and dst.kind in "iu":
+                        f = float(value)
+                        info = np.iinfo(dst.dtype)
+                        if not math.isfinite(f) or not info.min <= math.trunc(f) <= info.max:
+                            return None
+                    if isinstance(src, TS.Weak) and src.kind == "i":
+                        if not -2 ** 63 <= int(value) < 2 ** 64:
+                            return None
+                        value = int(value) % 2 ** 64
+                        if value >= 2 ** 63:
+                            value -= 2 ** 64
+                        src = T.int64
+                    out = np.array(value, dtype=TS.concrete(src).dtype).astype(dst.dtype)[()]
+            except OverflowError as e:
+                raise self._fail(node, str(e))
+        if isinstance(dst, TS.Weak):
+            return {"b": bool, "i": int, "f": float, "c": complex}[dst.kind](out)
+        return out
+
+    def const_val(self, value, t, node):
+        """A Val for the constant `value` of type t."""
+        if isinstance(t, TS.Weak) and t.kind == "i" and not -2 ** 63 <= value < 2 ** 63:
+            c = "cf_int64_out_of_range"  # replaced by a conversion before use, or an error
+            if self.strict and not -2 ** 63 <= value < 2 ** 64:
+                raise self.err(node, "integer %d does not fit in 64 bits" % value)
+            return Val(t, c, value)
+        nonneg = t.kind in "iub" and int(np.real(value)) >= 0 if t.kind != "c" else False
+        return Val(t, c_literal(value, t), value, nonneg=nonneg)
+
+    def cast(self, v, t, node, explicit=False):
+        """v converted to type t (NumPy's astype meaning)."""
+        if isinstance(v, StaticVal):
+            raise self._fail(node, "%s is not a value" % v.name)
+        if isinstance(v, TupleVal) or isinstance(t, T.Tuple):
+            if isinstance(v, TupleVal) and isinstance(t, T.Tuple) and len(v.items) == len(t):
+                return TupleVal([self.cast(x, y, node) for x, y in zip(v.items, t.types)],
+                                v.setup)
+            raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
+        if v.type == t:
+            return v
+        if isinstance(v.type, T.Array) or isinstance(t, T.Array):
+            if (isinstance(v.type, T.Array) and isinstance(t, T.Array)
+                    and v.type.dtype == t.dtype and v.type.ndim == t.ndim):
+                return Val(t, v.c)
+            raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
+        if isinstance(t, T.Void):
+            raise self._fail(node, "a value cannot be converted to void")
+        self.check_scalar_type(t, node)
+        if v.is_const:
+            c = self.convert_const(v.const, v.type, t, explicit, node)
+            if c is not None:
+                return self.const_val(c, t, node)
+        if v.type.cname == t.cname:
+            return Val(t, v.c, nonneg=v.nonneg, simple=v.simple)
+        if v.c == "cf_int64_out_of_range":
+            raise self._fail(node, "integer %d does not fit in int64" % v.const)
+        nonneg = v.nonneg and t.kind in "iu" and t.bits >= v.type.bits
+        return Val(t, "cf_cast<%s>(%s)" % (t.cname, v.c), nonneg=nonneg)
+
+    def truthy(self, v, node):
+        """C bool expression: Python's truth value of v."""
+        v = self.scalar(v, node, "a truth value")
+        if v.is_const:
+            return "true" if bool(v.const) else "false"
+        k = v.type.kind
+        if k == "b":
+            return v.c
+        if k == "c":
+            return "cf_lang_truthy(%s)" % v.c
+        return "(%s != 0)" % v.c
+
+    def scalar(self, v, node, what):
+        if isinstance(v, StaticVal):
+            raise self._fail(node, "%s cannot be used as %s" % (v.name, what))
+        if isinstance(v, TupleVal):
+            raise self._fail(node, "a tuple cannot be used as %s" % what)
+        if isinstance(v.type, T.Array):
+            raise self._fail(node, "an array cannot be used as %s (arrays are indexed element "
+                             "by element)" % what)
+        return v
+
+    # ----------------------------------------------------------------- statements
+    def stmts(self, body):
+        for s in body:
+            self.stmt(s)
+
+    def stmt(self, s):
+        m = getattr(self, "stmt_" + type(s).__name__, None)
+        if m is None:
+            raise self.unsupported(s, _STMT_NAMES.get(type(s).__name__,
+                                                     "the statement '%s'" % type(s).__name__))
+        if self.strict:
+            m(s)
+            return
+        try:
+            m(s)
+        except (_Bottom, TypingError, UnsupportedError):
+            # Collect mode: a later round may type it; compound statements handle their own
+            # parts so that their bodies are still visited.
+            pass
+
+    def guard(self, fn, *a):
+        """Run fn; in collect mode a failure gives None instead of an exception."""
+        if self.strict:
+            return fn(*a)
+        try:
+            return fn(*a)
+        except (_Bottom, TypingError, UnsupportedError):
+            return None
+
+    def stmt_Pass(self, s):
+        pass
+
+    def stmt_Expr(self, s):
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return  # a string statement is a comment
+        v = self.expr(s.value)
+        if isinstance(v, StaticVal):
+            return
+        if isinstance(v, TupleVal):
+            if v.setup:
+                self.line("(void)%s;" % v.setup)
+            for it in v.items:
+                if not it.simple:
+                    self.line("(void)(%s);" % it.c)
+            return
+        if not v.simple:
+            self.line("(void)(%s);" % v.c)
+
+    def stmt_Assign(self, s):
+        value = self.expr(s.value)
+        if len(s.targets) > 1 and not isinstance(value, (StaticVal, TupleVal)):
+            setup, value = self.ensure_simple(value)
+            if setup:
+                self.line("%s;" % setup)
+        for t in s.targets:
+            self.assign(t, value, s)
+
+    def stmt_AnnAssign(self, s):
+        if s.value is None:
+            return
+        self.assign(s.target, self.expr(s.value), s)
+
+    def stmt_AugAssign(self, s):
+        fn, sym, name = _BINOPS.get(type(s.op), (None, None, None))
+        if fn is None:
+            raise self.unsupported(s, "the operator %s=" % type(s.op).__name__)
+        tgt = s.target
+        if isinstance(tgt, ast.Name):
+            cur = self.load_name(tgt)
+            rhs = self.expr(s.value)
+            self.assign(tgt, self.binop(fn, name, sym, cur, rhs, s), s)
+        elif isinstance(tgt, ast.Subscript):
+            arr = self.expr(tgt.value)
+            if not (isinstance(arr, Val) and isinstance(arr.type, T.Array)):
+                raise self._fail(tgt, "augmented assignment to an item of %s is not supported"
+                                 % getattr(arr, "type", "this object"), UnsupportedError)
+            if arr.type.readonly:
+                raise self._fail(tgt, "a captured NumPy array is a read-only constant table")
+            idx = self.indices(tgt, arr)
+            # Evaluate array and indices once.
+            pre = []
+            s_arr, arr = self.ensure_simple_array(arr)
+            if s_arr:
+                pre.append(s_arr)
+            simple_idx = []
+            for i in idx:
+                st, i2 = self.ensure_simple(i)
+                if st:
+                    pre.append(st)
+                simple_idx.append(i2)
+            for p in pre:
+                self.line("%s;" % p)
+            elem = self.element(arr, simple_idx, tgt)
+            rhs = self.expr(s.value)
+            res = self.cast(self.binop(fn, name, sym, elem, rhs, s), arr.type.dtype, s)
+            self.line("%s = %s;" % (elem.c, res.c))
+        else:
+            raise self.unsupported(s, "augmented assignment to this target")
+
+    def ensure_simple_array(self, arr):
+        if arr.simple:
+            return None, arr
+        name = self.temp(arr.type.cname)
+        return "(%s = %s)" % (name, arr.c), Val(arr.type, name, simple=True)
+
+    def assign(self, target, value, stmt):
+        if isinstance(target, ast.Name):
+            self.assign_name(target.id, value, target)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if any(isinstance(e, ast.Starred) for e in target.elts):
+                raise self.unsupported(target, "starred assignment")
+            if not isinstance(value, TupleVal):
+                raise self._fail(target, "cannot unpack %s into %d names"
+                                 % (getattr(value, "type", "this value"), len(target.elts)))
+            if len(value.items) != len(target.elts):
+                raise self._fail(target, "cannot unpack a tuple of %d items into %d names"
+                                 % (len(value.items), len(target.elts)))
+            if value.setup:
+                self.line("%s;" % value.setup)
+            # Evaluate every item before assigning any (a, b = b, a).
+            items = []
+            for it in value.items:
+                if it.is_const or len(value.items) == 1:
+                    items.append(it)
+                    continue
+                name = self.temp(it.type.cname)
+                self.line("%s = %s;" % (name, it.c))
+                items.append(Val(it.type, name, nonneg=it.nonneg, simple=True))
+            for e, it in zip(target.elts, items):
+                self.assign(e, it, stmt)
+        elif isinstance(target, ast.Subscript):
+            self.store_item(target, value)
+        elif isinstance(target, ast.Attribute):
+            raise self.unsupported(target, "assigning to an attribute")
+        elif isinstance(target, ast.Starred):
+            raise self.unsupported(target, "starred assignment")
+        else:
+            raise self.unsupported(target, "this assignment target")
+
+    def assign_name(self, name, value, node):
+        if isinstance(value, StaticVal):
+            raise self._fail(node, "%s cannot be assigned to a variable (only numbers, tuples "
+                             "and arrays can)" % value.name, UnsupportedError)
+        vt = value.type
+        if isinstance(vt, T.Void):
+            raise self._fail(node, "the called function returns nothing (None)")
+        old = self.var_types.get(name)
+        if self.strict:
+            new = old
+            try:
+                joined = self._join(old, vt, node)
+            except TypingError:
+                raise self.err(node, "variable '%s' is assigned values of types %s and %s, "
+                               "which cannot be unified" % (name, old, vt)) from None
+            if joined != old:   # cannot happen at the fixpoint
+                raise self.err(node, "internal error: type of %r changed after typing" % name)
+        else:
+            try:
+                new = self._join(old, vt, node)
+            except (TypingError, _Bottom):
+                self.var_types[name] = old
+                raise _Bottom()
+            self.var_types[name] = new
+        if isinstance(new, T.Tuple):
+            v2 = self.cast(value, new, node)
+            cn = self.var_c(name)
+            if v2.setup:
+                self.line("%s;" % v2.setup)
+            tmps = []
+            for i, it in enumerate(v2.items):
+                if it.simple:
+                    tmps.append(it.c)
+                else:
+                    tn = self.temp(it.type.cname)
+                    self.line("%s = %s;" % (tn, it.c))
+                    tmps.append(tn)
+            for i, c in enumerate(tmps):
+                self.line("cf_tv_%s_%d = %s;" % (cn, i, c))
+            return
+        v2 = self.cast(value, new, node)
+        if getattr(value, "ref", None) is not None and self.assign_count.get(name) == 1:
+            self.var_refs[name] = value.ref
+        self.line("%s = %s;" % (self.var_c(name), v2.c))
+
+    def var_c(self, name):
+        return c_ident(name)
+
+    def stmt_If(self, s):
+        cond = self.guard(self.cond, s.test)
+        self.line("if (%s) {" % (cond if cond else "true"))
+        self.indent += 1
+        self.stmts(s.body)
+        self.indent -= 1
+        orelse = s.orelse
+        while len(orelse) == 1 and isinstance(orelse[0], ast.If):
+            c2 = self.guard(self.cond, orelse[0].test)
+            self.line("} else if (%s) {" % (c2 if c2 else "true"))
+            self.indent += 1
+            self.stmts(orelse[0].body)
+            self.indent -= 1
+            orelse = orelse[0].orelse
+        if orelse:
+            self.line("} else {")
+            self.indent += 1
+            self.stmts(orelse)
+            self.indent -= 1
+        self.line("}")
+
+    def stmt_While(self, s):
+        if s.orelse:
+            raise self.unsupported(s, "while ... else")
+        cond = self.guard(self.cond, s.test)
+        self.line("while (%s) {" % (cond if cond else "true"))
+        self.indent += 1
+        self.stmts(s.body)
+        self.indent -= 1
+        self.line("}")
+
+    def stmt_For(self, s):
+        if s.orelse:
+            raise self.unsupported(s, "for ... else")
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(self.guard_static(it.func), StaticVal)
+                and self.guard_static(it.func).obj is range):
+            raise self.unsupported(it, "iterating over anything but range()")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self._fail(it, "range() takes 1 to 3 positional arguments")
+        if not isinstance(s.target, ast.Name):
+            raise self.unsupported(s.target, "a for-loop target other than a single name")
+        args = [self.guard(self.expr, a) for a in it.args]
+        ok = all(a is not None for a in args)
+        vals = []
+        if ok:
+            for a, n in zip(args, it.args):
+                a = self.scalar(a, n, "a range() argument")
+                if a.type.kind not in "biu":
+                    raise self._fail(n, "range() arguments must be integers, not %s" % a.type)
+                vals.append(self.cast(a, TS.WEAK_INT, n))
+        if len(vals) == 1:
+            vals = [self.const_val(0, TS.WEAK_INT, it)] + vals
+        if len(vals) == 2:
+            vals.append(self.const_val(1, TS.WEAK_INT, it))
+        counter = self.temp("cf_int64")
+        name = s.target.id
+        if ok:
+            start, stop, step = vals
+            ss, start = self.snapshot(start)
+            st, stop = self.snapshot(stop)
+            sp, step = self.snapshot(step)
+            for p in (ss, st, sp):
+                if p:
+                    self.line("%s;" % p)
+            if step.is_const and step.const in (1, -1):
+                op, inc = ("<", "++") if step.const == 1 else (">", "--")
+                self.line("for (%s = %s; %s %s %s; %s%s) {" % (counter, start.c, counter, op,
+                                                               stop.c, inc, counter))
+                loopval = Val(TS.WEAK_INT, counter, simple=True,
+                              nonneg=name in self.nonneg_vars)
+            else:
+                n = self.temp("cf_uint64")
+                k = self.temp("cf_uint64")
+                self.line("%s = cf_lang_range_len(%s, %s, %s);" % (n, start.c, stop.c, step.c))
+                self.line("for (%s = 0; %s < %s; ++%s) {" % (k, k, n, k))
+                self.indent += 1
+                self.line("%s = (cf_int64)((cf_uint64)%s + %s * (cf_uint64)%s);"
+                          % (counter, start.c, k, step.c))
+                self.indent -= 1
+                loopval = Val(TS.WEAK_INT, counter, simple=True,
+                              nonneg=name in self.nonneg_vars)
+        else:
+            self.line("for (;;) {")
+            loopval = None
+        self.indent += 1
+        if loopval is not None:
+            self.guard(self.assign_name, name, loopval, s.target)
+        self.stmts(s.body)
+        self.indent -= 1
+        self.line("}")
+
+    def snapshot(self, v):
+        if v.is_const:
+            return None, v
+        name = self.temp(v.type)
+        return "%s = %s" % (name, v.c), Val(v.type, name, simple=True, nonneg=v.nonneg)
+
+    def guard_static(self, node):
+        try:
+            return self.static(node)
+        except (_Bottom, TypingError, UnsupportedError):
+            return None
+
+    def stmt_Break(self, s):
+        self.line("break;")
+
+    def stmt_Continue(self, s):
+        self.line("continue;")
+
+    def stmt_Return(self, s):
+        if s.value is None or (isinstance(s.value, ast.Constant) and s.value.value is None):
+            self.returns_none = True
+            if self.strict:
+                rt = self.final_return_type()
+                if rt != T.void:
+                    raise self.err(s, "%s returns None here but %s elsewhere"
+                                   % (self.src.qualname, rt))
+            self.line("return;")
+            return
+        v = self.expr(s.value)
+        if isinstance(v, StaticVal):
+            raise self._fail(s.value, "cannot return %s" % v.name)
+        if isinstance(v.type, T.Array):
+            raise self._fail(s.value, "returning an array is not supported (write results "
+                             "into an output argument)", UnsupportedError)
+        if isinstance(v.type, T.Void):
+            raise self._fail(s.value, "the called function returns nothing (None)")
+        if not self.strict:
+            self.ret_types.append(v.type)
+            return
+        rt = self.final_return_type()
+        self.ret_types.append(v.type)
+        if rt == T.void:
+            raise self.err(s, "%s is declared to return nothing (void) but returns a value"
+                           % self.src.qualname)
+        rtc = TS.concrete(rt)
+        if isinstance(rtc, T.Tuple):
+            if not isinstance(v, TupleVal):
+                raise self.err(s.value, "%s returns a tuple elsewhere but %s here"
+                               % (self.src.qualname, v.type))
+            v2 = self.cast(v, rtc, s.value)
+            body = "%s{%s}" % (self.struct(rtc), ", ".join(x.c for x in v2.items))
+            if v2.setup:
+                body = "(%s, %s)" % (v2.setup, body)
+            self.line("return %s;" % body)
+            return
+        if isinstance(v, TupleVal):
+            raise self.err(s.value, "%s returns %s elsewhere but a tuple here"
+                           % (self.src.qualname, rt))
+        v2 = self.cast(v, rtc, s.value, explicit=self.declared_ret is not None)
+        self.line("return %s;" % v2.c)
+
+    def struct(self, tt):
+        name = _tuple_struct_name(tt)
+        if name not in self.unit.structs:
+            fields = "".join("    %s f%d;\n" % (t.cname, i) for i, t in enumerate(tt.types))
+            self.unit.structs[name] = (
+                "#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: field fI holds item I */\n"
+                "struct %s {\n%s};\n#endif\n" % (name, name, tt.name, name, fields))
+        return name
+
+    # ----------------------------------------------------------------- expressions
+    def expr(self, node):
+        m = getattr(self, "expr_" + type(node).__name__, None)
+        if m is None:
+            raise self.unsupported(node, _EXPR_NAMES.get(type(node).__name__,
+                                                         "the expression '%s'"
+                                                         % type(node).__name__))
+        return m(node)
+
+    def expr_Constant(self, node):
+        v = node.value
+        if isinstance(v, bool):
+            return self.const_val(v, TS.WEAK_BOOL, node)
+        if isinstance(v, int):
+            if not -2 ** 63 <= v < 2 ** 64:
+                raise self.err(node, "integer literal %d does not fit in 64 bits" % v)
+            return self.const_val(v, TS.WEAK_INT, node)
+        if isinstance(v, float):
+            return self.const_val(v, TS.WEAK_FLOAT, node)
+        if isinstance(v, complex):
+            return self.const_val(v, TS.WEAK_COMPLEX, node)
+        if isinstance(v, (str, bytes)):
+            raise self.unsupported(node, "a string")
+        if v is None:
+            raise self.unsupported(node, "None as a value")
+        raise self.unsupported(node, "the constant %r" % (v,))
+
+    def load_name(self, node):
+        name = node.id
+        if name in self.locals:
+            t = self.var_types.get(name)
+            if t is None:
+                if self.strict:
+                    raise self.err(node, "variable '%s' is used before it is assigned a value"
+                                   % name)
+                raise _Bottom()
+            cn = self.var_c(name)
+            if isinstance(t, T.Tuple):
+                return TupleVal([Val(x, "cf_tv_%s_%d" % (cn, i), simple=True)
+                                 for i, x in enumerate(t.types)])
+            return Val(t, cn, simple=True, nonneg=name in self.nonneg_vars,
+                       ref=self.var_refs.get(name))
+        obj = self._lookup_global(name)
+        if obj is NOCONST:
+            raise self.err(node, "name '%s' is not defined" % name)
+        return self.object_val(obj, name, node)
+
+    expr_Name = load_name
+
+    def object_val(self, obj, name, node):
+        """The Val of a captured global (or closure variable, or builtin)."""
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
+            t = T.from_dtype(obj.dtype)
+            self.check_scalar_type(t, node)
+            return self.const_val(obj, t, node)
+        if isinstance(obj, bool):
+            return self.const_val(obj, TS.WEAK_BOOL, node)
+        if isinstance(obj, int):
+            if not -2 ** 63 <= obj < 2 ** 64:
+                raise self.err(node, "global '%s' = %d does not fit in 64 bits" % (name, obj))
+            return self.const_val(obj, TS.WEAK_INT, node)
+        if isinstance(obj, float):
+            return self.const_val(obj, TS.WEAK_FLOAT, node)
+        if isinstance(obj, complex):
+            return self.const_val(obj, TS.WEAK_COMPLEX, node)
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
+            t = T.from_dtype(obj.dtype)
+            self.check_scalar_type(t, node)
+            return self.const_val(obj, t, node)
+        if isinstance(obj, tuple):
+            items = []
+            for i, x in enumerate(obj):
+                v = self.object_val(x, "%s[%d]" % (name, i), node)
+                if not isinstance(v, Val) or not v.is_const:
+                    raise self.err(node, "global tuple '%s' may hold only numbers" % name,
+                                   UnsupportedError)
+                items.append(v)
+            return TupleVal(items)
+        if isinstance(obj, np.ndarray):
+            return self.table(obj, name, node)
+        if hasattr(obj, "__cuda_array_interface__") and not isinstance(obj, type):
+            return self.device_array(obj, name, node)
+        if obj is None:
+            raise self.unsupported(node, "None as a value")
+        if isinstance(obj, (str, bytes)):
+            raise self.unsupported(node, "a string (global '%s')" % name)
+        return StaticVal(obj, name)
+
+    def table(self, arr, name, node):
+        """A captured NumPy array: a constant table in the generated source."""
+        if arr.dtype.kind not in "biufc":
+            raise self.err(node, "global array '%s' has dtype %s, which is not supported"
+                           % (name, arr.dtype), UnsupportedError)
+        t = T.from_dtype(arr.dtype)
+        self.check_scalar_type(t, node)
+        if arr.ndim == 0:
+            return self.const_val(arr[()], t, node)
+        flat = np.ascontiguousarray(arr).reshape(-1)
+        h = hashlib.sha256()
+        h.update(("%s|%s|" % (t.name, arr.shape)).encode())
+        h.update(flat.tobytes())
+        cname = "cf_tab_%s_%s" % (sanitize(name)[:24], h.hexdigest()[:12])
+        # Complex tables are stored as (re, im) pairs of the real type: a __device__ variable
+        # needs a constant initializer and cf_complex's constructor is not constexpr.
+        et = t if t.kind != "c" else (T.float32 if t.bits == 64 else T.float64)
+        if t.kind == "c":
+            flat = np.stack([flat.real, flat.imag], axis=-1).reshape(-1).astype(et.dtype)
+        if cname not in self.unit.tables:
+            vals = ", ".join(c_literal(x, et) for x in flat.tolist()) if flat.size else "0"
+            n = max(flat.size, 1)
+            self.unit.tables[cname] = (
+                "#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* global %s: %s array of shape %s, "
+                "C order%s */\nCF_LANG_TABLE %s %s[%d] = {%s};\n#endif\n"
+                % (cname, cname, name, t.name, tuple(arr.shape),
+                   ", (real, imag) pairs" if t.kind == "c" else "", et.cname, cname, n, vals))
+        at = T.Array(t, arr.ndim, "C", readonly=True)
+        storage = cname if t.kind != "c" else "((%s *)%s)" % (t.cname, cname)
+        return self.ref_val(at, storage, arr.shape, node)
+
+    def ref_val(self, at, storage, shape, node):
+        strides = []
+        acc = at.dtype.itemsize
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= s
+        strides.reverse()
+        c = "%s{(char *)%s, {%s}, {%s}}" % (at.cname, storage,
+                                            ", ".join("%dLL" % s for s in shape),
+                                            ", ".join("%dLL" % s for s in strides))
+        return Val(at, c, ref=(storage, tuple(int(x) for x in shape)))
+
+    def device_array(self, obj, name, node):
+        try:
+            cai = obj.__cuda_array_interface__
+            dt = np.dtype(cai["typestr"])
+            shape = tuple(cai["shape"])
+            readonly = bool(cai.get("data", (0, False))[1])
+        except Exception as e:
+            raise self.err(node, "global '%s' has a malformed __cuda_array_interface__ (%s)"
+                           % (name, e))
+        if dt.kind not in "biufc":
+            raise self.err(node, "global device array '%s' has dtype %s, which is not "
+                           "supported" % (name, dt), UnsupportedError)
+        if len(shape) == 0:
+            raise self.err(node, "global device array '%s' is 0-dimensional" % name,
+                           UnsupportedError)
+        t = T.Array(T.from_dtype(dt), len(shape), "A", readonly)
+        self.check_scalar_type(t.dtype, node)
+        for o, at, cn in self.garrays:
+            if o is obj:
+                return Val(at, cn, simple=True)
+        cn = "cf_garr%d_%s" % (len(self.garrays), sanitize(name)[:32])
+        self.garrays.append((obj, t, cn))
+        return Val(t, cn, simple=True)
+
+    def static(self, node):
+        """The compile-time object an expression names (module, function, type) or None."""
+        if isinstance(node, ast.Name):
+            if node.id in self.locals:
+                return None
+            obj = self._lookup_global(node.id)
+            if obj is NOCONST:
+                return None
+            return StaticVal(obj, node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.static(node.value)
+            if base is None:
+                return None
+            try:
+                obj = getattr(base.obj, node.attr)
+            except AttributeError:
+                return None
+            return StaticVal(obj, "%s.%s" % (base.name, node.attr))
+        return None
+
+    def expr_Attribute(self, node):
+        sb = self.static(node.value)
+        if sb is not None and not _is_value_object(sb.obj):
+            try:
+                obj = getattr(sb.obj, node.attr)
+            except AttributeError:
+                raise self.err(node, "%s has no attribute '%s'" % (sb.name, node.attr))
+            return self.object_val(obj, "%s.%s" % (sb.name, node.attr), node)
+        base = self.expr(node.value)
+        attr = node.attr
+        if isinstance(base, Val) and isinstance(base.type, T.Array):
+            at = base.type
+            if attr == "shape":
+                return TupleVal([self.extent(base, k) for k in range(at.ndim)])
+            if attr == "ndim":
+                return self.const_val(at.ndim, TS.WEAK_INT, node)
+            if attr == "size":
+                ext = [self.extent(base, k) for k in range(at.ndim)]
+                if all(e.is_const for e in ext):
+                    return self.const_val(int(np.prod([e.const for e in ext])), TS.WEAK_INT,
+                                          node)
+                return Val(TS.WEAK_INT, "(%s)" % " * ".join(e.c for e in ext), nonneg=True)
+            raise self._fail(node, "array attribute '.%s' is not supported (only shape, size, "
+                             "ndim)" % attr, UnsupportedError)
+        if isinstance(base, Val) and isinstance(base.type, T.Scalar):
+            if attr in ("real", "imag"):
+                return self.real_imag(base, attr, node)
+            raise self._fail(node, "attribute '.%s' of a %s value is not supported"
+                             % (attr, base.type), UnsupportedError)
+        if isinstance(base, StaticVal):
+            try:
+                obj = getattr(base.obj, attr)
+            except AttributeError:
+                raise self.err(node, "%s has no attribute '%s'" % (base.name, attr))
+            return self.object_val(obj, "%s.%s" % (base.name, attr), node)
+        raise self._fail(node, "attribute '.%s' of a tuple is not supported" % attr,
+                         UnsupportedError)
+
+    def extent(self, arr, k):
+        if arr.ref is not None:
+            return self.const_val(arr.ref[1][k], TS.WEAK_INT, None)
+        return Val(TS.WEAK_INT, "%s.shape[%d]" % (arr.c, k), nonneg=True,
+                   simple=arr.simple)
+
+    def real_imag(self, v, attr, node):
+        t = v.type
+        if t.kind == "c":
+            rt = TS.WEAK_FLOAT if isinstance(t, TS.Weak) else (T.float32 if t.bits == 64
+                                                               else T.float64)
+            if v.is_const:
+                return self.const_val(getattr(complex(v.const), attr), rt, node)
+            return Val(rt, "cf_%s(%s)" % (attr, v.c))
+        rt = TS.oracle(operator.attrgetter(attr), t)
+        if attr == "real":
+            return self.cast(v, rt, node)
+        return self.const_val(0, rt, node) if rt.kind != "f" else self.const_val(0.0, rt, node)
+
+    def expr_Subscript(self, node):
+        if isinstance(node.slice, ast.Slice) or (isinstance(node.slice, ast.Tuple) and any(
+                isinstance(e, ast.Slice) for e in node.slice.elts)):
+            raise self.unsupported(node, "slicing")
+        base = self.expr(node.value)
+        if isinstance(base, TupleVal):
+            idx = self.expr(node.slice)
+            idx = self.scalar(idx, node.slice, "a tuple index")
+            if not idx.is_const or idx.type.kind not in "iu":
+                raise self._fail(node.slice, "a tuple index must be a constant integer",
+                                 UnsupportedError)
+            i = int(idx.const)
+            n = len(base.items)
+            if not -n <= i < n:
+                raise self._fail(node.slice, "tuple index %d out of range (length %d)" % (i, n))
+            return self.with_setup(base.setup, base.items[i])
+        if isinstance(base, Val) and isinstance(base.type, T.Array):
+            idx = self.indices(node, base)
+            return self.element(base, idx, node)
+        if isinstance(base, StaticVal):
+            raise self._fail(node, "%s cannot be indexed" % base.name, UnsupportedError)
+        raise self._fail(node, "a %s value cannot be indexed" % base.type)
+
+    def indices(self, node, arr):
+        sl = node.slice
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        vals = []
+        for e in elts:
+            v = self.expr(e)
+            if isinstance(v, TupleVal):
+                vals.extend(self.with_setup(v.setup, x) if i == 0 else x
+                            for i, x in enumerate(v.items))
+                continue
+            vals.append(v)
+        nd = arr.type.ndim
+        if len(vals) != nd:
+            raise self._fail(node, "%d-d array indexed with %d index(es); index every "
+                             "dimension with an integer" % (nd, len(vals)),
+                             UnsupportedError if len(vals) < nd else TypingError)
+        out = []
+        for v, e in zip(vals, elts if len(elts) == len(vals) else [node.slice] * len(vals)):
+            v = self.scalar(v, e, "an array index")
+            if v.type.kind not in "iu":
+                raise self._fail(e, "array index must be an integer, not %s" % v.type)
+            out.append(v)
+        return out
+
+    def element(self, arr, idx, node):
+        """The element lvalue arr[idx...] (indices already checked)."""
+        at = arr.type
+        if arr.ref is not None:
+            return self.ref_element(arr, idx)
+        if not arr.simple and any(not (i.nonneg or i.is_const) for i in idx):
+            setup, arr = self.ensure_simple_array(arr)
+        else:
+            setup = None
+        terms = []
+        for k, i in enumerate(idx):
+            if i.is_const:
+                ic = int(i.const)
+                if ic >= 0:
+                    ci = "%dLL" % ic
+                else:
+                    ci = "(%s.shape[%d] - %dLL)" % (arr.c, k, -ic)
+            elif i.nonneg or i.type.kind == "u":
+                ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
+            else:
+                ci = "cf_lang_wrap(%s, %s.shape[%d])" % (i.c, arr.c, k)
+            terms.append("%s * %s.strides[%d]" % (ci, arr.c, k))
+        c = "(*(%s *)(%s.data + %s))" % (at.dtype.cname, arr.c, " + ".join(terms))
+        if setup:
+            c = "(*(%s, &%s))" % (setup, c)
+        return Val(at.dtype, c)
+
+    def ref_element(self, arr, idx):
+        """Element of a table or local array: direct indexing with constant extents."""
+        storage, shape = arr.ref
+        strides = []
+        acc = 1
+        for n in reversed(shape):
+            strides.append(acc)
+            acc *= n
+        strides.reverse()
+        terms = []
+        const_off = 0
+        for k, i in enumerate(idx):
+            if i.is_const:
+                ic = int(i.const)
+                const_off += (ic + shape[k] if ic < 0 else ic) * strides[k]
+                continue
+            if i.nonneg or i.type.kind == "u":
+                ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
+            else:
+                ci = "cf_lang_wrap(%s, %dLL)" % (i.c, shape[k])
+            terms.append(ci if strides[k] == 1 else "%s * %dLL" % (ci, strides[k]))
+        if const_off or not terms:
+            terms.append("%dLL" % const_off)
+        return Val(arr.type.dtype, "%s[%s]" % (storage, " + ".join(terms)))
+
+    def store_item(self, target, value):
+        arr = self.expr(target.value)
+        if isinstance(arr, TupleVal):
+            raise self._fail(target, "tuples are immutable: cannot assign to an item",
+                             UnsupportedError)
+        if not (isinstance(arr, Val) and isinstance(arr.type, T.Array)):
+            raise self._fail(target, "cannot assign to an item of this value",
+                             UnsupportedError)
+        if isinstance(target.slice, ast.Slice) or (isinstance(target.slice, ast.Tuple) and any(
+                isinstance(e, ast.Slice) for e in target.slice.elts)):
+            raise self.unsupported(target, "slicing")
+        if arr.type.readonly:
+            raise self._fail(target, "a captured NumPy array is a read-only constant table "
+                             "and cannot be assigned to")
+        idx = self.indices(target, arr)
+        value = self.scalar(value, target, "an array element")
+        elem = self.element(arr, idx, target)
+        v = self.cast(value, arr.type.dtype, target)
+        self.line("%s = %s;" % (elem.c, v.c))
+
+    def expr_Tuple(self, node):
+        items = []
+        for e in node.elts:
+            if isinstance(e, ast.Starred):
+                raise self.unsupported(e, "starred expressions")
+            v = self.expr(e)
+            if isinstance(v, TupleVal):
+                raise self._fail(e, "nested tuples are not supported", UnsupportedError)
+            if isinstance(v, StaticVal):
+                raise self._fail(e, "%s cannot be a tuple item" % v.name)
+            if isinstance(v.type, T.Array):
+                raise self._fail(e, "arrays cannot be tuple items", UnsupportedError)
+            items.append(v)
+        return TupleVal(items)
+
+    # arithmetic -----------------------------------------------------------
+    def expr_BinOp(self, node):
+        entry = _BINOPS.get(type(node.op))
+        if entry is None:
+            raise self.unsupported(node, "the operator '@'")
+        fn, sym, name = entry
+        a = self.expr(node.left)
+        b = self.expr(node.right)
+        return self.binop(fn, name, sym, a, b, node)
+
+    def binop(self, fn, name, sym, a, b, node, rtype=None):
+        a = self.scalar(a, node, "an operand of %s" % sym)
+        b = self.scalar(b, node, "an operand of %s" % sym)
+        if rtype is None:
+            try:
+                rtype = TS.oracle(fn, a.type, b.type)
+            except TS.OracleError as e:
+                raise self._fail(node, "unsupported operand types for %s: %s and %s (%s)"
+                                 % (sym, a.type, b.type, e))
+        R = self.check_scalar_type(rtype, node)
+        if a.is_const and b.is_const:
+            folded = self.fold(fn, (a, b), R, node)
+            if folded is not None:
+                return folded
+        return self.arith(name, a, b, R, node)
+
+    def fold(self, fn, args, R, node):
+        vals = []
+        for a in args:
+            v = a.const
+            if isinstance(a.type, TS.Weak):
+                v = {"b": bool, "i": int, "f": float, "c": complex}[a.type.kind](v)
+            vals.append(v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with np.errstate(all="ignore"):
+                try:
+                    r = fn(*vals)
+                except Exception:
+                    return None
+        try:
+            rt = TS.type_of_value(r)
+        except TS.OracleError:
+            return None
+        if rt != R:
+            return None
+        if R.kind in "iu" and isinstance(R, TS.Weak) and not -2 ** 63 <= r < 2 ** 64:
+            raise self._fail(node, "the integer constant %d does not fit in 64 bits" % r)
+        return self.const_val(r, R, node)
+
+    def arith(self, name, a, b, R, node):
+        k = R.kind
+        if name in ("lshift", "rshift") and k in "iu":
+            ca, cb = self.cast(a, R, node), self.cast(b, R, node)
+            return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+        ca, cb = self.cast(a, R, node), self.cast(b, R, node)
+        if name in ("add", "sub", "mul"):
+            if k in "iu":
+                return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+            if k == "b":
+                op = {"add": "||", "mul": "&&"}.get(name)
+                if op is None:
+                    raise self._fail(node, "boolean subtraction is not supported")
+                return Val(R, "(%s %s %s)" % (ca.c, op, cb.c))
+            op = {"add": "+", "sub": "-", "mul": "*"}[name]
+            return Val(R, "(%s %s %s)" % (ca.c, op, cb.c))
+        if name == "truediv":
+            if k not in "fc":
+                raise self._fail(node, "internal: true division to %s" % R)
+            return Val(R, "(%s / %s)" % (ca.c, cb.c))
+        if name in ("floordiv", "mod"):
+            if k not in "iuf":
+                raise self._fail(node, "unsupported operand types for %s: %s"
+                                 % ({"floordiv": "//", "mod": "%"}[name], R))
+            return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+        if name == "pow":
+            if cb.is_const and k in "iuf" and cb.const == 2:
+                st, sa = self.ensure_simple(ca)
+                c = ("cf_mul(%s, %s)" if k in "iu" else "(%s * %s)") % (sa.c, sa.c)
+                return self.with_setup(st, Val(R, c))
+            if k == "b":
+                raise self._fail(node, "internal: power of booleans")
+            return Val(R, "cf_pow(%s, %s)" % (ca.c, cb.c))
+        if name in ("and", "or", "xor"):
+            op = {"and": "&", "or": "|", "xor": "^"}[name]
+            if k not in "iub":
+                raise self._fail(node, "bitwise %s needs integers or booleans, not %s"
+                                 % (op, R))
+            c = "(%s %s %s)" % (ca.c, op, cb.c)
+            if k == "b" or R.bits < 32:
+                c = "((%s)%s)" % (R.cname, c)
+            return Val(R, c)
+        raise self._fail(node, "internal: operator %s" % name)
+
+    def expr_UnaryOp(self, node):
+        if isinstance(node.op, ast.Not):
+            v = self.expr(node.operand)
+            t = self.truthy(v, node.operand)
+            if v.is_const:
+                return self.const_val(not bool(v.const), TS.WEAK_BOOL, node)
+            return Val(TS.WEAK_BOOL, "(!%s)" % t)
+        fn, sym = {ast.USub: (operator.neg, "-"), ast.UAdd: (operator.pos, "+"),
+                   ast.Invert: (operator.invert, "~")}[type(node.op)]
+        a = self.scalar(self.expr(node.operand), node, "an operand of unary %s" % sym)
+        return self.unop(fn, sym, a, node)
+
+    def unop(self, fn, sym, a, node, rtype=None):
+        if rtype is None:
+            try:
+                rtype = TS.oracle(fn, a.type)
+            except TS.OracleError as e:
+                raise self._fail(node, "bad operand type for unary %s: %s (%s)"
+                                 % (sym, a.type, e))
+        R = self.check_scalar_type(rtype, node)
+        if a.is_const:
+            f = self.fold(fn, (a,), R, node)
+            if f is not None:
+                return f
+        ca = self.cast(a, R, node)
+        k = R.kind
+        if sym == "+":
+            return ca
+        if sym == "-":
+            if k in "iu":
+                return Val(R, "cf_neg(%s)" % ca.c)
+            if k == "b":
+                raise self._fail(node, "negation of a boolean is not supported")
+            return Val(R, "(-%s)" % ca.c)
+        if sym == "~":
+            if k == "b":
+                return Val(R, "(!%s)" % ca.c)
+            if k not in "iu":
+                raise self._fail(node, "bad operand type for unary ~: %s" % a.type)
+            c = "(~%s)" % ca.c
+            if R.bits < 32:
+                c = "((%s)%s)" % (R.cname, c)
+            return Val(R, c)
+        raise self._fail(node, "internal: unary %s" % sym)
+
+    # comparisons and boolean operators -----------------------------------
+    def compare(self, fn, sym, a, b, node):
+        a = self.scalar(a, node, "an operand of %s" % sym)
+        b = self.scalar(b, node, "an operand of %s" % sym)
+        try:
+            R = TS.oracle(fn, a.type, b.type)
+        except TS.OracleError as e:
+            raise self._fail(node, "unsupported comparison %s between %s and %s (%s)"
+                             % (sym, a.type, b.type, e))
+        if a.is_const and b.is_const:
+            f = self.fold(fn, (a, b), R, node)
+            if f is not None:
+                return f
+        ct = TS.compare_type(a.type, b.type)
+        if ct == TS.MIXED_INT or ct == T.int64:
+            # A Python int constant that fits the other operand's type compares in that type
+            # (same result, no 64-bit arithmetic).
+            for w, o in ((a, b), (b, a)):
+                if (w.is_const and isinstance(w.type, TS.Weak) and not isinstance(o.type, TS.Weak)
+                        and o.type.kind in "iu"):
+                    info = np.iinfo(o.type.dtype)
+                    if info.min <= int(w.const) <= info.max:
+                        ct = o.type
+        if ct == TS.MIXED_INT:
+            if a.type == T.uint64:
+                a, b = b, a
+                sym = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[sym]
+            ca, cb = self.cast(a, T.int64, node, explicit=True), b
+            c = {"<": "cf_lang_lt_su(%s, %s)", "<=": "cf_lang_le_su(%s, %s)",
+                 ">": "(!cf_lang_le_su(%s, %s))", ">=": "(!cf_lang_lt_su(%s, %s))",
+                 "==": "cf_lang_eq_su(%s, %s)", "!=": "(!cf_lang_eq_su(%s, %s))"}[sym]
+            return Val(R, c % (ca.c, cb.c))
+        ca, cb = self.cast(a, ct, node), self.cast(b, ct, node)
+        if ct.kind == "c" and sym not in ("==", "!="):
+            # NumPy orders complex numbers lexicographically
+            fn_c = {"<": "clt", "<=": "cle", ">": "cgt", ">=": "cge"}[sym]
+            return Val(R, "cf_lang_%s(%s, %s)" % (fn_c, ca.c, cb.c))
+        c = "(%s %s %s)" % (ca.c, sym, cb.c)
+        if R.cname != "cf_bool":
+            c = "((cf_bool)%s)" % c
+        return Val(R, c)
+
+    def expr_Compare(self, node):
+        for op in node.ops:
+            if type(op) not in _CMPOPS:
+                raise self.unsupported(node, "the operator '%s'" % {
+                    ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
+                    ast.NotIn: "not in"}.get(type(op), type(op).__name__))
+        left = self.expr(node.left)
+        parts = []
+        setups = []
+        rt = None
+        consts = True
+        for i, (op, rnode) in enumerate(zip(node.ops, node.comparators)):
+            right = self.expr(rnode)
+            right = self.scalar(right, rnode, "an operand of a comparison")
+            if i < len(node.ops) - 1 and not right.simple:
+                name = self.temp(right.type)
+                assign = "(%s = %s)" % (name, right.c)
+                r_use = Val(right.type, name, simple=True)
+                fn, sym = _CMPOPS[type(op)]
+                v = self.compare(fn, sym, left, Val(right.type, assign), node)
+                right = r_use
+            else:
+                fn, sym = _CMPOPS[type(op)]
+                v = self.compare(fn, sym, left, right, node)
+            consts = consts and v.is_const
+            parts.append(v)
+            rt = v.type if rt is None else TS.join(rt, v.type)
+            left = right
+        if len(parts) == 1:
+            return parts[0]
+        if consts:
+            return self.const_val(all(bool(p.const) for p in parts), rt, node)
+        return Val(rt, "(%s)" % " && ".join(p.c for p in parts))
+
+    def cond(self, node):
+        """C bool expression for a condition (if, while, ternary)."""
+        if isinstance(node, ast.BoolOp):
+            op = " && " if isinstance(node.op, ast.And) else " || "
+            return "(%s)" % op.join(self.cond(v) for v in node.values)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return "(!%s)" % self.cond(node.operand)
+        v = self.expr(node)
+        return self.truthy(v, node)
+
+    def expr_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        vals = [self.scalar(self.expr(v), n, "an operand of %s" % ("and" if is_and else "or"))
+                for v, n in zip(node.values, node.values)]
+        R = None
+        for v in vals:
+            R = TS.join(R, v.type)
+        self.check_scalar_type(R, node)
+        # fold from the right: a or (b or c)
+        acc = self.cast(vals[-1], R, node)
+        for v in reversed(vals[:-1]):
+            if v.is_const:
+                keep = bool(v.const) if not is_and else not bool(v.const)
+                acc = self.cast(v, R, node) if keep else acc
+                continue
+            st, sv = self.ensure_simple(v)
+            t = self.truthy(sv, node)
+            first = self.cast(sv, R, node)
+            if is_and:
+                c = "(!%s ? %s : %s)" % (t, first.c, acc.c)
+            else:
+                c = "(%s ? %s : %s)" % (t, first.c, acc.c)
+            acc = self.with_setup(st, Val(R, c))
+        return acc
+
+    def expr_IfExp(self, node):
+        c = self.cond(node.test)
+        a = self.expr(node.body)
+        b = self.expr(node.orelse)
+        if isinstance(a, TupleVal) or isinstance(b, TupleVal):
+            raise self._fail(node, "conditional expressions choosing between tuples are not "
+                             "supported", UnsupportedError)
+        if isinstance(a, StaticVal) or isinstance(b, StaticVal):
+            raise self._fail(node, "a conditional expression must choose between values")
+        R = self._join(a.type, b.type, node)
+        if isinstance(R, T.Scalar):
+            self.check_scalar_type(R, node)
+        ca, cb = self.cast(a, R, node), self.cast(b, R, node)
+        if c == "true":
+            return ca
+        if c == "false":
+            return cb
+        return Val(R, "(%s ? %s : %s)" % (c, ca.c, cb.c))
+
+    # calls ------------------------------------------------------------------
+    def expr_Call(self, node):
+        f = node.func
+        if isinstance(f, ast.Attribute) and self.static(f.value) is None:
+            base = self.expr(f.value)
+            if isinstance(base, Val) and isinstance(base.type, T.Scalar):
+                if f.attr in ("conjugate", "conj") and not node.args and not node.keywords:
+                    t = base.type
+                    if t.kind == "c":
+                        return Val(t, "cf_conj(%s)" % base.c)
+                    return self.cast(base, TS.oracle(lambda x: x.conjugate(), t), node)
+            raise self._fail(node, "method call .%s() is not supported" % f.attr,
+                             UnsupportedError)
+        fv = self.static(f)
+        if fv is None:
+            v = self.expr(f)
+            raise self._fail(node, "%s is not callable" % getattr(v, "type", "this value"))
+        obj = fv.obj
+        if any(obj is x for x in _local_array_objects()):
+            return self.local_array(node)
+        if node.keywords:
+            raise self._fail(node, "keyword arguments are not supported in calls to %s"
+                             % fv.name, UnsupportedError)
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.unsupported(node, "*args in calls")
+        handler = _BUILTIN_HANDLERS.get(id(obj))
+        if handler is not None:
+            return getattr(self, handler)(node, fv.name)
+        try:
+            mt = _MATH.get(obj)
+        except TypeError:
+            mt = None
+        if mt is not None:
+            return self.math_call(mt[0], mt[1], node, fv.name)
+        try:
+            npf = _np_table().get(obj)
+        except TypeError:
+            npf = None
+        if npf is not None:
+            return self.np_call(obj, npf, node, fv.name)
+        target = _cast_target(obj)
+        if target is not None:
+            return self.type_call(target, node, fv.name)
+        if _is_device_function(obj):
+            return self.device_call(obj.py_func, obj.signatures, node, fv.name)
+        if obj is range:
+            raise self.err(node, "range() can only be used as the iterable of a for loop",
+                           UnsupportedError)
+        import types as pytypes
+        if isinstance(obj, pytypes.FunctionType):
+            return self.device_call(obj, None, node, fv.name)
+        py = getattr(obj, "py_func", None)
+        if isinstance(py, pytypes.FunctionType):   # e.g. numba.cuda.jit(device=True)
+            return self.device_call(py, None, node, fv.name)
+        raise self.err(node, "calling %s (%s) is not supported in kernel functions"
+                       % (fv.name, type(obj).__name__), UnsupportedError)
+
+    def args(self, node, n, name):
+        if isinstance(n, int):
+            n = (n,)
+        if len(node.args) not in n:
+            raise self._fail(node, "%s() takes %s argument(s), %d given"
+                             % (name, " or ".join(str(x) for x in n), len(node.args)))
+        return [self.expr(a) for a in node.args]
+
+    def real_arg(self, v, node, fname, allow_complex=False):
+        v = self.scalar(v, node, "an argument of %s()" % fname)
+        if v.type.kind == "c" and not allow_complex:
+            raise self._fail(node, "%s() needs a real number, not %s" % (fname, v.type))
+        return v
+
+    def b_abs(self, node, name):
+        (a,) = self.args(node, 1, "abs")
+        a = self.scalar(a, node, "an argument of abs()")
+        return self.unop_abs(a, TS.oracle(abs, a.type), node)
+
+    def unop_abs(self, a, R, node):
+        self.check_scalar_type(R, node)
+        if a.is_const:
+            f = self.fold(abs, (a,), R, node)
+            if f is not None:
+                return f
+        if a.type.kind == "c":
+            return self.cast(Val(T.float32 if a.type.bits == 64 else T.float64,
+                                 "cf_abs(%s)" % a.c), R, node)
+        if R.kind == "b":
+            return self.cast(a, R, node)
+        ca = self.cast(a, R, node)
+        if R.kind == "u":
+            return ca
+        return Val(R, "cf_abs(%s)" % ca.c)
+
+    def b_minmax(self, node, name):
+        if len(node.args) < 2:
+            raise self._fail(node, "%s() needs two or more arguments here (iterables are not "
+                             "supported)" % name, UnsupportedError)
+        vals = [self.scalar(self.expr(a), a, "an argument of %s()" % name) for a in node.args]
+        R = None
+        for v in vals:
+            R = TS.join(R, v.type)
+        self.check_scalar_type(R, node)
+        fn = min if name == "min" else max
+        if all(v.is_const for v in vals):
+            cv = [self.cast(v, R, node) for v in vals]
+            if all(v.is_const for v in cv):
+                return self.const_val(fn(v.const for v in cv), R, node)
+        if R.kind == "c":
+            try:   # CPython needs the operands to be ordered (NumPy complex are; Python's not)
+                TS.oracle(operator.lt, *[v.type for v in vals[:2]])
+            except TS.OracleError as e:
+                raise self._fail(node, "%s() of these values: %s" % (name, e))
+        helper = ("cf_lang_c" if R.kind == "c" else "cf_") + name
+        acc = self.cast(vals[0], R, node)
+        for v in vals[1:]:
+            acc = Val(R, "%s(%s, %s)" % (helper, acc.c, self.cast(v, R, node).c))
+        return acc
+
+    def b_round(self, node, name):
+        if len(node.args) != 1:
+            raise self._fail(node, "round() with ndigits is not supported", UnsupportedError)
+        (a,) = self.args(node, 1, "round")
+        a = self.real_arg(a, node, "round")
+        try:
+            R = TS.oracle(round, a.type)
+        except TS.OracleError as e:
+            raise self._fail(node, "round() of %s: %s" % (a.type, e))
+        if a.is_const:
+            f = self.fold(round, (a,), R, node)
+            if f is not None:
+                return f
+        if a.type.kind == "f":
+            return self.cast(Val(a.type if not isinstance(a.type, TS.Weak) else T.float64,
+                                 "cf_round(%s)" % a.c), R, node, explicit=True)
+        return self.cast(a, R, node)
+
+    def b_pow(self, node, name):
+        if len(node.args) != 2:
+            raise self._fail(node, "pow() takes 2 arguments here (the 3-argument form is not "
+                             "supported)", UnsupportedError)
+        a, b = self.args(node, 2, "pow")
+        return self.binop(pow, "pow", "**", a, b, node)
+
+    def b_divmod(self, node, name):
+        a, b = self.args(node, 2, "divmod")
+        a = self.scalar(a, node, "an argument of divmod()")
+        b = self.scalar(b, node, "an argument of divmod()")
+        sa, a = self.ensure_simple(a)
+        sb, b = self.ensure_simple(b)
+        q = self.binop(operator.floordiv, "floordiv", "//", a, b, node)
+        r = self.binop(operator.mod, "mod", "%", a, b, node)
+        setup = ", ".join(s for s in (sa, sb) if s) or None
+        return TupleVal([q, r], setup)
+
+    def b_int(self, node, name):
+        return self._py_cast(node, name, TS.WEAK_INT, int)
+
+    def b_float(self, node, name):
+        return self._py_cast(node, name, TS.WEAK_FLOAT, float)
+
+    def b_bool(self, node, name):
+        if not node.args:
+            return self.const_val(False, TS.WEAK_BOOL, node)
+        (a,) = self.args(node, 1, "bool")
+        t = self.truthy(a, node)
+        if t in ("true", "false"):
+            return self.const_val(t == "true", TS.WEAK_BOOL, node)
+        return Val(TS.WEAK_BOOL, t)
+
+    def _py_cast(self, node, name, R, pyt):
+        if not node.args:
+            return self.const_val(pyt(), R, node)
+        (a,) = self.args(node, 1, name)
+        a = self.scalar(a, node, "an argument of %s()" % name)
+        try:
+            TS.oracle(pyt, a.type)
+        except TS.OracleError as e:
+            raise self._fail(node, "%s() of %s: %s" % (name, a.type, e))
+        return self.cast(a, R, node, explicit=True)
+
+    def b_complex(self, node, name):
+        if not node.args:
+            return self.const_val(0j, TS.WEAK_COMPLEX, node)
+        vals = self.args(node, (1, 2), "complex")
+        return self._make_complex(vals, TS.WEAK_COMPLEX, node)
+
+    def _make_complex(self, vals, R, node):
+        if len(vals) == 1:
+            a = self.scalar(vals[0], node, "an argument of complex()")
+            return self.cast(a, R, node, explicit=True)
+        a, b = [self.real_arg(v, node, "complex") for v in vals]
+        ft = T.float32 if R.bits == 64 else T.float64
+        ca, cb = self.cast(a, ft, node, explicit=True), self.cast(b, ft, node, explicit=True)
+        if ca.is_const and cb.is_const:
+            return self.const_val(complex(float(ca.const), float(cb.const)), R, node)
+        return Val(R, "%s(%s, %s)" % (R.cname, ca.c, cb.c))
+
+    def b_len(self, node, name):
+        (a,) = self.args(node, 1, "len")
+        if isinstance(a, TupleVal):
+            return self.const_val(len(a.items), TS.WEAK_INT, node)
+        if isinstance(a, Val) and isinstance(a.type, T.Array):
+            return self.extent(a, 0)
+        raise self._fail(node, "len() of %s is not supported" % getattr(a, "type", "this"))
+
+    def b_unsupported(self, node, name):
+        raise self.err(node, "calling %s() is not supported in kernel functions" % name,
+                       UnsupportedError)
+
+    # math / cmath -----------------------------------------------------------
+    def _math_ct(self, vals, node, fname):
+        """Compute type of a math.* call: float32 when every typed argument is float32 (Python
+        numbers adapt), else float64."""
+        ct = None
+        for v in vals:
+            v = self.real_arg(v, node, "math." + fname)
+            t = v.type
+            if isinstance(t, TS.Weak):
+                continue
+            ct = T.float32 if (t == T.float32 and ct in (None, T.float32)) else T.float64
+        return ct or T.float64
+
+    def math_call(self, kind, fname, node, shown):
+        if kind == "m1":
+            nargs = (1, 2) if fname == "log" else 1
+            vals = self.args(node, nargs, shown)
+            ct = self._math_ct(vals, node, fname)
+            if fname == "log" and len(vals) == 2:
+                x, base = [self.cast(v, ct, node) for v in vals]
+                r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
+                return self.cast(r, TS.WEAK_FLOAT, node)
+            (x,) = vals
+            if fname in ("floor", "ceil", "trunc"):
+                if x.type.kind in "biu":
+                    if not isinstance(x.type, TS.Weak) and x.type.bits == 64:
+                        # CPython converts a NumPy int64/uint64 to float first (no __floor__).
+                        x = self.cast(x, T.float64, node)
+                    return self.cast(x, TS.WEAK_INT, node, explicit=True)
+                if x.is_const:
+                    f = self.fold(getattr(math, fname), (x,), TS.WEAK_INT, node)
+                    if f is not None:
+                        return f
+                cx = self.cast(x, ct, node)
+                return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_INT, node,
+                                 explicit=True)
+            if x.is_const:
+                f = self.fold(getattr(math, fname), (x,), TS.WEAK_FLOAT, node)
+                if f is not None:
+                    return f
+            cx = self.cast(x, ct, node)
+            return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_FLOAT, node)
+        if kind == "m2":
+            vals = self.args(node, 2, shown)
+            ct = self._math_ct(vals, node, fname)
+            if all(v.is_const for v in vals):
+                f = self.fold(getattr(math, fname), tuple(vals), TS.WEAK_FLOAT, node)
+                if f is not None:
+                    return f
+            a, b = [self.cast(v, ct, node) for v in vals]
+            return self.cast(Val(ct, "cf_%s(%s, %s)" % (fname, a.c, b.c)), TS.WEAK_FLOAT, node)
+        if kind in ("mpred", "cpred"):
+            (x,) = self.args(node, 1, shown)
+            x = self.real_arg(x, node, shown, allow_complex=(kind == "cpred"))
+            if x.type.kind in "biu":
+                return self.const_val(fname == "isfinite", TS.WEAK_BOOL, node)
+            if x.is_const:
+                f = self.fold(getattr(math if kind == "mpred" else cmath, fname), (x,),
+                              TS.WEAK_BOOL, node)
+                if f is not None:
+                    return f
+            return Val(TS.WEAK_BOOL, "cf_%s(%s)" % (fname, x.c))
+        if kind == "ldexp":
+            x, e = self.args(node, 2, shown)
+            ct = self._math_ct([x], node, fname)
+            e = self.scalar(e, node, "an argument of math.ldexp()")
+            if e.type.kind not in "biu":
+                raise self._fail(node, "math.ldexp() exponent must be an integer, not %s"
+                                 % e.type)
+            cx = self.cast(x, ct, node)
+            ce = self.cast(e, T.int64, node, explicit=True)
+            return self.cast(Val(ct, "cf_ldexp(%s, %s)" % (cx.c, ce.c)), TS.WEAK_FLOAT, node)
+        if kind == "frexp":
+            (x,) = self.args(node, 1, shown)
+            ct = self._math_ct([x], node, fname)
+            cx = self.cast(x, ct, node)
+            m, e = self.temp(ct), self.temp("cf_int64")
+            return TupleVal([self.cast(Val(ct, m, simple=True), TS.WEAK_FLOAT, node),
+                             Val(TS.WEAK_INT, e, simple=True)],
+                            "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
+        if kind == "modf":
+            (x,) = self.args(node, 1, shown)
+            ct = self._math_ct([x], node, fname)
+            cx = self.cast(x, ct, node)
+            fr, ip = self.temp(ct), self.temp(ct)
+            return TupleVal([self.cast(Val(ct, fr, simple=True), TS.WEAK_FLOAT, node),
+                             self.cast(Val(ct, ip, simple=True), TS.WEAK_FLOAT, node)],
+                            "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
+        # cmath
+        if kind == "c1":
+            nargs = (1, 2) if fname == "log" else 1
+            vals = self.args(node, nargs, shown)
+            ct = self._cmath_ct(vals, node)
+            if fname == "log" and len(vals) == 2:
+                x, base = [self.cast(v, ct, node) for v in vals]
+                r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
+                return self.cast(r, TS.WEAK_COMPLEX, node)
+            cx = self.cast(vals[0], ct, node)
+            return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_COMPLEX, node)
+        if kind == "phase":
+            (x,) = self.args(node, 1, shown)
+            ct = self._cmath_ct([x], node)
+            cx = self.cast(x, ct, node)
+            rt = T.float32 if ct == T.complex64 else T.float64
+            return self.cast(Val(rt, "cf_phase(%s)" % cx.c), TS.WEAK_FLOAT, node)
+        if kind == "polar":
+            (x,) = self.args(node, 1, shown)
+            ct = self._cmath_ct([x], node)
+            cx = self.cast(x, ct, node)
+            rt = T.float32 if ct == T.complex64 else T.float64
+            st, sx = self.ensure_simple(cx)
+            r = self.cast(Val(rt, "cf_abs(%s)" % sx.c), TS.WEAK_FLOAT, node)
+            p = self.cast(Val(rt, "cf_phase(%s)" % sx.c), TS.WEAK_FLOAT, node)
+            return TupleVal([r, p], st)
+        if kind == "rect":
+            r, phi = self.args(node, 2, shown)
+            ct = self._math_ct([r, phi], node, fname)
+            cr, cp = self.cast(r, ct, node), self.cast(phi, ct, node)
+            cty = T.complex64 if ct == T.float32 else T.complex128
+            return self.cast(Val(cty, "cf_rect(%s, %s)" % (cr.c, cp.c)), TS.WEAK_COMPLEX, node)
+        raise self.err(node, "internal: math kind %s" % kind)
+
+    def _cmath_ct(self, vals, node):
+        single = True
+        for v in vals:
+            v = self.scalar(v, node, "a cmath argument")
+            t = v.type
+            if isinstance(t, TS.Weak):
+                continue
+            if t not in (T.float32, T.complex64):
+                single = False
+        if all(isinstance(self.scalar(v, node, "x").type, TS.Weak) for v in vals):
+            single = False
+        return T.complex64 if single else T.complex128
+
+    # numpy functions ----------------------------------------------------------
+    def np_call(self, obj, entry, node, shown):
+        tag, n, npname = entry
+        vals = [self.scalar(v, node, "an argument of %s()" % shown)
+                for v in self.args(node, n, shown)]
+        try:
+            R = TS.oracle(obj, *[v.type for v in vals])
+        except TS.OracleError as e:
+            raise self._fail(node, "%s() does not accept %s (%s)"
+                             % (shown, ", ".join(str(v.type) for v in vals), e))
+        if isinstance(R, T.Tuple):
+            for t in R.types:
+                self.check_scalar_type(t, node)
+        else:
+            self.check_scalar_type(R, node)
+        if tag.startswith("@"):
+            op = tag[1:]
+            if op in _BIN_NAMES:
+                return self.binop(obj, op, _BIN_NAMES[op], vals[0], vals[1], node, rtype=R)
+            if op == "neg":
+                return self.unop(obj, "-", vals[0], node, rtype=R)
+            if op == "pos":
+                return self.cast(vals[0], R, node)
+            (x,) = vals[:1]
+            if op in ("floor", "ceil", "trunc", "round"):
+                if R.kind in "biu":
+                    return self.cast(x, R, node)
+                if R.kind == "c":
+                    raise self._fail(node, "%s() of complex numbers is not supported" % shown,
+                                     UnsupportedError)
+                cx = self.cast(x, R, node)
+                return Val(R, "cf_%s(%s)" % (op, cx.c))
+            if op == "abs":
+                return self.unop_abs(x, R, node)
+            if op in ("isnan", "isinf", "isfinite"):
+                if x.type.kind in "biu":
+                    return self.const_val(op == "isfinite", R, node)
+                return self.cast(Val(T.bool_, "cf_%s(%s)" % (op, x.c)), R, node)
+            if op == "conj":
+                if x.type.kind == "c":
+                    return self.cast(Val(x.type, "cf_conj(%s)" % x.c), R, node)
+                return self.cast(x, R, node)
+            if op in ("real", "imag"):
+                return self.cast(self.real_imag(x, op, node), R, node)
+            if op == "square":
+                return self.binop(np.multiply, "mul", "*", x, x, node, rtype=R) \
+                    if x.simple else self._square(x, R, node)
+            if op == "ldexp":
+                cx = self.cast(vals[0], R, node)
+                ce = self.cast(vals[1], T.int64, node, explicit=True)
+                return Val(R, "cf_ldexp(%s, %s)" % (cx.c, ce.c))
+            if op == "frexp":
+                ct = R.types[0]
+                cx = self.cast(x, ct, node)
+                m, e = self.temp(ct), self.temp("cf_int64")
+                return TupleVal([Val(ct, m, simple=True),
+                                 self.cast(Val(T.int64, e, simple=True), R.types[1], node)],
+                                "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
+            if op == "modf":
+                ct = R.types[0]
+                cx = self.cast(x, ct, node)
+                fr, ip = self.temp(ct), self.temp(ct)
+                return TupleVal([Val(ct, fr, simple=True), Val(ct, ip, simple=True)],
+                                "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
+            raise self.err(node, "internal: numpy op %s" % op)
+        if R.kind == "c" and tag not in _COMPLEX_FUNCS:
+            raise self._fail(node, "%s() of complex numbers is not supported" % shown,
+                             UnsupportedError)
+        if R.kind not in "fc":
+            raise self._fail(node, "%s() gives %s here, which is not supported" % (shown, R),
+                             UnsupportedError)
+        if tag == "fmod" and R.kind != "f":
+            raise self._fail(node, "np.fmod() of integers is not supported", UnsupportedError)
+        cv = [self.cast(v, R, node) for v in vals]
+        return Val(R, "cf_%s(%s)" % (tag, ", ".join(v.c for v in cv)))
+
+    def _square(self, x, R, node):
+        st, sx = self.ensure_simple(x)
+        return self.with_setup(st, self.binop(np.multiply, "mul", "*", sx, sx, node, rtype=R))
+
+    # casts ----------------------------------------------------------------------
+    def type_call(self, target, node, shown):
+        if isinstance(target, T.Array) or isinstance(target, T.Void):
+            raise self.err(node, "%s cannot be called in a kernel function" % shown,
+                           UnsupportedError)
+        self.check_scalar_type(target, node)
+        if not node.args:
+            return self.const_val(target.dtype.type(0), target, node)
+        vals = self.args(node, (1, 2) if target.kind == "c" else 1, shown)
+        if target.kind == "c":
+            return self._make_complex(vals, target, node)
+        (a,) = vals
+        a = self.scalar(a, node, "an argument of %s()" % shown)
+        return self.cast(a, target, node, explicit=True)
+
+    # local arrays -------------------------------------------------------------
+    def local_array(self, node):
+        args = list(node.args)
+        kw = {k.arg: k.value for k in node.keywords}
+        if set(kw) - {"shape", "dtype"} or len(args) + len(kw) != 2:
+            raise self.err(node, "cuda.local.array(shape, dtype) takes exactly a shape and a "
+                           "dtype")
+        shape_node = args[0] if args else kw.get("shape")
+        dtype_node = args[1] if len(args) > 1 else kw.get("dtype")
+        if shape_node is None or dtype_node is None:
+            raise self.err(node, "cuda.local.array(shape, dtype) takes exactly a shape and a "
+                           "dtype")
+        sv = self.expr(shape_node)
+        if isinstance(sv, TupleVal):
+            items = sv.items
+        else:
+            items = [sv]
+        shape = []
+        for it in items:
+            if not (isinstance(it, Val) and it.is_const and it.type.kind in "iu"):
+                raise self.err(shape_node, "the shape of a local array must be a constant "
+                               "integer or tuple of constant integers")
+            if int(it.const) < 0:
+                raise self.err(shape_node, "negative dimension in a local array shape")
+            shape.append(int(it.const))
+        if not shape:
+            raise self.err(shape_node, "a local array needs at least one dimension",
+                           UnsupportedError)
+        dt = self.static(dtype_node)
+        target = _cast_target(dt.obj) if dt is not None else None
+        if target is None:
+            try:
+                target = T.to_type(dt.obj) if dt is not None else None
+            except TypeError:
+                target = None
+        if not isinstance(target, T.Scalar):
+            raise self.err(dtype_node, "the dtype of a local array must be a scalar type such "
+                           "as float32 or np.float32")
+        self.check_scalar_type(target, dtype_node)
+        n = int(np.prod(shape))
+        storage = "cf_loc%d" % len(self.local_storage)
+        self.local_storage.append("%s %s[%d];" % (target.cname, storage, max(n, 1)))
+        at = T.Array(target, len(shape), "C")
+        return self.ref_val(at, storage, shape, node)
+
+    # device functions ----------------------------------------------------------
+    def device_call(self, pyfunc, signatures, node, shown):
+        vals = []
+        for a, n in zip(self.args(node, len(node.args), shown), node.args):
+            if isinstance(a, StaticVal):
+                raise self._fail(n, "%s cannot be passed to a function" % a.name,
+                                 UnsupportedError)
+            if isinstance(a, TupleVal):
+                raise self._fail(n, "tuples cannot be passed to device functions",
+                                 UnsupportedError)
+            vals.append(a)
+        types = [v.type for v in vals]
+        ret = None
+        if signatures:
+            sig = _choose_signature(signatures, types)
+            if sig is None:
+                raise self._fail(node, "%s has no signature accepting (%s)"
+                                 % (shown, ", ".join(str(t) for t in types)))
+            ret, argt = sig
+            if len(argt) != len(vals):
+                raise self._fail(node, "%s takes %d argument(s), %d given"
+                                 % (shown, len(argt), len(vals)))
+            vals = [self.cast(v, t, node) for v, t in zip(vals, argt)]
+            types = list(argt)
+        if pyfunc in self.unit.stack:
+            chain = " -> ".join(f.__qualname__ for f in self.unit.stack + [pyfunc])
+            raise self._fail(node, "recursion is not supported (%s)" % chain, UnsupportedError)
+        try:
+            res = translate_function(self.unit, pyfunc, types, ret)
+        except (TypingError, UnsupportedError) as e:
+            if not self.strict:
+                raise _Bottom()
+            raise type(e)("%s\n(in %s, called from:)\n%s"
+                          % (e, pyfunc.__qualname__, self.src.location(node))) from None
+        if res.name not in self.deps:
+            self.deps.append(res.name)
+        cargs = [v.c for v in vals]
+        for obj, at, cn in res.garrays:
+            mine = None
+            for o2, at2, cn2 in self.garrays:
+                if o2 is obj:
+                    mine = cn2
+            if mine is None:
+                mine = "cf_garr%d_%s" % (len(self.garrays), cn.split("_", 2)[-1])
+                self.garrays.append((obj, at, mine))
+            cargs.append(mine)
+        c = "%s(%s)" % (res.name, ", ".join(cargs))
+        rt = res.ret_type
+        if isinstance(rt, T.Void):
+            return Val(T.void, c)
+        if isinstance(rt, T.Tuple):
+            tmp = self.temp(_tuple_struct_name(TS.concrete(rt)))
+            self.struct(TS.concrete(rt))
+            return TupleVal([Val(t, "%s.f%d" % (tmp, i), simple=True)
+                             for i, t in enumerate(rt.types)], "(%s = %s)" % (tmp, c))
+        return Val(rt, c)
+
+    # ----------------------------------------------------------------- output
+    def _finish(self):
+        rt = self.final_return_type()
+        ret_c = TS.concrete(rt)
+        if isinstance(ret_c, T.Tuple):
+            ret_cname = self.struct(ret_c)
+        else:
+            ret_cname = ret_c.cname
+        params = []
+        pre = []
+        for name, t in zip(self.params, self.argtypes):
+            vt = self.var_types.get(name, t)
+            cn = self.var_c(name)
+            if vt == t or (isinstance(vt, T.Array) and vt.cname == t.cname):
+                params.append("%s %s" % (t.cname, cn))
+            else:
+                params.append("%s cf_arg_%s" % (t.cname, cn))
+                v = self.cast(Val(t, "cf_arg_%s" % cn, simple=True), vt, self.tree)
+                if isinstance(v, TupleVal):
+                    raise self.err(self.tree, "internal: tuple parameter")
+                pre.append("%s = %s;" % (cn, v.c))
+        for obj, at, cn in self.garrays:
+            params.append("%s %s" % (at.cname, cn))
+        decls = []
+        for name in sorted(self.var_types, key=lambda n: (n not in self.params, n)):
+            t = self.var_types[name]
+            cn = self.var_c(name)
+            if name in self.params and self.var_types[name] == self.argtypes[
+                    self.params.index(name)]:
+                continue
+            if isinstance(t, T.Tuple):
+                for i, x in enumerate(t.types):
+                    decls.append("%s cf_tv_%s_%d{};" % (x.cname, cn, i))
+            else:
+                decls.append("%s %s{};" % (t.cname, cn))
+        decls.extend(self.local_storage)
+        for ct, name in self.temps:
+            decls.append("%s %s{};" % (ct, name))
+        body = ["    " + d for d in decls] + ["    " + p for p in pre] + self.lines
+        sigtext = "%s(%s)" % (TS.concrete(rt), ", ".join(str(t) for t in self.argtypes))
+        text = "CF_LANG_FN %s @NAME@(%s)\n{\n%s\n}\n" % (ret_cname, ", ".join(params),
+                                                        "\n".join(body))
+        h = hashlib.sha256()
+        h.update(self.src.qualname.encode())
+        h.update(b"\0" + sigtext.encode() + b"\0" + repr(self.fastmath).encode() + b"\0")
+        h.update(text.encode())
+        cname = "cf_%s_%s" % (sanitize(self.src.qualname.replace("<locals>", ""))[:48],
+                              h.hexdigest()[:12])
+        res = FuncResult()
+        res.name = cname
+        res.definition = ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: %s */\n%s#endif\n"
+                          % (cname, cname, self.src.qualname, sigtext.replace("*/", "* /"),
+                             text.replace("@NAME@", cname)))
+        res.ret_type = rt
+        res.arg_types = list(self.argtypes)
+        res.garrays = list(self.garrays)
+        res.deps = list(self.deps)
+        res.py_func = self.pyfunc
+        return res
+
+
+def translate_function(unit, pyfunc, argtypes, return_type):
+    key = (pyfunc, tuple(argtypes), return_type)
+    res = unit.funcs.get(key)
+    if res is not None:
+        return res
+    unit.stack.append(pyfunc)
+    try:
+        ft = FunctionTranslator(unit, pyfunc, argtypes, return_type)
+        res = ft.run()
+    finally:
+        unit.stack.pop()
+    unit.funcs[key] = res
+    return res
+
+
+def _choose_signature(signatures, types):
+    for ret, args in signatures:
+        if len(args) == len(types) and all(a == TS.concrete(t) or a == t
+                                           for a, t in zip(args, types)):
+            return ret, args
+    for ret, args in signatures:
+        if len(args) == len(types):
+            return ret, args
+    return None
+
+
+def _is_value_object(obj):
+    return isinstance(obj, (bool, int, float, complex, np.generic, np.ndarray, tuple)) or \
+        hasattr(obj, "__cuda_array_interface__")
+
+
+
+_BUILTIN_HANDLERS = {
+    id(abs): "b_abs", id(min): "b_minmax", id(max): "b_minmax", id(round): "b_round",
+    id(pow): "b_pow", id(divmod): "b_divmod", id(int): "b_int", id(float): "b_float",
+    id(bool): "b_bool", id(complex): "b_complex", id(len): "b_len",
+    id(print): "b_unsupported", id(sum): "b_unsupported", id(map): "b_unsupported",
+    id(zip): "b_unsupported", id(enumerate): "b_unsupported", id(sorted): "b_unsupported",
+    id(iter): "b_unsupported", id(next): "b_unsupported", id(isinstance): "b_unsupported",
+    id(getattr): "b_unsupported", id(list): "b_unsupported", id(tuple): "b_unsupported",
+    id(dict): "b_unsupported", id(set): "b_unsupported", id(str): "b_unsupported",
+    id(any): "b_unsupported", id(all): "b_unsupported", id(hash): "b_unsupported",
+    id(id): "b_unsupported", id(type): "b_unsupported", id(open): "b_unsupported",
+}
+
+_BIN_NAMES = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
+              "mod": "%", "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&",
+              "or": "|", "xor": "^"}
+
+
+def _cast_target(obj):
+    """The scalar type a callable names as a cast (np.float32, cufunc.float32, numba types)."""
+    if isinstance(obj, (T.Scalar, T.Array, T.Void)):
+        return obj
+    if isinstance(obj, type) and issubclass(obj, np.generic):
+        try:
+            return T.from_dtype(obj)
+        except TypeError:
+            return None
+    mod = type(obj).__module__ or ""
+    if mod.startswith("numba"):
+        try:
+            return T.to_type(obj)
+        except TypeError:
+            return None
+    return None
+
+
+def _local_array_objects():
+    from . import device
+    return [device.local.array] + _numba_objects()
+
+
+_STMT_NAMES = {
+    "Try": "try", "TryStar": "try", "With": "with", "AsyncWith": "async with",
+    "Raise": "raise", "Global": "global", "Nonlocal": "nonlocal", "Delete": "del",
+    "Import": "import", "ImportFrom": "import", "FunctionDef": "a nested def",
+    "AsyncFunctionDef": "a nested def", "ClassDef": "class", "Assert": "assert",
+    "AsyncFor": "async for", "Match": "match",
+}
+_EXPR_NAMES = {
+    "Lambda": "lambda", "List": "a list display", "Dict": "a dict display",
+    "Set": "a set display", "ListComp": "a list comprehension",
+    "SetComp": "a set comprehension", "DictComp": "a dict comprehension",
+    "GeneratorExp": "a generator expression", "Yield": "yield", "YieldFrom": "yield from",
+    "Await": "await", "JoinedStr": "an f-string", "FormattedValue": "an f-string",
+    "NamedExpr": "the walrus operator :=", "Starred": "starred expressions",
+    "Slice": "slicing",
+}
+
+
+def emit_source(unit, entry):
+    """The complete CUDA C text for entry and everything it calls, callees first."""
+    out = ['#include "cufunc/runtime.cuh"\n', PRELUDE]
+    for name in sorted(unit.structs):
+        out.append(unit.structs[name])
+    for name in sorted(unit.tables):
+        out.append(unit.tables[name])
+    by_name = {r.name: r for r in unit.funcs.values()}
+    done = set()
+
+    def visit(r):
+        if r.name in done:
+            return
+        done.add(r.name)
+        for d in r.deps:
+            visit(by_name[d])
+        out.append(r.definition)
+
+    visit(entry)
+    return "\n".join(out)

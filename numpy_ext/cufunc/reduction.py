@@ -1,0 +1,123 @@
+"""cuda.reduce and cuda.Reduce: reductions on the GPU with a binary Python function, as Numba's.
+
+    from cufunc import cuda
+
+    @cuda.reduce
+    def sum_reduce(a, b):
+        return a + b
+
+    total = sum_reduce(np.arange(1000, dtype=np.float32))     # a host (NumPy) scalar
+    sum_reduce(d_arr, res=d_res)                              # into d_res[0], nothing waits
+    big = cuda.Reduce(lambda a, b: a if a > b else b)         # lambdas too
+
+The function is translated by the kernel language (LANGUAGE.md) for the array's dtype, with both
+arguments and the result of that dtype (a body that does not type for it raises TypingError on
+the first call with that dtype). The GPU combines elements in no fixed order -- vector lanes,
+threads, warps and blocks each fold their own share, then the shares are combined -- so the
+function must be **associative and commutative**; with a function that is not, the result is
+undefined (it differs from a sequential fold). Floating-point sums are associative only up to
+rounding: they differ from NumPy's pairwise sums in the last bits.
+
+Calling ``r(arr, size=None, res=None, init=0, stream=0)``:
+
+* arr: a host or device array of any numeric dtype (bool, integers, floats, complex), of any
+  shape and strides (all elements are reduced, read in place without a copy);
+* size: reduce only the first ``size`` elements of a 1-d array;
+* init: the initial value, converted to the array's dtype (``arr.dtype.type(init)``) and folded
+  in exactly once: result = f(init, f-reduction of the elements); an empty array gives init;
+* res: a device array of the array's dtype: the result goes to ``res[0]`` on the device, the call
+  returns None and does not wait for the GPU; without res the call returns a NumPy scalar;
+* stream: 0 (the default stream), a cufunc Stream, or any object with ``__cuda_stream__``.
+
+The whole reduction is one kernel launch (the last block to finish combines the blocks' partial
+results), reading the array with 16-byte vector loads where it is contiguous and aligned.
+"""
+import inspect
+
+from . import _env
+from . import types as _T
+
+__all__ = ["Reduce", "reduce"]
+
+_core = _env.core
+
+
+def _check_binary(functor):
+    if not callable(functor):
+        raise TypeError("cuda.reduce: %r is not a function" % (functor,))
+    py = getattr(functor, "py_func", functor)   # a cuda.jit(device=True) function
+    try:
+        params = list(inspect.signature(py).parameters.values())
+    except (TypeError, ValueError):
+        raise TypeError("cuda.reduce: %r has no Python signature; pass a Python function or a "
+                        "lambda of two arguments" % (functor,)) from None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(params) != 2 or len(positional) != 2:
+        name = getattr(py, "__qualname__", repr(py))
+        raise TypeError("cuda.reduce: %s must be a binary function (two positional arguments), "
+                        "it takes %d" % (name, len(params)))
+    return py
+
+
+def _make_compiler(pyfunc):
+    def compile_loop(dtype):
+        from .lang import translate
+        t = _T.from_dtype(dtype)
+        r = translate(pyfunc, [t, t], t)
+        if r.device_array_globals:
+            names = ", ".join(name for name, _ in r.device_array_globals)
+            raise NotImplementedError(
+                "cuda.reduce: %s reads device arrays captured from globals (%s), which "
+                "reductions do not pass" % (pyfunc.__qualname__, names))
+        # LANGUAGE.md: no contraction of a*b+c into a fused multiply-add
+        return (r.source, r.name, ("--fmad=false",))
+    return compile_loop
+
+
+if _core is not None:
+    _Base = _core.Reducer
+else:
+    class _Base:
+        """Stands in for cufunc._core.Reducer when the C extension is missing."""
+
+        def __new__(cls, *args, **kwargs):
+            return object.__new__(cls)
+
+        def __call__(self, *args, **kwargs):
+            _env.require_core("cuda.reduce")
+
+
+class Reduce(_Base):
+    """A GPU reduction with a binary function (Numba's cuda.Reduce); see the module's docstring.
+
+    ``Reduce(functor)`` checks that functor takes two arguments; it is translated per dtype on
+    first use. Call it as ``r(arr, size=None, res=None, init=0, stream=0)``."""
+
+    def __new__(cls, functor):
+        py = _check_binary(functor)
+        name = getattr(py, "__name__", "reduce")
+        if name == "<lambda>":
+            name = "lambda"
+        if _core is None:
+            self = _Base.__new__(cls)
+        else:
+            self = _Base.__new__(cls, name, _make_compiler(py))
+        return self
+
+    def __init__(self, functor):
+        self.functor = functor
+        self.py_func = _check_binary(functor)
+        self.__doc__ = getattr(self.py_func, "__doc__", None)
+
+    def __reduce__(self):
+        return (Reduce, (self.functor,))
+
+
+def reduce(functor):
+    """cuda.reduce: ``Reduce(functor)``, usable as a decorator::
+
+        @cuda.reduce
+        def max_reduce(a, b):
+            return a if a > b else b
+    """
+    return Reduce(functor)

@@ -1,0 +1,452 @@
+"""Type objects for signatures, in the style of Numba's ``numba.types``.
+
+Scalar types (``float32``, ``int64``, ...) are callable and sliceable::
+
+    float32(float32, float32)     # a Signature: return type float32, two float32 arguments
+    float32[:, :]                 # a 2-d array type of float32, any layout
+    float32[::1]                  # a 1-d C-contiguous array type
+    void(float32[:], float32[:])  # a signature of a function returning nothing
+    float32(3.5)                  # not a type: casts the value, like np.float32(3.5)
+
+``parse_signature('f4(f4, f4[:, :])')`` turns a string into ``(return_type, [arg_types])``;
+``to_type`` accepts a type object, a NumPy dtype or scalar class, a Python number class or a type
+name string in NumPy or Numba spelling. This module imports only NumPy.
+"""
+
+import numpy as np
+
+__all__ = [
+    "Type", "Scalar", "Void", "Array", "Tuple", "Signature", "SignatureError",
+    "bool_", "boolean", "b1",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "intp", "uintp",
+    "float16", "float32", "float64", "f2", "f4", "f8",
+    "complex64", "complex128", "c8", "c16", "void",
+    "from_dtype", "to_type", "parse_signature", "scalar_types",
+]
+
+
+class SignatureError(ValueError):
+    """A signature string or type name cannot be parsed. The message shows where."""
+
+
+class Type:
+    """Base of all type objects. Types compare and hash by value."""
+
+    __slots__ = ()
+
+    def _key(self):
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._key()))
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    @property
+    def name(self):
+        raise NotImplementedError
+
+    def _signature(self, args):
+        return Signature(self, tuple(to_type(a) for a in args))
+
+
+class Scalar(Type):
+    """A NumPy scalar type: bool, signed and unsigned integers, floats and complex numbers."""
+
+    __slots__ = ("_name", "dtype", "cname", "kind", "bits")
+
+    def __init__(self, name, dtype, cname):
+        self._name = name
+        self.dtype = np.dtype(dtype)
+        self.cname = cname
+        self.kind = self.dtype.kind          # 'b', 'i', 'u', 'f' or 'c'
+        self.bits = self.dtype.itemsize * 8
+
+    def _key(self):
+        return self._name
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    def __call__(self, *args):
+        """With type arguments (or none): a Signature returning this type. With values: a cast,
+        exactly like calling the NumPy scalar type (so a body runs unchanged in CPython)."""
+        if not args or all(_is_type_like(a) for a in args):
+            return self._signature(args)
+        if any(isinstance(a, Type) for a in args):
+            raise TypeError("%s(...): mix of types and values" % self._name)
+        return self.dtype.type(*args)
+
+    def __getitem__(self, key):
+        return Array(self, *_parse_slices(key))
+
+
+class Void(Type):
+    """The return type of functions that return nothing (gufunc bodies, some device functions)."""
+
+    __slots__ = ()
+
+    def _key(self):
+        return "void"
+
+    @property
+    def name(self):
+        return "void"
+
+    cname = "void"
+    kind = "v"
+
+    def __call__(self, *args):
+        return self._signature(args)
+
+
+class Array(Type):
+    """An array of a scalar type with a fixed number of dimensions. ``layout`` is 'C' when the
+    last axis is known to be contiguous ('[::1]'), else 'A'. ``readonly`` marks captured NumPy
+    arrays (constant tables)."""
+
+    __slots__ = ("dtype", "ndim", "layout", "readonly")
+
+    def __init__(self, dtype, ndim, layout="A", readonly=False):
+        if not isinstance(dtype, Scalar):
+            raise TypeError("array element type must be a scalar type, not %r" % (dtype,))
+        if not isinstance(ndim, int) or ndim < 1:
+            raise ValueError("array ndim must be a positive integer")
+        if layout not in ("A", "C"):
+            raise ValueError("array layout must be 'A' or 'C'")
+        self.dtype = dtype
+        self.ndim = ndim
+        self.layout = layout
+        self.readonly = bool(readonly)
+
+    def _key(self):
+        return (self.dtype.name, self.ndim, self.layout, self.readonly)
+
+    @property
+    def name(self):
+        dims = [":"] * self.ndim
+        if self.layout == "C":
+            dims[-1] = "::1"
+        ro = "" if not self.readonly else " (readonly)"
+        return "%s[%s]%s" % (self.dtype.name, ", ".join(dims), ro)
+
+    @property
+    def cname(self):
+        return "cf_array_ref<%s, %d>" % (self.dtype.cname, self.ndim)
+
+    kind = "a"
+
+    def __call__(self, *args):
+        return self._signature(args)
+
+
+class Tuple(Type):
+    """A tuple of scalar types (several return values, array shapes)."""
+
+    __slots__ = ("types",)
+
+    def __init__(self, types):
+        self.types = tuple(types)
+
+    def _key(self):
+        return self.types
+
+    @property
+    def name(self):
+        return "Tuple(%s)" % ", ".join(t.name for t in self.types)
+
+    kind = "t"
+
+    def __len__(self):
+        return len(self.types)
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def __getitem__(self, i):
+        return self.types[i]
+
+
+class Signature:
+    """A function signature: ``return_type`` (None when not given) and ``args``."""
+
+    __slots__ = ("return_type", "args")
+
+    def __init__(self, return_type, args):
+        self.return_type = return_type
+        self.args = tuple(args)
+
+    def __eq__(self, other):
+        return (isinstance(other, Signature) and self.return_type == other.return_type
+                and self.args == other.args)
+
+    def __hash__(self):
+        return hash((self.return_type, self.args))
+
+    def __iter__(self):
+        # allows `ret, args = sig`
+        return iter((self.return_type, list(self.args)))
+
+    def __repr__(self):
+        ret = "" if self.return_type is None else self.return_type.name
+        return "%s(%s)" % (ret, ", ".join(a.name for a in self.args))
+
+    __str__ = __repr__
+
+
+def _is_type_like(obj):
+    return isinstance(obj, (Type, str)) or (isinstance(obj, type) and issubclass(obj, np.generic))
+
+
+def _parse_slices(key):
+    """float32[:, ::1] -> (2, 'C'). Only full slices, with step 1 allowed on the last axis."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not key:
+        raise TypeError("array type needs at least one dimension")
+    layout = "A"
+    for i, s in enumerate(key):
+        if not isinstance(s, slice) or s.start is not None or s.stop is not None:
+            raise TypeError("array types are written with full slices, e.g. float32[:, :]")
+        if s.step is not None:
+            if s.step != 1 or i != len(key) - 1:
+                raise TypeError("only the last axis may be marked contiguous, e.g. float32[:, ::1]")
+            layout = "C"
+    return len(key), layout
+
+
+bool_ = Scalar("bool", np.bool_, "cf_bool")
+int8 = Scalar("int8", np.int8, "cf_int8")
+int16 = Scalar("int16", np.int16, "cf_int16")
+int32 = Scalar("int32", np.int32, "cf_int32")
+int64 = Scalar("int64", np.int64, "cf_int64")
+uint8 = Scalar("uint8", np.uint8, "cf_uint8")
+uint16 = Scalar("uint16", np.uint16, "cf_uint16")
+uint32 = Scalar("uint32", np.uint32, "cf_uint32")
+uint64 = Scalar("uint64", np.uint64, "cf_uint64")
+float16 = Scalar("float16", np.float16, "cf_float16")
+float32 = Scalar("float32", np.float32, "cf_float32")
+float64 = Scalar("float64", np.float64, "cf_float64")
+complex64 = Scalar("complex64", np.complex64, "cf_complex64")
+complex128 = Scalar("complex128", np.complex128, "cf_complex128")
+void = Void()
+
+boolean = b1 = bool_
+i1, i2, i4, i8 = int8, int16, int32, int64
+u1, u2, u4, u8 = uint8, uint16, uint32, uint64
+f2, f4, f8 = float16, float32, float64
+c8, c16 = complex64, complex128
+intp = {4: int32, 8: int64}[np.dtype(np.intp).itemsize]
+uintp = {4: uint32, 8: uint64}[np.dtype(np.uintp).itemsize]
+
+scalar_types = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                float16, float32, float64, complex64, complex128)
+
+_BY_DTYPE = {t.dtype: t for t in scalar_types}
+
+# Names accepted in strings, beyond what np.dtype() understands.
+_NAMES = {
+    "bool": bool_, "bool_": bool_, "boolean": bool_, "b1": bool_,
+    "int8": int8, "int16": int16, "int32": int32, "int64": int64,
+    "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    "i1": int8, "i2": int16, "i4": int32, "i8": int64,
+    "u1": uint8, "u2": uint16, "u4": uint32, "u8": uint64,
+    "intp": intp, "uintp": uintp,
+    "float16": float16, "float32": float32, "float64": float64,
+    "f2": float16, "f4": float32, "f8": float64,
+    "complex64": complex64, "complex128": complex128, "c8": complex64, "c16": complex128,
+    "half": float16, "single": float32, "double": float64,
+    "void": void, "none": void,
+}
+
+
+def from_dtype(dtype):
+    """The scalar type of a NumPy dtype (or anything np.dtype() accepts)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError("not a NumPy dtype: %r (%s)" % (dtype, e)) from None
+    try:
+        return _BY_DTYPE[dt.newbyteorder("=")]
+    except KeyError:
+        raise TypeError("dtype %s has no cufunc type (supported: bool, integers, floats, "
+                        "complex)" % dt) from None
+
+
+def to_type(obj):
+    """A cufunc type from a type object, a NumPy dtype or scalar class, a Python number class
+    (float -> float64, int -> int64, bool -> bool, complex -> complex128), a type name ('float32',
+    'f4', 'float32[:, :]') or a Numba type (by its name)."""
+    if isinstance(obj, Type):
+        return obj
+    if isinstance(obj, str):
+        try:
+            return _Parser(obj).parse_type_only()
+        except SignatureError:
+            try:
+                dt = np.dtype(obj)
+            except TypeError:
+                raise
+            return from_dtype(dt)
+    if obj is float:
+        return float64
+    if obj is int:
+        return int64
+    if obj is bool:
+        return bool_
+    if obj is complex:
+        return complex128
+    if obj is None:
+        return void
+    if isinstance(obj, np.dtype) or (isinstance(obj, type) and issubclass(obj, np.generic)):
+        return from_dtype(obj)
+    mod = type(obj).__module__ or ""
+    if mod.startswith("numba"):
+        # numba types print as their names: float32, int64, array(float32, 2d, C), none
+        name = str(obj)
+        if name in _NAMES:
+            return _NAMES[name]
+        ndim = getattr(obj, "ndim", None)
+        dt = getattr(obj, "dtype", None)
+        if ndim is not None and dt is not None:
+            layout = "C" if getattr(obj, "layout", "A") == "C" else "A"
+            return Array(to_type(dt), ndim, layout)
+    raise TypeError("cannot make a cufunc type from %r" % (obj,))
+
+
+def parse_signature(sig):
+    """'float32(float32, float32)' -> (float32, [float32, float32]).
+
+    Accepts NumPy and Numba spellings ('f4(f4, f4)', 'void(f4[:], f4[:, :])', 'int64(int64,)'),
+    a return-type-less '(f4, f4)' (return type None), a Signature object, or a tuple
+    (return_type, [args]). Raises SignatureError pointing at the bad character."""
+    if isinstance(sig, Signature):
+        return sig.return_type, list(sig.args)
+    if isinstance(sig, tuple) and len(sig) == 2 and isinstance(sig[1], (list, tuple)):
+        ret = None if sig[0] is None else to_type(sig[0])
+        return ret, [to_type(a) for a in sig[1]]
+    if not isinstance(sig, str):
+        raise TypeError("a signature is a string like 'float32(float32)' or a Signature, not %r"
+                        % (sig,))
+    return _Parser(sig).parse_signature()
+
+
+class _Parser:
+    def __init__(self, text):
+        self.text = text
+        self.pos = 0
+
+    def fail(self, msg, pos=None):
+        pos = self.pos if pos is None else pos
+        raise SignatureError("%s at position %d in signature:\n    %s\n    %s^"
+                             % (msg, pos, self.text, " " * pos))
+
+    def skip(self):
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self):
+        self.skip()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def expect(self, ch):
+        if self.peek() != ch:
+            self.fail("expected %r" % ch if self.peek() else "expected %r, found the end" % ch)
+        self.pos += 1
+
+    def name(self):
+        self.skip()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum()
+                                             or self.text[self.pos] in "_."):
+            self.pos += 1
+        if start == self.pos:
+            self.fail("expected a type name")
+        return self.text[start:self.pos], start
+
+    def scalar(self):
+        name, start = self.name()
+        key = name[3:] if name.startswith("np.") else name
+        if key in _NAMES:
+            return _NAMES[key]
+        try:
+            return from_dtype(np.dtype(key))
+        except TypeError:
+            self.fail("unknown type name %r" % name, start)
+
+    def type_(self):
+        t = self.scalar()
+        if self.peek() == "[":
+            start = self.pos
+            self.pos += 1
+            ndim, layout = 0, "A"
+            while True:
+                self.skip()
+                if self.text.startswith("::1", self.pos):
+                    self.pos += 3
+                    layout = "C"
+                elif self.text.startswith(":", self.pos):
+                    self.pos += 1
+                    if layout == "C":
+                        self.fail("only the last axis may be contiguous ('::1')")
+                else:
+                    self.fail("expected ':' or '::1' in array dimensions")
+                ndim += 1
+                if self.peek() == ",":
+                    self.pos += 1
+                    continue
+                self.expect("]")
+                break
+            if isinstance(t, Void):
+                self.fail("void is not an array element type", start)
+            t = Array(t, ndim, layout)
+        return t
+
+    def parse_type_only(self):
+        t = self.type_()
+        if self.peek():
+            self.fail("unexpected text after the type")
+        return t
+
+    def parse_signature(self):
+        ret = None
+        if self.peek() != "(":
+            ret = self.type_()
+        self.expect("(")
+        args = []
+        while self.peek() != ")":
+            if not self.peek():
+                self.fail("expected ')', found the end")
+            start = self.pos
+            a = self.type_()
+            if isinstance(a, Void):
+                self.fail("void is not an argument type", start)
+            args.append(a)
+            if self.peek() == ",":
+                self.pos += 1
+            elif not self.peek():
+                self.fail("expected ')', found the end")
+            elif self.peek() != ")":
+                self.fail("expected ',' or ')'")
+        self.pos += 1
+        self.skip()
+        if self.pos != len(self.text):
+            if self.text.startswith("->", self.pos):
+                self.fail("use 'ret(args)' rather than '(args) -> ret'")
+            self.fail("unexpected text after the signature")
+        return ret, args

@@ -1,0 +1,168 @@
+/* py_common.h: what the C files of the extension cufunc._core share. They use only the public C API
+ * (include/cufunc/), never src/ headers.
+ *
+ * Conventions: functions returning int give 0 on success and -1 with a Python exception set;
+ * functions returning PyObject * give a new reference or NULL with an exception set. Checks of
+ * arguments that need no GPU come before the first call that does (cf_py_cuda_init), so bad input
+ * is reported as such on a machine without a GPU too. */
+#ifndef CF_PY_COMMON_H
+#define CF_PY_COMMON_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* One NumPy C-API table for the whole extension; _coremodule.c defines CF_PY_IMPORT_ARRAY and calls
+ * import_array(), the other files see the table through NO_IMPORT_ARRAY. */
+#define PY_ARRAY_UNIQUE_SYMBOL cf_py_numpy_api
+#ifndef CF_PY_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include <stdint.h>
+
+#include "cufunc/cufunc.h"
+#include "cufunc/testing.h"
+
+/* Whether the interpreter is shutting down (the driver may already be torn down then). */
+#if PY_VERSION_HEX >= 0x030D0000
+#define cf_py_is_finalizing() Py_IsFinalizing()
+#else
+#define cf_py_is_finalizing() _Py_IsFinalizing()
+#endif
+
+/* ---- errors (_coremodule.c) ------------------------------------------------------------------ */
+
+/* The exception classes of cufunc.errors, loaded at module init (borrowed, live until exit). */
+extern PyObject *cf_py_CudaSupportError;
+extern PyObject *cf_py_CudaAPIError;
+extern PyObject *cf_py_CompileError;
+
+/* The Python exception class for a status code (borrowed): see the brackets in status.h. */
+PyObject *cf_py_exception_for(cf_status st);
+/* Raise the exception for `st` with cf_last_error()'s message, prefixed by "what: " when `what` is
+ * not NULL. Returns NULL so callers can `return cf_py_raise(st, "to_device");`. */
+PyObject *cf_py_raise(cf_status st, const char *what);
+/* Same, returning -1. */
+int cf_py_fail(cf_status st, const char *what);
+/* Load the driver (cf_init); CudaSupportError without a usable driver. `what` names the caller. */
+int cf_py_cuda_init(const char *what);
+/* The calling thread's current device (after cf_py_cuda_init). */
+int cf_py_current_device(int *device, const char *what);
+
+/* ---- dtypes (_coremodule.c) ------------------------------------------------------------------ */
+
+/* The cf_dtype of a NumPy dtype; TypeError naming `argname` and the dtype when cufunc does not
+ * support it (object, str, datetime64, structured, long double, non-native byte order). */
+int cf_py_dtype_from_descr(PyArray_Descr *descr, cf_dtype *out, const char *argname);
+/* Any dtype-like object (np.float32, 'f4', a dtype, None = float64) -> cf_dtype and a new reference
+ * to its native NumPy dtype (descr may be NULL if not wanted). */
+int cf_py_dtype_from_object(PyObject *obj, cf_dtype *out, PyArray_Descr **descr,
+                            const char *argname);
+/* The native NumPy dtype of a cf_dtype (new reference). */
+PyArray_Descr *cf_py_descr_from_dtype(cf_dtype dt);
+
+/* ---- shapes (_coremodule.c) ------------------------------------------------------------------ */
+
+/* An int or a sequence of ints -> ndim and extents. ValueError naming `argname` for negative
+ * extents or more than CF_MAX_DIMS axes, TypeError for non-integers. */
+int cf_py_parse_shape(PyObject *obj, int *ndim, int64_t *shape, const char *argname);
+/* ValueError naming `argname` if size * itemsize does not fit in 63 bits. */
+int cf_py_check_nbytes(int ndim, const int64_t *shape, size_t itemsize, const char *argname);
+/* 'C' or 'F' from a str argument; ValueError naming `argname` otherwise. */
+int cf_py_parse_order(PyObject *obj, char *order, const char *argname);
+/* A tuple of Python ints. */
+PyObject *cf_py_tuple_from_int64(int n, const int64_t *v);
+
+/* ---- streams (py_stream.c) ------------------------------------------------------------------- */
+
+enum { CF_PY_STREAM_OWNED = 0, CF_PY_STREAM_DEFAULT = 1, CF_PY_STREAM_EXTERNAL = 2 };
+
+typedef struct {
+    PyObject_HEAD
+    cf_stream *stream;   /* owned wrapper (and, for OWNED, the CUDA stream itself) */
+    int device;
+    int kind;            /* CF_PY_STREAM_* */
+    PyObject *keepalive; /* the object an external stream came from, or NULL */
+} CfPyStream;
+
+extern PyTypeObject CfPyStream_Type;
+#define CfPyStream_Check(o) PyObject_TypeCheck((o), &CfPyStream_Type)
+
+/* Check the kind of a stream argument without touching the GPU. Accepted: 0 / None (the default
+ * stream, with synchronous copies), a cufunc Stream, an object with __cuda_stream__ (the CUDA stream
+ * protocol), 1 (legacy default stream) and 2 (per-thread default stream). Other ints are refused:
+ * a bad handle would crash the driver; cuda.external_stream(ptr) takes raw handles on purpose. */
+int cf_py_stream_check(PyObject *arg, const char *argname);
+/* The device a stream argument implies: a Stream's own device, else the current device. */
+int cf_py_stream_device(PyObject *arg, int *device, const char *argname);
+/* Resolve a checked stream argument for work on `device`: a new reference to a Stream, or to
+ * Py_None for 0 / None. ValueError naming `argname` if the stream belongs to another device. */
+PyObject *cf_py_stream_resolve(PyObject *arg, int device, const char *argname);
+/* The cf_stream to order work on for a resolved stream (a Stream or None): None gives the device's
+ * legacy default stream (a wrapper cached for the life of the process). Borrowed. */
+int cf_py_stream_get(PyObject *resolved, int device, cf_stream **out);
+/* New Stream objects. */
+PyObject *cf_py_stream_new_created(int device);
+PyObject *cf_py_stream_new_default(int device);
+PyObject *cf_py_stream_new_external(int device, uintptr_t handle, PyObject *keepalive);
+/* The handle as the CUDA Array Interface / DLPack number it: the legacy default stream is 1. */
+uintptr_t cf_py_stream_protocol_handle(PyObject *resolved);
+
+/* ---- device arrays (py_devicearray.c) -------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    cf_array view;         /* data pointer, dtype, shape, strides (bytes), device */
+    PyArray_Descr *descr;  /* the NumPy dtype of view.dtype */
+    PyObject *base;        /* keeps the memory alive: a CfPyAllocation or a foreign object */
+    PyObject *stream;      /* the Stream work on this array is ordered on, or NULL (default) */
+    int readonly;
+    PyObject *weakreflist;
+} CfPyDeviceArray;
+
+extern PyTypeObject CfPyDeviceArray_Type;
+#define CfPyDeviceArray_Check(o) PyObject_TypeCheck((o), &CfPyDeviceArray_Type)
+
+/* A view object over `view` keeping `base` alive (both new references taken; stream may be NULL or
+ * Py_None for the default stream). */
+PyObject *cf_py_devicearray_wrap(const cf_array *view, PyObject *base, PyObject *stream,
+                                 int readonly);
+/* A new contiguous array from the device's stream-ordered pool, allocated on `stream` (a resolved
+ * stream: a Stream or None). MemoryError naming the size when the device is full. */
+PyObject *cf_py_devicearray_alloc(int ndim, const int64_t *shape, cf_dtype dt, char order,
+                                  int device, PyObject *stream);
+/* A DeviceArray, or any object with __cuda_array_interface__, as a view (no copy). `*keepalive`
+ * receives a new reference that keeps the memory alive while the view is used. When `sync`, the
+ * producer's stream named in the interface is synchronised (CAI v3). TypeError naming `argname` for
+ * other objects. Needs the GPU for foreign objects (to find the pointer's device). */
+int cf_py_device_view(PyObject *obj, cf_array *out, PyObject **keepalive, int sync,
+                      const char *argname);
+/* Whether obj is a DeviceArray or exposes __cuda_array_interface__ (no GPU needed). */
+int cf_py_is_device_object(PyObject *obj);
+/* cuda.as_cuda_array's engine: a DeviceArray view of a CAI object (the object itself if it is one). */
+PyObject *cf_py_as_cuda_array(PyObject *obj, int sync, const char *argname);
+
+/* ---- DLPack (py_dlpack.c) -------------------------------------------------------------------- */
+
+PyObject *cf_py_devicearray_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cf_py_devicearray_dlpack_device(PyObject *self, PyObject *unused);
+
+/* ---- types registered by each file; module functions of each file ---------------------------- */
+
+int cf_py_signature_init_module(PyObject *m);
+extern PyMethodDef cf_py_signature_methods[];
+
+int cf_py_device_init_module(PyObject *m);
+int cf_py_stream_init_module(PyObject *m);
+int cf_py_devicearray_init_module(PyObject *m);
+int cf_py_dlpack_init_module(PyObject *m);
+int cf_py_compile_init_module(PyObject *m);
+
+extern PyMethodDef cf_py_device_methods[];
+extern PyMethodDef cf_py_stream_methods[];
+extern PyMethodDef cf_py_devicearray_methods[];
+extern PyMethodDef cf_py_dlpack_methods[];
+extern PyMethodDef cf_py_compile_methods[];
+
+#endif

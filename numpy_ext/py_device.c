@@ -1,0 +1,325 @@
+/* py_device.c: the driver, devices, device memory accounting and pinned host arrays, from Python. */
+#include "py_common.h"
+
+/* ---- driver and devices ---------------------------------------------------------------------- */
+
+static PyObject *py_is_available(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(cf_is_available());
+}
+
+static PyObject *py_init(PyObject *self, PyObject *unused)
+{
+    if (cf_py_cuda_init("cufunc") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The reason CUDA cannot be used, or None: init's message without raising. */
+static PyObject *py_unavailable_reason(PyObject *self, PyObject *unused)
+{
+    int count = 0;
+    cf_status st = cf_init();
+    if (st == CF_OK)
+        st = cf_device_count(&count);
+    if (st != CF_OK)
+        return PyUnicode_FromString(cf_last_error()[0] ? cf_last_error() : cf_status_name(st));
+    if (count == 0)
+        return PyUnicode_FromString("the CUDA driver loaded but reports no device");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_driver_version(PyObject *self, PyObject *unused)
+{
+    int v = 0;
+    cf_status st;
+    if (cf_py_cuda_init("driver_version") < 0)
+        return NULL;
+    st = cf_driver_version(&v);
+    if (st != CF_OK)
+        return cf_py_raise(st, "driver_version");
+    return PyLong_FromLong(v);
+}
+
+static PyObject *py_driver_path(PyObject *self, PyObject *unused)
+{
+    const char *p = cf_driver_path();
+    return PyUnicode_DecodeFSDefault(p ? p : "");
+}
+
+static PyObject *py_device_count(PyObject *self, PyObject *unused)
+{
+    int n = 0;
+    cf_status st;
+    if (cf_py_cuda_init("device_count") < 0)
+        return NULL;
+    st = cf_device_count(&n);
+    if (st != CF_OK)
+        return cf_py_raise(st, "device_count");
+    return PyLong_FromLong(n);
+}
+
+static int parse_device_arg(PyObject *arg, int *device, const char *what)
+{
+    long v;
+    if (arg == NULL || arg == Py_None)
+        return cf_py_current_device(device, what);
+    if (PyBool_Check(arg) || !PyIndex_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s: device must be an int ordinal, got %.200s", what,
+                     Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0 || v > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: device ordinal %ld is negative or too large", what, v);
+        return -1;
+    }
+    *device = (int)v;
+    return cf_py_cuda_init(what);
+}
+
+static PyObject *py_device_props(PyObject *self, PyObject *arg)
+{
+    cf_device_props p;
+    int device;
+    cf_status st;
+    if (parse_device_arg(arg, &device, "device_props") < 0)
+        return NULL;
+    st = cf_device_props_get(device, &p);
+    if (st != CF_OK)
+        return cf_py_raise(st, "device_props");
+    return Py_BuildValue(
+        "{s:s,s:i,s:(ii),s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:K,s:s}",
+        "name", p.name, "id", p.ordinal, "compute_capability", p.cc_major, p.cc_minor,
+        "MULTIPROCESSOR_COUNT", p.multiprocessor_count, "MAX_THREADS_PER_BLOCK",
+        p.max_threads_per_block, "MAX_THREADS_PER_MULTI_PROCESSOR",
+        p.max_threads_per_multiprocessor, "WARP_SIZE", p.warp_size, "L2_CACHE_SIZE",
+        p.l2_cache_bytes, "MAX_SHARED_MEMORY_PER_BLOCK", p.max_shared_per_block,
+        "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", p.max_shared_per_block_optin, "PCI_BUS_ID",
+        p.pci_bus_id, "PCI_DEVICE_ID", p.pci_device_id, "PCI_DOMAIN_ID", p.pci_domain_id,
+        "MEMORY_POOLS_SUPPORTED", p.memory_pools_supported, "total_memory",
+        (unsigned long long)p.total_memory, "uuid", p.uuid);
+}
+
+static PyObject *py_get_device(PyObject *self, PyObject *unused)
+{
+    int device;
+    if (cf_py_current_device(&device, "get_device") < 0)
+        return NULL;
+    return PyLong_FromLong(device);
+}
+
+static PyObject *py_set_device(PyObject *self, PyObject *arg)
+{
+    int device;
+    cf_status st;
+    if (arg == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "set_device: device must be an int ordinal, not None");
+        return NULL;
+    }
+    if (parse_device_arg(arg, &device, "set_device") < 0)
+        return NULL;
+    st = cf_device_set(device);
+    if (st != CF_OK)
+        return cf_py_raise(st, "select_device");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_device_synchronize(PyObject *self, PyObject *args)
+{
+    PyObject *arg = Py_None;
+    int device;
+    cf_status st;
+    if (!PyArg_ParseTuple(args, "|O:device_synchronize", &arg))
+        return NULL;
+    if (parse_device_arg(arg, &device, "synchronize") < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_device_synchronize(device);
+    Py_END_ALLOW_THREADS
+    if (st != CF_OK)
+        return cf_py_raise(st, "synchronize");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_mem_info(PyObject *self, PyObject *args)
+{
+    PyObject *arg = Py_None;
+    int device;
+    size_t free_b = 0, total_b = 0;
+    cf_status st;
+    if (!PyArg_ParseTuple(args, "|O:mem_info", &arg))
+        return NULL;
+    if (parse_device_arg(arg, &device, "mem_info") < 0)
+        return NULL;
+    st = cf_device_mem_info(device, &free_b, &total_b);
+    if (st != CF_OK)
+        return cf_py_raise(st, "mem_info");
+    return Py_BuildValue("(KK)", (unsigned long long)free_b, (unsigned long long)total_b);
+}
+
+static PyObject *py_pointer_device(PyObject *self, PyObject *arg)
+{
+    unsigned long long ptr;
+    int device;
+    cf_status st;
+    ptr = PyLong_AsUnsignedLongLong(arg);
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (cf_py_cuda_init("pointer_device") < 0)
+        return NULL;
+    st = cf_pointer_device((uint64_t)ptr, &device);
+    if (st != CF_OK)
+        return cf_py_raise(st, "pointer_device");
+    return PyLong_FromLong(device);
+}
+
+static PyObject *py_mem_outstanding(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLongLong((long long)cf_mem_outstanding());
+}
+
+/* ---- pinned host memory ---------------------------------------------------------------------- */
+
+/* Owns one cf_host_alloc_pinned block; the NumPy array over it holds this object as its base, so
+ * the block is freed when the last array viewing it dies. */
+typedef struct {
+    PyObject_HEAD
+    void *ptr;
+    size_t nbytes;
+} PinnedBuffer;
+
+static void pinned_dealloc(PinnedBuffer *self)
+{
+    cf_host_free_pinned(self->ptr);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *pinned_repr(PinnedBuffer *self)
+{
+    return PyUnicode_FromFormat("<cufunc pinned host buffer %zu bytes at %p>", self->nbytes,
+                                self->ptr);
+}
+
+static PyTypeObject PinnedBuffer_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cufunc._core.PinnedBuffer",
+    .tp_basicsize = sizeof(PinnedBuffer),
+    .tp_dealloc = (destructor)pinned_dealloc,
+    .tp_repr = (reprfunc)pinned_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Page-locked host memory owned by a pinned_array.",
+};
+
+static PyObject *py_pinned_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"shape", "dtype", "order", NULL};
+    PyObject *shape_obj, *dtype_obj = Py_None, *order_obj = Py_None;
+    int ndim;
+    int64_t shape[CF_MAX_DIMS];
+    npy_intp dims[CF_MAX_DIMS];
+    cf_dtype dt;
+    PyArray_Descr *descr = NULL;
+    char order;
+    size_t nbytes;
+    int i;
+    PinnedBuffer *buf = NULL;
+    PyObject *arr;
+    cf_status st;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:pinned_array", kwlist, &shape_obj,
+                                     &dtype_obj, &order_obj))
+        return NULL;
+    if (cf_py_parse_shape(shape_obj, &ndim, shape, "pinned_array: shape") < 0 ||
+        cf_py_parse_order(order_obj, &order, "pinned_array: order") < 0 ||
+        cf_py_dtype_from_object(dtype_obj, &dt, &descr, "pinned_array: dtype") < 0)
+        return NULL;
+    if (cf_py_check_nbytes(ndim, shape, cf_dtype_size(dt), "pinned_array: shape") < 0)
+        goto fail;
+    if (cf_py_cuda_init("pinned_array") < 0)
+        goto fail;
+    nbytes = cf_dtype_size(dt);
+    for (i = 0; i < ndim; i++) {
+        nbytes *= (size_t)shape[i];
+        dims[i] = (npy_intp)shape[i];
+    }
+    buf = PyObject_New(PinnedBuffer, &PinnedBuffer_Type);
+    if (buf == NULL)
+        goto fail;
+    buf->ptr = NULL;
+    buf->nbytes = nbytes;
+    /* One byte for empty arrays, so that every pinned_array has a real (freeable) block. */
+    st = cf_host_alloc_pinned(nbytes ? nbytes : 1, &buf->ptr);
+    if (st != CF_OK) {
+        cf_py_raise(st, "pinned_array");
+        goto fail;
+    }
+    arr = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, buf->ptr,
+                               order == 'F' ? NPY_ARRAY_FARRAY : NPY_ARRAY_CARRAY, NULL);
+    descr = NULL; /* stolen */
+    if (arr == NULL)
+        goto fail;
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, (PyObject *)buf) < 0) {
+        Py_DECREF(arr);
+        return NULL; /* SetBaseObject stole buf */
+    }
+    return arr;
+fail:
+    Py_XDECREF(descr);
+    Py_XDECREF(buf);
+    return NULL;
+}
+
+static PyObject *py_host_is_pinned(PyObject *self, PyObject *arg)
+{
+    const void *ptr;
+    if (PyArray_Check(arg)) {
+        ptr = PyArray_DATA((PyArrayObject *)arg);
+    } else {
+        unsigned long long v = PyLong_AsUnsignedLongLong(arg);
+        if (v == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+        ptr = (const void *)(uintptr_t)v;
+    }
+    return PyBool_FromLong(cf_host_is_pinned(ptr));
+}
+
+PyMethodDef cf_py_device_methods[] = {
+    {"is_available", py_is_available, METH_NOARGS,
+     "is_available() -> whether the CUDA driver loads and has at least one device."},
+    {"init", py_init, METH_NOARGS, "init(): load the CUDA driver; CudaSupportError if it cannot."},
+    {"unavailable_reason", py_unavailable_reason, METH_NOARGS,
+     "unavailable_reason() -> why CUDA cannot be used (a str), or None when it can."},
+    {"driver_version", py_driver_version, METH_NOARGS,
+     "driver_version() -> the driver's CUDA version as an int (13000 for 13.0)."},
+    {"driver_path", py_driver_path, METH_NOARGS,
+     "driver_path() -> where libcuda was loaded from ('' if not loaded)."},
+    {"device_count", py_device_count, METH_NOARGS, "device_count() -> number of CUDA devices."},
+    {"device_props", py_device_props, METH_O,
+     "device_props(ordinal) -> dict of the device's properties."},
+    {"get_device", py_get_device, METH_NOARGS, "get_device() -> this thread's current device."},
+    {"set_device", py_set_device, METH_O,
+     "set_device(ordinal): make the device's primary context current on this thread."},
+    {"device_synchronize", py_device_synchronize, METH_VARARGS,
+     "device_synchronize(ordinal=None): wait for all work on the device (default: current)."},
+    {"mem_info", py_mem_info, METH_VARARGS,
+     "mem_info(ordinal=None) -> (free, total) bytes of device memory."},
+    {"pointer_device", py_pointer_device, METH_O,
+     "pointer_device(ptr) -> the ordinal of the device owning a device pointer."},
+    {"mem_outstanding", py_mem_outstanding, METH_NOARGS,
+     "mem_outstanding() -> bytes allocated from the device pools and not yet freed."},
+    {"pinned_array", (PyCFunction)(void (*)(void))py_pinned_array, METH_VARARGS | METH_KEYWORDS,
+     "pinned_array(shape, dtype=float64, order='C') -> a NumPy array over page-locked memory."},
+    {"host_is_pinned", py_host_is_pinned, METH_O,
+     "host_is_pinned(ndarray_or_address) -> whether the memory is page-locked."},
+    {NULL, NULL, 0, NULL},
+};
+
+int cf_py_device_init_module(PyObject *m)
+{
+    if (PyType_Ready(&PinnedBuffer_Type) < 0)
+        return -1;
+    return 0;
+}

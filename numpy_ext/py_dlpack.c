@@ -1,0 +1,552 @@
+/* py_dlpack.c: DLPack exchange. DeviceArray.__dlpack__ / __dlpack_device__ export a view without
+ * copying (a versioned capsule when the consumer asks with max_version >= (1, 0), the legacy one
+ * otherwise); cuda.from_dlpack imports CUDA device memory from any producer without copying.
+ *
+ * Streams follow the Python array API: the consumer names the stream it will use (None or 1: the
+ * legacy default stream, 2: per-thread default, -1: no synchronisation, else a CUstream handle) and
+ * the producer makes that stream wait for the work queued on its own. */
+#include "py_common.h"
+#include "dlpack.h"
+
+#include <string.h>
+
+/* ---- export ---------------------------------------------------------------------------------- */
+
+/* One block per export: the managed tensor (one of the two forms), the reference that keeps the
+ * memory alive, and the shape and strides arrays. manager_ctx points at the block. */
+typedef struct {
+    DLManagedTensor legacy;
+    DLManagedTensorVersioned versioned;
+    PyObject *owner;
+    int64_t dims[]; /* shape[ndim], then strides[ndim] */
+} dl_export;
+
+static void export_release(dl_export *e)
+{
+    if (e == NULL)
+        return;
+    /* The deleter may run on any thread, with or without the GIL, and after finalisation began;
+     * the reference can only be dropped while the interpreter is alive. */
+    if (e->owner != NULL && Py_IsInitialized()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_DECREF(e->owner);
+        PyGILState_Release(g);
+    }
+    PyMem_RawFree(e);
+}
+
+static void deleter_legacy(DLManagedTensor *self)
+{
+    if (self != NULL)
+        export_release((dl_export *)self->manager_ctx);
+}
+
+static void deleter_versioned(DLManagedTensorVersioned *self)
+{
+    if (self != NULL)
+        export_release((dl_export *)self->manager_ctx);
+}
+
+static void capsule_destructor_legacy(PyObject *cap)
+{
+    DLManagedTensor *t;
+    PyObject *type, *value, *tb;
+    if (PyCapsule_IsValid(cap, "used_dltensor"))
+        return; /* a consumer owns it now */
+    PyErr_Fetch(&type, &value, &tb);
+    t = (DLManagedTensor *)PyCapsule_GetPointer(cap, "dltensor");
+    if (t == NULL)
+        PyErr_WriteUnraisable(cap);
+    else if (t->deleter != NULL)
+        t->deleter(t);
+    PyErr_Restore(type, value, tb);
+}
+
+static void capsule_destructor_versioned(PyObject *cap)
+{
+    DLManagedTensorVersioned *t;
+    PyObject *type, *value, *tb;
+    if (PyCapsule_IsValid(cap, "used_dltensor_versioned"))
+        return;
+    PyErr_Fetch(&type, &value, &tb);
+    t = (DLManagedTensorVersioned *)PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (t == NULL)
+        PyErr_WriteUnraisable(cap);
+    else if (t->deleter != NULL)
+        t->deleter(t);
+    PyErr_Restore(type, value, tb);
+}
+
+static DLDataType dl_dtype_of(cf_dtype dt)
+{
+    DLDataType r;
+    r.lanes = 1;
+    r.bits = (uint8_t)(cf_dtype_size(dt) * 8);
+    switch (cf_dtype_kind(dt)) {
+    case 'b': r.code = kDLBool; break;
+    case 'i': r.code = kDLInt; break;
+    case 'u': r.code = kDLUInt; break;
+    case 'f': r.code = kDLFloat; break;
+    default: r.code = kDLComplex; break;
+    }
+    return r;
+}
+
+static int parse_consumer_stream(PyObject *obj, long long *out)
+{
+    int overflow = 0;
+    if (obj == NULL || obj == Py_None) {
+        *out = 1; /* the array API: None means the legacy default stream for CUDA */
+        return 0;
+    }
+    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int, got %.200s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    *out = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (*out == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || *out < -1) {
+        PyErr_Format(PyExc_ValueError, "__dlpack__: stream %R is not a CUDA stream", obj);
+        return -1;
+    }
+    if (*out == 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "__dlpack__: stream=0 is ambiguous for CUDA and disallowed by the DLPack "
+                        "protocol; pass 1 for the legacy default stream");
+        return -1;
+    }
+    return 0;
+}
+
+/* Make the consumer's stream wait for the work queued on the array's stream. */
+static int order_for_consumer(CfPyDeviceArray *a, long long consumer)
+{
+    cf_stream *ours, *theirs = NULL;
+    cf_status st;
+    if (consumer == -1 || (uintptr_t)consumer == cf_py_stream_protocol_handle(a->stream))
+        return 0;
+    if (cf_py_stream_get(a->stream, a->view.device, &ours) < 0)
+        return -1;
+    st = cf_stream_wrap(a->view.device, (uintptr_t)consumer, &theirs);
+    if (st == CF_OK)
+        st = cf_stream_wait_stream(theirs, ours);
+    cf_stream_free(theirs);
+    return st == CF_OK ? 0 : cf_py_fail(st, "__dlpack__");
+}
+
+PyObject *cf_py_devicearray_dlpack(PyObject *self_obj, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+    CfPyDeviceArray *self = (CfPyDeviceArray *)self_obj;
+    PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+    PyObject *src = NULL, *cap = NULL;
+    long long consumer;
+    int versioned = 0, want_copy = 0, i, nd;
+    uint32_t minor = DLPACK_MINOR_VERSION;
+    size_t itemsize;
+    dl_export *e = NULL;
+    DLTensor *t;
+    CfPyDeviceArray *a;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", kwlist, &stream,
+                                     &max_version, &dl_device, &copy))
+        return NULL;
+    if (parse_consumer_stream(stream, &consumer) < 0)
+        return NULL;
+    if (max_version != Py_None) {
+        long major;
+        if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2) {
+            PyErr_SetString(PyExc_TypeError, "__dlpack__: max_version must be a (major, minor) tuple");
+            return NULL;
+        }
+        major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
+        if (major == -1 && PyErr_Occurred())
+            return NULL;
+        versioned = major >= 1;
+        if (major == 1) {
+            /* Minor versions share the ABI; report no more than the consumer knows. */
+            long m = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 1));
+            if (m == -1 && PyErr_Occurred())
+                return NULL;
+            if (m >= 0 && m < (long)minor)
+                minor = (uint32_t)m;
+        }
+    }
+    if (dl_device != Py_None) {
+        long dt, id;
+        if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2) {
+            PyErr_SetString(PyExc_TypeError, "__dlpack__: dl_device must be a (type, id) tuple");
+            return NULL;
+        }
+        dt = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 0));
+        id = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 1));
+        if ((dt == -1 || id == -1) && PyErr_Occurred())
+            return NULL;
+        if (dt != kDLCUDA || id != self->view.device) {
+            PyErr_Format(PyExc_BufferError,
+                         "__dlpack__: the data is on (kDLCUDA, %d); exporting to device (%ld, %ld) "
+                         "would need a cross-device copy, which cufunc does not do here",
+                         self->view.device, dt, id);
+            return NULL;
+        }
+    }
+    if (copy != Py_None) {
+        want_copy = PyObject_IsTrue(copy);
+        if (want_copy < 0)
+            return NULL;
+    }
+    itemsize = cf_dtype_size(self->view.dtype);
+    if (cf_py_cuda_init("__dlpack__") < 0)
+        return NULL;
+    if (want_copy) {
+        PyObject *r;
+        src = cf_py_devicearray_alloc(self->view.ndim, self->view.shape, self->view.dtype, 'C',
+                                      self->view.device, self->stream);
+        if (src == NULL)
+            return NULL;
+        r = PyObject_CallMethod(src, "copy_to_device", "O", self_obj);
+        if (r == NULL)
+            goto fail;
+        Py_DECREF(r);
+    } else {
+        Py_INCREF(self_obj);
+        src = self_obj;
+    }
+    a = (CfPyDeviceArray *)src;
+    nd = a->view.ndim;
+    for (i = 0; i < nd; i++) {
+        if (a->view.strides[i] % (int64_t)itemsize != 0) {
+            PyErr_Format(PyExc_BufferError,
+                         "__dlpack__: stride %lld of axis %d is not a multiple of the item size "
+                         "%zu, which DLPack cannot express",
+                         (long long)a->view.strides[i], i, itemsize);
+            goto fail;
+        }
+    }
+    if (order_for_consumer(a, consumer) < 0)
+        goto fail;
+
+    e = PyMem_RawCalloc(1, sizeof(dl_export) + sizeof(int64_t) * 2 * (size_t)(nd > 0 ? nd : 1));
+    if (e == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (i = 0; i < nd; i++) {
+        e->dims[i] = a->view.shape[i];
+        e->dims[nd + i] = a->view.strides[i] / (int64_t)itemsize;
+    }
+    t = versioned ? &e->versioned.dl_tensor : &e->legacy.dl_tensor;
+    t->data = (void *)(uintptr_t)a->view.data;
+    t->device.device_type = kDLCUDA;
+    t->device.device_id = a->view.device;
+    t->ndim = nd;
+    t->dtype = dl_dtype_of(a->view.dtype);
+    t->shape = e->dims;
+    t->strides = e->dims + nd;
+    t->byte_offset = 0;
+    e->owner = src; /* the reference moves into the export */
+    src = NULL;
+    if (versioned) {
+        e->versioned.version.major = DLPACK_MAJOR_VERSION;
+        e->versioned.version.minor = minor;
+        e->versioned.manager_ctx = e;
+        e->versioned.deleter = deleter_versioned;
+        e->versioned.flags = (a->readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) |
+                             (want_copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
+        cap = PyCapsule_New(&e->versioned, "dltensor_versioned", capsule_destructor_versioned);
+    } else {
+        e->legacy.manager_ctx = e;
+        e->legacy.deleter = deleter_legacy;
+        cap = PyCapsule_New(&e->legacy, "dltensor", capsule_destructor_legacy);
+    }
+    if (cap == NULL) {
+        export_release(e);
+        return NULL;
+    }
+    return cap;
+fail:
+    Py_XDECREF(src);
+    return NULL;
+}
+
+PyObject *cf_py_devicearray_dlpack_device(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("(ii)", (int)kDLCUDA, ((CfPyDeviceArray *)self)->view.device);
+}
+
+/* ---- import ---------------------------------------------------------------------------------- */
+
+/* Owns a managed tensor taken from a capsule; calls its deleter when the last view dies. */
+typedef struct {
+    PyObject_HEAD
+    void *managed;
+    int versioned;
+} DLPackOwner;
+
+static void owner_dealloc(DLPackOwner *self)
+{
+    if (self->managed != NULL) {
+        if (self->versioned) {
+            DLManagedTensorVersioned *m = self->managed;
+            if (m->deleter)
+                m->deleter(m);
+        } else {
+            DLManagedTensor *m = self->managed;
+            if (m->deleter)
+                m->deleter(m);
+        }
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject DLPackOwner_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cufunc._core.DLPackOwner",
+    .tp_basicsize = sizeof(DLPackOwner),
+    .tp_dealloc = (destructor)owner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Keeps memory imported through DLPack alive; calls the producer's deleter at the end.",
+};
+
+static const char *device_type_name(int t)
+{
+    switch (t) {
+    case kDLCPU: return "CPU";
+    case kDLCUDA: return "CUDA";
+    case kDLCUDAHost: return "CUDA pinned host memory";
+    case kDLOpenCL: return "OpenCL";
+    case kDLVulkan: return "Vulkan";
+    case kDLMetal: return "Metal";
+    case kDLVPI: return "VPI";
+    case kDLROCM: return "ROCm";
+    case kDLROCMHost: return "ROCm pinned host memory";
+    case kDLExtDev: return "an external device";
+    case kDLCUDAManaged: return "CUDA managed memory";
+    case kDLOneAPI: return "oneAPI";
+    case kDLWebGPU: return "WebGPU";
+    case kDLHexagon: return "Hexagon";
+    case kDLMAIA: return "MAIA";
+    default: return "an unknown device";
+    }
+}
+
+static int wrong_device(int type, const char *argname)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "%s: the data is on DLPack device %s (type %d); from_dlpack takes CUDA device "
+                 "memory only (kDLCUDA); use cuda.to_device to copy host data",
+                 argname, device_type_name(type), type);
+    return -1;
+}
+
+static int dtype_from_dl(DLDataType d, cf_dtype *out, const char *argname)
+{
+    int ok = d.lanes == 1;
+    if (ok) {
+        switch (d.code) {
+        case kDLBool: ok = d.bits == 8; *out = CF_BOOL; break;
+        case kDLInt:
+            *out = d.bits == 8 ? CF_INT8 : d.bits == 16 ? CF_INT16 : d.bits == 32 ? CF_INT32 : CF_INT64;
+            ok = d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+            break;
+        case kDLUInt:
+            *out = d.bits == 8 ? CF_UINT8 : d.bits == 16 ? CF_UINT16 : d.bits == 32 ? CF_UINT32 : CF_UINT64;
+            ok = d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+            break;
+        case kDLFloat:
+            *out = d.bits == 16 ? CF_FLOAT16 : d.bits == 32 ? CF_FLOAT32 : CF_FLOAT64;
+            ok = d.bits == 16 || d.bits == 32 || d.bits == 64;
+            break;
+        case kDLComplex:
+            *out = d.bits == 64 ? CF_COMPLEX64 : CF_COMPLEX128;
+            ok = d.bits == 64 || d.bits == 128;
+            break;
+        default: ok = 0; break;
+        }
+    }
+    if (ok)
+        return 0;
+    PyErr_Format(PyExc_TypeError,
+                 "%s: DLPack dtype (code %d%s, %d bits, %d lanes) is not supported by cufunc",
+                 argname, (int)d.code, d.code == kDLBfloat ? " = bfloat" : "", (int)d.bits,
+                 (int)d.lanes);
+    return -1;
+}
+
+/* Take a capsule: validate, rename it as consumed, wrap the tensor. */
+static PyObject *consume_capsule(PyObject *cap, const char *argname)
+{
+    DLTensor *t;
+    void *managed;
+    int versioned, readonly = 0, i;
+    cf_array v;
+    size_t itemsize;
+    DLPackOwner *owner;
+    PyObject *r;
+
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+        DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+        if (m->version.major > DLPACK_MAJOR_VERSION) {
+            PyErr_Format(PyExc_BufferError,
+                         "%s: DLPack version %u.%u is newer than the %d.x cufunc understands",
+                         argname, m->version.major, m->version.minor, DLPACK_MAJOR_VERSION);
+            return NULL;
+        }
+        versioned = 1;
+        managed = m;
+        t = &m->dl_tensor;
+        readonly = (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    } else if (PyCapsule_IsValid(cap, "dltensor")) {
+        DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+        versioned = 0;
+        managed = m;
+        t = &m->dl_tensor;
+    } else {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: not a DLPack capsule, or one that was already consumed", argname);
+        return NULL;
+    }
+    if (t->device.device_type != kDLCUDA) {
+        wrong_device(t->device.device_type, argname);
+        return NULL;
+    }
+    if (t->ndim < 0 || t->ndim > CF_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s: %d dimensions (at most %d are supported)", argname,
+                     (int)t->ndim, CF_MAX_DIMS);
+        return NULL;
+    }
+    if (dtype_from_dl(t->dtype, &v.dtype, argname) < 0)
+        return NULL;
+    itemsize = cf_dtype_size(v.dtype);
+    v.ndim = t->ndim;
+    v.device = t->device.device_id;
+    v.data = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+    for (i = 0; i < v.ndim; i++) {
+        if (t->shape[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative extent %lld", argname,
+                         (long long)t->shape[i]);
+            return NULL;
+        }
+        v.shape[i] = t->shape[i];
+    }
+    if (cf_py_check_nbytes(v.ndim, v.shape, itemsize, argname) < 0)
+        return NULL;
+    if (t->strides == NULL) {
+        int64_t acc = (int64_t)itemsize;
+        for (i = v.ndim - 1; i >= 0; i--) {
+            v.strides[i] = acc;
+            acc *= v.shape[i] > 0 ? v.shape[i] : 1;
+        }
+    } else {
+        for (i = 0; i < v.ndim; i++)
+            v.strides[i] = t->strides[i] * (int64_t)itemsize;
+    }
+    owner = PyObject_New(DLPackOwner, &DLPackOwner_Type);
+    if (owner == NULL)
+        return NULL;
+    owner->managed = NULL;
+    owner->versioned = versioned;
+    if (PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0) {
+        Py_DECREF(owner);
+        return NULL;
+    }
+    owner->managed = managed;
+    r = cf_py_devicearray_wrap(&v, (PyObject *)owner, NULL, readonly);
+    Py_DECREF(owner); /* on failure this calls the deleter */
+    return r;
+}
+
+static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"obj", "stream", NULL};
+    const char *argname = "from_dlpack: obj";
+    PyObject *obj, *stream = NULL, *cap = NULL, *r, *meth, *kw = NULL, *dev, *empty = NULL;
+    long long consumer = 1;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_dlpack", kwlist, &obj, &stream))
+        return NULL;
+    if (cf_py_stream_check(stream, "from_dlpack: stream") < 0)
+        return NULL;
+    if (PyCapsule_CheckExact(obj)) {
+        if (cf_py_cuda_init("from_dlpack") < 0)
+            return NULL;
+        return consume_capsule(obj, argname);
+    }
+    meth = PyObject_GetAttrString(obj, "__dlpack__");
+    if (meth == NULL) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: %.200s does not support DLPack (no __dlpack__ method)",
+                     argname, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    /* The device first: a host array is refused before anything touches the GPU. */
+    dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    if (dev == NULL)
+        goto fail;
+    if (!PyTuple_Check(dev) || PyTuple_GET_SIZE(dev) != 2) {
+        PyErr_Format(PyExc_TypeError, "%s: __dlpack_device__() must return (type, id), got %R",
+                     argname, dev);
+        Py_DECREF(dev);
+        goto fail;
+    }
+    {
+        long type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+        Py_DECREF(dev);
+        if (type == -1 && PyErr_Occurred())
+            goto fail;
+        if (type != kDLCUDA) {
+            wrong_device((int)type, argname);
+            goto fail;
+        }
+    }
+    if (cf_py_cuda_init("from_dlpack") < 0)
+        goto fail;
+    if (stream != NULL && CfPyStream_Check(stream))
+        consumer = (long long)cf_py_stream_protocol_handle(stream);
+    kw = Py_BuildValue("{s:L,s:(ii)}", "stream", consumer, "max_version", DLPACK_MAJOR_VERSION,
+                       DLPACK_MINOR_VERSION);
+    empty = PyTuple_New(0);
+    if (kw == NULL || empty == NULL)
+        goto fail;
+    cap = PyObject_Call(meth, empty, kw);
+    if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* A producer older than DLPack 1.0 does not take max_version. */
+        PyErr_Clear();
+        if (PyDict_DelItemString(kw, "max_version") < 0)
+            goto fail;
+        cap = PyObject_Call(meth, empty, kw);
+    }
+    if (cap == NULL)
+        goto fail;
+    if (!PyCapsule_CheckExact(cap)) {
+        PyErr_Format(PyExc_TypeError, "%s: __dlpack__() returned %.200s, not a capsule", argname,
+                     Py_TYPE(cap)->tp_name);
+        goto fail;
+    }
+    r = consume_capsule(cap, argname);
+    Py_DECREF(cap);
+    Py_DECREF(kw);
+    Py_DECREF(empty);
+    Py_DECREF(meth);
+    return r;
+fail:
+    Py_XDECREF(cap);
+    Py_XDECREF(kw);
+    Py_XDECREF(empty);
+    Py_DECREF(meth);
+    return NULL;
+}
+
+PyMethodDef cf_py_dlpack_methods[] = {
+    {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "from_dlpack(obj, stream=0) -> a DeviceArray view of CUDA memory exported through DLPack "
+     "(an object with __dlpack__, or a capsule), without copying."},
+    {NULL, NULL, 0, NULL},
+};
+
+int cf_py_dlpack_init_module(PyObject *m)
+{
+    return PyType_Ready(&DLPackOwner_Type);
+}

@@ -1,0 +1,456 @@
+/* py_stream.c: the Stream type and the resolution of `stream=` arguments.
+ *
+ * A `stream=` argument is 0 / None (the device's legacy default stream; copies then return when the
+ * data is in place, as in Numba), a cufunc Stream, an object speaking the CUDA stream protocol
+ * (`__cuda_stream__() -> (0, handle)`), or 1 / 2 (the legacy / per-thread default streams, as the
+ * CUDA Array Interface and DLPack number them). */
+#include "py_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The legacy default stream of each device, as cf_stream wrappers made once and kept for the life
+ * of the process (they own nothing but the wrapper). */
+static cf_stream **default_streams;
+static int n_default_streams;
+
+int cf_py_stream_get(PyObject *resolved, int device, cf_stream **out)
+{
+    cf_status st;
+    if (resolved != NULL && resolved != Py_None) {
+        *out = ((CfPyStream *)resolved)->stream;
+        return 0;
+    }
+    if (device < 0) {
+        PyErr_Format(PyExc_ValueError, "invalid device %d", device);
+        return -1;
+    }
+    if (device >= n_default_streams) {
+        int n = device + 1;
+        cf_stream **grown = PyMem_Realloc(default_streams, sizeof(*grown) * (size_t)n);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(grown + n_default_streams, 0, sizeof(*grown) * (size_t)(n - n_default_streams));
+        default_streams = grown;
+        n_default_streams = n;
+    }
+    if (default_streams[device] == NULL) {
+        st = cf_stream_default(device, &default_streams[device]);
+        if (st != CF_OK)
+            return cf_py_fail(st, "default stream");
+    }
+    *out = default_streams[device];
+    return 0;
+}
+
+/* ---- the Stream type ------------------------------------------------------------------------- */
+
+static PyObject *stream_new_from(cf_stream *s, int device, int kind, PyObject *keepalive)
+{
+    CfPyStream *self = PyObject_New(CfPyStream, &CfPyStream_Type);
+    if (self == NULL) {
+        cf_stream_free(s);
+        return NULL;
+    }
+    self->stream = s;
+    self->device = device;
+    self->kind = kind;
+    Py_XINCREF(keepalive);
+    self->keepalive = keepalive;
+    return (PyObject *)self;
+}
+
+PyObject *cf_py_stream_new_created(int device)
+{
+    cf_stream *s = NULL;
+    cf_status st = cf_stream_create(device, &s);
+    if (st != CF_OK)
+        return cf_py_raise(st, "stream");
+    return stream_new_from(s, device, CF_PY_STREAM_OWNED, NULL);
+}
+
+PyObject *cf_py_stream_new_default(int device)
+{
+    cf_stream *s = NULL;
+    cf_status st = cf_stream_default(device, &s);
+    if (st != CF_OK)
+        return cf_py_raise(st, "default_stream");
+    return stream_new_from(s, device, CF_PY_STREAM_DEFAULT, NULL);
+}
+
+PyObject *cf_py_stream_new_external(int device, uintptr_t handle, PyObject *keepalive)
+{
+    cf_stream *s = NULL;
+    cf_status st = cf_stream_wrap(device, handle, &s);
+    if (st != CF_OK)
+        return cf_py_raise(st, "external_stream");
+    return stream_new_from(s, device, CF_PY_STREAM_EXTERNAL, keepalive);
+}
+
+static void stream_dealloc(CfPyStream *self)
+{
+    /* For an owned stream this destroys the CUDA stream; the driver lets queued work finish. */
+    cf_stream_free(self->stream);
+    Py_XDECREF(self->keepalive);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *stream_repr(CfPyStream *self)
+{
+    static const char *kinds[] = {"stream", "default stream", "external stream"};
+    char handle[32];
+    snprintf(handle, sizeof handle, "0x%llx", (unsigned long long)cf_stream_handle(self->stream));
+    return PyUnicode_FromFormat("<cufunc %s %s on device %d>", kinds[self->kind], handle,
+                                self->device);
+}
+
+static PyObject *stream_synchronize(CfPyStream *self, PyObject *unused)
+{
+    cf_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_stream_synchronize(self->stream);
+    Py_END_ALLOW_THREADS
+    if (st != CF_OK)
+        return cf_py_raise(st, "Stream.synchronize");
+    Py_RETURN_NONE;
+}
+
+static PyObject *stream_query(CfPyStream *self, PyObject *unused)
+{
+    int done = 0;
+    cf_status st = cf_stream_query(self->stream, &done);
+    if (st != CF_OK)
+        return cf_py_raise(st, "Stream.query");
+    return PyBool_FromLong(done);
+}
+
+static PyObject *stream_wait_stream(CfPyStream *self, PyObject *other)
+{
+    cf_status st;
+    if (!CfPyStream_Check(other)) {
+        PyErr_Format(PyExc_TypeError, "Stream.wait_stream: other must be a cufunc Stream, got %.200s",
+                     Py_TYPE(other)->tp_name);
+        return NULL;
+    }
+    st = cf_stream_wait_stream(self->stream, ((CfPyStream *)other)->stream);
+    if (st != CF_OK)
+        return cf_py_raise(st, "Stream.wait_stream");
+    Py_RETURN_NONE;
+}
+
+static PyObject *stream_enter(CfPyStream *self, PyObject *unused)
+{
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *stream_exit(CfPyStream *self, PyObject *args)
+{
+    PyObject *r = stream_synchronize(self, NULL);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *stream_cuda_stream(CfPyStream *self, PyObject *unused)
+{
+    return Py_BuildValue("(iK)", 0, (unsigned long long)cf_stream_handle(self->stream));
+}
+
+static PyObject *stream_get_handle(CfPyStream *self, void *closure)
+{
+    return PyLong_FromUnsignedLongLong((unsigned long long)cf_stream_handle(self->stream));
+}
+
+static PyObject *stream_get_device(CfPyStream *self, void *closure)
+{
+    return PyLong_FromLong(self->device);
+}
+
+static PyObject *stream_get_is_default(CfPyStream *self, void *closure)
+{
+    return PyBool_FromLong(self->kind == CF_PY_STREAM_DEFAULT);
+}
+
+static PyObject *stream_get_is_external(CfPyStream *self, void *closure)
+{
+    return PyBool_FromLong(self->kind == CF_PY_STREAM_EXTERNAL);
+}
+
+static PyObject *stream_int(CfPyStream *self)
+{
+    return stream_get_handle(self, NULL);
+}
+
+static PyMethodDef stream_methods[] = {
+    {"synchronize", (PyCFunction)stream_synchronize, METH_NOARGS,
+     "Wait until all work queued on the stream is done."},
+    {"query", (PyCFunction)stream_query, METH_NOARGS,
+     "True if all work queued on the stream is done (does not wait)."},
+    {"wait_stream", (PyCFunction)stream_wait_stream, METH_O,
+     "wait_stream(other): make this stream wait (on the device) for the work queued on other."},
+    {"auto_synchronize", (PyCFunction)stream_enter, METH_NOARGS,
+     "A context manager that synchronises the stream when the block exits:\n"
+     "    with stream.auto_synchronize(): ..."},
+    {"__enter__", (PyCFunction)stream_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)stream_exit, METH_VARARGS, NULL},
+    {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
+     "The CUDA stream protocol: (0, handle)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef stream_getset[] = {
+    {"handle", (getter)stream_get_handle, NULL, "The CUstream as an int (0: legacy default).",
+     NULL},
+    {"ptr", (getter)stream_get_handle, NULL, "Same as handle.", NULL},
+    {"device_id", (getter)stream_get_device, NULL, "The ordinal of the stream's device.", NULL},
+    {"is_default", (getter)stream_get_is_default, NULL,
+     "Whether this is the legacy default stream.", NULL},
+    {"is_external", (getter)stream_get_is_external, NULL,
+     "Whether the stream was made elsewhere (external_stream).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyNumberMethods stream_as_number = {
+    .nb_int = (unaryfunc)stream_int,
+};
+
+PyTypeObject CfPyStream_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cufunc._core.Stream",
+    .tp_basicsize = sizeof(CfPyStream),
+    .tp_dealloc = (destructor)stream_dealloc,
+    .tp_repr = (reprfunc)stream_repr,
+    .tp_as_number = &stream_as_number,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A CUDA stream. Made by cuda.stream(), cuda.default_stream() or "
+              "cuda.external_stream(ptr).",
+    .tp_methods = stream_methods,
+    .tp_getset = stream_getset,
+};
+
+/* ---- `stream=` arguments --------------------------------------------------------------------- */
+
+static int has_cuda_stream_protocol(PyObject *arg)
+{
+    PyObject *attr = PyObject_GetAttrString(arg, "__cuda_stream__");
+    if (attr == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(attr);
+    return 1;
+}
+
+static int small_int_value(PyObject *arg, long long *v)
+{
+    int overflow = 0;
+    *v = PyLong_AsLongLongAndOverflow(arg, &overflow);
+    if (*v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow)
+        *v = -2; /* out of any accepted range */
+    return 0;
+}
+
+int cf_py_stream_check(PyObject *arg, const char *argname)
+{
+    if (arg == NULL || arg == Py_None || CfPyStream_Check(arg))
+        return 0;
+    if (PyLong_Check(arg) && !PyBool_Check(arg)) {
+        long long v;
+        if (small_int_value(arg, &v) < 0)
+            return -1;
+        if (v == 0 || v == 1 || v == 2)
+            return 0;
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %R is not a stream; pass 0, a cufunc Stream or an object with "
+                     "__cuda_stream__ (wrap a raw CUstream handle with cufunc.cuda.external_stream)",
+                     argname, arg);
+        return -1;
+    }
+    if (!PyBool_Check(arg) && has_cuda_stream_protocol(arg))
+        return 0;
+    PyErr_Format(PyExc_TypeError,
+                 "%s: expected 0, a cufunc Stream or an object with __cuda_stream__, got %.200s",
+                 argname, Py_TYPE(arg)->tp_name);
+    return -1;
+}
+
+int cf_py_stream_device(PyObject *arg, int *device, const char *argname)
+{
+    if (arg != NULL && CfPyStream_Check(arg)) {
+        *device = ((CfPyStream *)arg)->device;
+        return cf_py_cuda_init(argname);
+    }
+    return cf_py_current_device(device, argname);
+}
+
+/* (version, handle) from obj.__cuda_stream__(). */
+static int call_cuda_stream_protocol(PyObject *obj, uintptr_t *handle, const char *argname)
+{
+    PyObject *r = PyObject_CallMethod(obj, "__cuda_stream__", NULL);
+    unsigned long long h;
+    if (r == NULL)
+        return -1;
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyLong_Check(PyTuple_GET_ITEM(r, 0)) ||
+        !PyLong_Check(PyTuple_GET_ITEM(r, 1))) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: __cuda_stream__() must return (version, handle) ints, got %R", argname, r);
+        Py_DECREF(r);
+        return -1;
+    }
+    h = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(r, 1));
+    Py_DECREF(r);
+    if (h == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *handle = (uintptr_t)h;
+    return 0;
+}
+
+PyObject *cf_py_stream_resolve(PyObject *arg, int device, const char *argname)
+{
+    uintptr_t handle;
+    if (cf_py_stream_check(arg, argname) < 0)
+        return NULL;
+    if (arg == NULL || arg == Py_None)
+        Py_RETURN_NONE;
+    if (CfPyStream_Check(arg)) {
+        CfPyStream *s = (CfPyStream *)arg;
+        if (s->device != device) {
+            PyErr_Format(PyExc_ValueError, "%s: the stream belongs to device %d, the data to device %d",
+                         argname, s->device, device);
+            return NULL;
+        }
+        Py_INCREF(arg);
+        return arg;
+    }
+    if (PyLong_Check(arg)) {
+        long long v;
+        if (small_int_value(arg, &v) < 0)
+            return NULL;
+        if (v == 0)
+            Py_RETURN_NONE;
+        return cf_py_stream_new_external(device, (uintptr_t)v, NULL);
+    }
+    if (call_cuda_stream_protocol(arg, &handle, argname) < 0)
+        return NULL;
+    return cf_py_stream_new_external(device, handle, arg);
+}
+
+uintptr_t cf_py_stream_protocol_handle(PyObject *resolved)
+{
+    uintptr_t h;
+    if (resolved == NULL || resolved == Py_None)
+        return 1;
+    h = cf_stream_handle(((CfPyStream *)resolved)->stream);
+    return h == 0 ? 1 : h;
+}
+
+/* ---- module functions ------------------------------------------------------------------------ */
+
+static PyObject *py_stream(PyObject *self, PyObject *unused)
+{
+    int device;
+    if (cf_py_current_device(&device, "stream") < 0)
+        return NULL;
+    return cf_py_stream_new_created(device);
+}
+
+static PyObject *py_default_stream(PyObject *self, PyObject *unused)
+{
+    int device;
+    if (cf_py_current_device(&device, "default_stream") < 0)
+        return NULL;
+    return cf_py_stream_new_default(device);
+}
+
+static PyObject *py_wrapped_stream(uintptr_t handle, const char *what)
+{
+    int device;
+    if (cf_py_current_device(&device, what) < 0)
+        return NULL;
+    return cf_py_stream_new_external(device, handle, NULL);
+}
+
+static PyObject *py_legacy_default_stream(PyObject *self, PyObject *unused)
+{
+    return py_wrapped_stream(1, "legacy_default_stream");
+}
+
+static PyObject *py_per_thread_default_stream(PyObject *self, PyObject *unused)
+{
+    return py_wrapped_stream(2, "per_thread_default_stream");
+}
+
+static PyObject *py_external_stream(PyObject *self, PyObject *arg)
+{
+    uintptr_t handle;
+    int device;
+    PyObject *keep = NULL;
+    if (CfPyStream_Check(arg)) {
+        Py_INCREF(arg);
+        return arg;
+    }
+    if (PyLong_Check(arg) && !PyBool_Check(arg)) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(arg);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "external_stream: ptr %R is not a CUstream handle", arg);
+            return NULL;
+        }
+        handle = (uintptr_t)v;
+    } else if (!PyBool_Check(arg) && has_cuda_stream_protocol(arg)) {
+        if (call_cuda_stream_protocol(arg, &handle, "external_stream: ptr") < 0)
+            return NULL;
+        keep = arg;
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "external_stream: ptr must be an int CUstream handle or an object with "
+                     "__cuda_stream__, got %.200s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    if (cf_py_current_device(&device, "external_stream") < 0)
+        return NULL;
+    return cf_py_stream_new_external(device, handle, keep);
+}
+
+/* check_stream(obj): the argument check, without a GPU (for tests and the Python front). */
+static PyObject *py_check_stream(PyObject *self, PyObject *arg)
+{
+    if (cf_py_stream_check(arg, "stream") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyMethodDef cf_py_stream_methods[] = {
+    {"stream", py_stream, METH_NOARGS, "stream() -> a new non-blocking stream on the current device."},
+    {"default_stream", py_default_stream, METH_NOARGS,
+     "default_stream() -> the legacy default stream of the current device."},
+    {"legacy_default_stream", py_legacy_default_stream, METH_NOARGS,
+     "legacy_default_stream() -> the legacy default stream (CU_STREAM_LEGACY)."},
+    {"per_thread_default_stream", py_per_thread_default_stream, METH_NOARGS,
+     "per_thread_default_stream() -> the per-thread default stream (CU_STREAM_PER_THREAD)."},
+    {"external_stream", py_external_stream, METH_O,
+     "external_stream(ptr) -> a Stream over a CUstream made elsewhere (an int handle, e.g. "
+     "torch.cuda.current_stream().cuda_stream, or an object with __cuda_stream__). The stream "
+     "must belong to the current device and outlive its use."},
+    {"check_stream", py_check_stream, METH_O,
+     "check_stream(obj): raise TypeError if obj is not a valid stream argument."},
+    {NULL, NULL, 0, NULL},
+};
+
+int cf_py_stream_init_module(PyObject *m)
+{
+    if (PyType_Ready(&CfPyStream_Type) < 0)
+        return -1;
+    Py_INCREF(&CfPyStream_Type);
+    if (PyModule_AddObject(m, "Stream", (PyObject *)&CfPyStream_Type) < 0) {
+        Py_DECREF(&CfPyStream_Type);
+        return -1;
+    }
+    return 0;
+}

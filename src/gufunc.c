@@ -1,0 +1,1294 @@
+/* gufunc.c: the generalized-ufunc engine (include/cufunc/gufunc.h): loops, shape binding, launch
+ * planning, kernel generation and launch.
+ *
+ * Two shapes of kernel, generated as CUDA C text per specialisation key:
+ *   - direct: one thread per loop iteration in a grid-stride loop; each thread builds its
+ *     operands' core views (cf_array_ref) from the operand's base pointer, its loop offsets and the
+ *     core strides, and calls the body.
+ *   - staged: the block takes a tile of `tile` consecutive iterations; operands whose cores are
+ *     small and C-contiguous are copied between global memory and shared memory by the whole block
+ *     (consecutive threads on consecutive bytes: coalesced), and each thread runs the body on views
+ *     of its rows in shared memory. A thread reading its own 4 KiB row directly would touch a new
+ *     cache line per warp lane per step; staged, the global traffic is the same as a copy's. Shared
+ *     rows are padded to an odd number of words so that the threads of a warp, each at the same
+ *     index of its own row, hit distinct banks. Staged kernels are specialised on the core sizes
+ *     (the shared layout is static), so the body's loops over them have constant trip counts.
+ * The body is the user's sequential Python: nothing about its meaning changes, only where its
+ * array reads land.
+ *
+ * Array operands seen by the body as cf_array_ref must have the loop's dtype; cf_gufunc_launch
+ * converts others through temporaries with an identity ufunc (the element-wise engine converts as it
+ * loads). Scalars and core-less inputs passed by value are converted inside the kernel.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cufunc/compile.h"
+#include "cufunc/gufunc.cuh"
+#include "cufunc/gufunc.h"
+#include "error.h"
+
+#define GU_MAX_ARGS CF_SIG_MAX_ARGS
+#define GU_BLOCK 128          /* threads per block of direct kernels */
+#define GU_MAX_TILE 256       /* iterations per block tile of staged kernels */
+#define GU_MIN_STAGE_ROW 32   /* cores smaller than a sector gain nothing from staging */
+
+_Static_assert(CF_GU_LOOP_NDIM == CF_GUFUNC_MAX_LOOP_NDIM, "loop ndim of the kernel parameters");
+_Static_assert(CF_GU_CORE_NDIM == CF_GUFUNC_MAX_CORE_NDIM, "core ndim of the kernel parameters");
+
+typedef struct gu_loop {
+    cf_dtype types[GU_MAX_ARGS];
+    int arg_ndim[GU_MAX_ARGS];
+    char *source;
+    char *fn_name;
+    char **options;
+    int noptions;
+} gu_loop;
+
+typedef struct gu_kernel {
+    char *key; /* NULL: empty slot */
+    cf_function *fn;
+    int64_t max_resident; /* blocks resident on the whole device at once */
+} gu_kernel;
+
+struct cf_gufunc {
+    char *name;
+    char *signature;
+    cf_layout layout;
+    int nin, nout;
+    gu_loop *loops;
+    int nloops, loops_cap;
+    pthread_mutex_t lock;
+    gu_kernel *table;
+    size_t table_cap, table_count;
+    cf_ufunc *cast;                 /* identity loops that convert dtypes (made on first need) */
+    int cast_loop[CF_NDTYPES];      /* the cast ufunc's loop producing each dtype, or -1 */
+};
+
+/* ---- a growable string -------------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    int failed;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->s && (size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *s = cf_realloc(b->s, cap);
+        if (!s) {
+            b->failed = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* NumPy's spelling of a shape: (2,3), (4,), (). */
+static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t len = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < ndim && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)shape[i]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, ndim == 1 ? ",)" : ")");
+}
+
+static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
+
+/* ---- gufunc objects ----------------------------------------------------------------------- */
+
+static char *format_signature(const cf_layout *L)
+{
+    sbuf b = {0};
+    for (int op = 0; op < L->nin + L->nout; op++) {
+        sb_printf(&b, "%s(", op == 0 ? "" : op == L->nin ? "->" : ",");
+        for (int k = 0; k < L->ndims[op]; k++)
+            sb_printf(&b, "%s%s", k ? "," : "", L->names[L->dim[op][k]]);
+        sb_printf(&b, ")");
+    }
+    if (b.failed) {
+        cf_free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+cf_status cf_gufunc_create(const char *name, const char *layout, cf_gufunc **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_create: out is NULL");
+    *out = NULL;
+    if (!layout)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_create: the layout is NULL");
+    cf_gufunc *g = cf_calloc(1, sizeof *g);
+    if (!g)
+        return CF_ERR_NOMEM;
+    cf_status st = cf_parse_layout(layout, &g->layout);
+    if (st) {
+        cf_free(g);
+        return st;
+    }
+    if (g->layout.nin + g->layout.nout > GU_MAX_ARGS) {
+        cf_free(g);
+        return cf_error_set(CF_ERR_INVALID, "a gufunc takes at most %d arguments", GU_MAX_ARGS);
+    }
+    g->nin = g->layout.nin;
+    g->nout = g->layout.nout;
+    g->name = cf_strdup(name ? name : "gufunc");
+    g->signature = format_signature(&g->layout);
+    if (!g->name || !g->signature)
+        goto fail;
+    for (int t = 0; t < CF_NDTYPES; t++)
+        g->cast_loop[t] = -1;
+    pthread_mutex_init(&g->lock, NULL);
+    *out = g;
+    return CF_OK;
+fail:
+    cf_free(g->name);
+    cf_free(g->signature);
+    cf_free(g);
+    return CF_ERR_NOMEM;
+}
+
+static void loop_clear(gu_loop *l)
+{
+    cf_free(l->source);
+    cf_free(l->fn_name);
+    for (int i = 0; i < l->noptions; i++)
+        cf_free(l->options[i]);
+    cf_free(l->options);
+}
+
+void cf_gufunc_free(cf_gufunc *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->nloops; i++)
+        loop_clear(&g->loops[i]);
+    cf_free(g->loops);
+    for (size_t i = 0; i < g->table_cap; i++)
+        cf_free(g->table[i].key);
+    cf_free(g->table);
+    cf_ufunc_free(g->cast);
+    pthread_mutex_destroy(&g->lock);
+    cf_free(g->name);
+    cf_free(g->signature);
+    cf_free(g);
+}
+
+int cf_gufunc_nin(const cf_gufunc *g) { return g ? g->nin : 0; }
+int cf_gufunc_nout(const cf_gufunc *g) { return g ? g->nout : 0; }
+int cf_gufunc_nloops(const cf_gufunc *g) { return g ? g->nloops : 0; }
+const char *cf_gufunc_name(const cf_gufunc *g) { return g ? g->name : ""; }
+const char *cf_gufunc_signature(const cf_gufunc *g) { return g ? g->signature : ""; }
+const cf_layout *cf_gufunc_layout(const cf_gufunc *g) { return g ? &g->layout : NULL; }
+
+int cf_gufunc_kernel_count(const cf_gufunc *g)
+{
+    if (!g)
+        return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&g->lock);
+    int n = (int)g->table_count;
+    pthread_mutex_unlock((pthread_mutex_t *)&g->lock);
+    return n;
+}
+
+cf_status cf_gufunc_loop_types(const cf_gufunc *g, int loop, cf_dtype *types, int *arg_ndim)
+{
+    if (!g || loop < 0 || loop >= g->nloops)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_loop_types: bad gufunc or loop");
+    int n = g->nin + g->nout;
+    if (types)
+        memcpy(types, g->loops[loop].types, (size_t)n * sizeof(cf_dtype));
+    if (arg_ndim)
+        memcpy(arg_ndim, g->loops[loop].arg_ndim, (size_t)n * sizeof(int));
+    return CF_OK;
+}
+
+cf_status cf_gufunc_add_loop(cf_gufunc *g, const cf_dtype *types, const int *arg_ndim,
+                             const char *source, const char *fn_name, const char *const *options,
+                             int noptions, int *index)
+{
+    if (!g || !types || !arg_ndim || !source || !fn_name || noptions < 0 || (noptions && !options))
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_add_loop: NULL argument");
+    int nargs = g->nin + g->nout;
+    for (int i = 0; i < nargs; i++) {
+        if (!valid_dtype(types[i]))
+            return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i + 1);
+        if (types[i] == CF_FLOAT16)
+            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
+        int c = g->layout.ndims[i], k = arg_ndim[i];
+        int is_out = i >= g->nin;
+        if (k == 0 && c == 0 && !is_out)
+            continue;
+        if (k == 0 && c == 0)
+            return cf_error_set(CF_ERR_TYPE, "gufunc '%s': argument %d is an output, which the "
+                                "body can only write as an array (declare it %s[:] and write "
+                                "out[0])", g->name, i + 1, cf_dtype_name(types[i]));
+        if (k == c || (c == 0 && k == 1)) {
+            if (c > CF_GUFUNC_MAX_CORE_NDIM)
+                return cf_error_set(CF_ERR_UNSUPPORTED, "gufunc '%s': argument %d has %d core "
+                                    "dimensions; kernels handle at most %d", g->name, i + 1, c,
+                                    CF_GUFUNC_MAX_CORE_NDIM);
+            continue;
+        }
+        if (k == 0)
+            return cf_error_set(CF_ERR_TYPE, "gufunc '%s': argument %d is declared a scalar but "
+                                "has %d core dimension%s in the layout %s", g->name, i + 1, c,
+                                c == 1 ? "" : "s", g->signature);
+        return cf_error_set(CF_ERR_TYPE, "gufunc '%s': argument %d is declared a %d-d array but "
+                            "has %d core dimension%s in the layout %s", g->name, i + 1, k, c,
+                            c == 1 ? "" : "s", g->signature);
+    }
+    for (int l = 0; l < g->nloops; l++)
+        if (memcmp(g->loops[l].types, types, (size_t)g->nin * sizeof(cf_dtype)) == 0)
+            return cf_error_set(CF_ERR_INVALID, "gufunc '%s' already has a loop for these input "
+                                "types", g->name);
+    gu_loop l;
+    memset(&l, 0, sizeof l);
+    memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
+    memcpy(l.arg_ndim, arg_ndim, (size_t)nargs * sizeof(int));
+    l.source = cf_strdup(source);
+    l.fn_name = cf_strdup(fn_name);
+    if (!l.source || !l.fn_name)
+        goto fail;
+    if (noptions) {
+        l.options = cf_calloc((size_t)noptions, sizeof(char *));
+        if (!l.options)
+            goto fail;
+        for (int i = 0; i < noptions; i++) {
+            if (!options[i]) {
+                loop_clear(&l);
+                return cf_error_set(CF_ERR_INVALID, "cf_gufunc_add_loop: option %d is NULL", i);
+            }
+            if (!(l.options[i] = cf_strdup(options[i])))
+                goto fail;
+            l.noptions = i + 1;
+        }
+    }
+    pthread_mutex_lock(&g->lock);
+    if (g->nloops == g->loops_cap) {
+        int cap = g->loops_cap ? 2 * g->loops_cap : 4;
+        gu_loop *grown = cf_realloc(g->loops, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&g->lock);
+            goto fail;
+        }
+        g->loops = grown;
+        g->loops_cap = cap;
+    }
+    g->loops[g->nloops] = l;
+    int idx = g->nloops++;
+    pthread_mutex_unlock(&g->lock);
+    if (index)
+        *index = idx;
+    return CF_OK;
+fail:
+    loop_clear(&l);
+    return CF_ERR_NOMEM;
+}
+
+/* ---- loop resolution ---------------------------------------------------------------------- */
+
+static int kind_rank(cf_dtype t)
+{
+    switch (cf_dtype_kind(t)) {
+    case 'b': return 0;
+    case 'i': case 'u': return 1;
+    case 'f': return 2;
+    default: return 3;
+    }
+}
+
+cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsigned char *weak,
+                            int *loop)
+{
+    if (!g || !in || !loop)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_resolve: NULL argument");
+    for (int i = 0; i < g->nin; i++)
+        if (!valid_dtype(in[i]))
+            return cf_error_set(CF_ERR_TYPE, "cf_gufunc_resolve: input %d has an invalid dtype",
+                                i + 1);
+    for (int pass = 0; pass < 2; pass++)
+        for (int l = 0; l < g->nloops; l++) {
+            const cf_dtype *t = g->loops[l].types;
+            int ok = 1;
+            for (int i = 0; i < g->nin && ok; i++) {
+                if (weak && weak[i])
+                    ok = t[i] != CF_BOOL && kind_rank(t[i]) >= kind_rank(in[i]);
+                else
+                    ok = pass == 0 ? in[i] == t[i] : cf_can_cast_safe(in[i], t[i]);
+            }
+            if (ok) {
+                *loop = l;
+                return CF_OK;
+            }
+        }
+    sbuf m = {0};
+    sb_printf(&m, "gufunc '%s' not supported for the input types (", g->name);
+    for (int i = 0; i < g->nin; i++)
+        sb_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
+                  cf_dtype_name(in[i]));
+    sb_printf(&m, "), and the inputs could not be safely coerced to any supported types according "
+                  "to the casting rule 'safe'; its loops are:");
+    for (int l = 0; l < g->nloops; l++) {
+        sb_printf(&m, " (");
+        for (int i = 0; i < g->nin + g->nout; i++)
+            sb_printf(&m, "%s%s", i == 0 ? "" : i == g->nin ? ") -> (" : ", ",
+                      cf_dtype_name(g->loops[l].types[i]));
+        sb_printf(&m, ")");
+    }
+    if (g->nloops == 0)
+        sb_printf(&m, " none");
+    cf_status st = cf_error_set(CF_ERR_TYPE, "%s", m.failed ? "gufunc: no matching loop" : m.s);
+    cf_free(m.s);
+    return st;
+}
+
+/* ---- shapes ------------------------------------------------------------------------------- */
+
+/* "input argument 2", "output argument 3": arguments count from 1, outputs after the inputs, as
+ * the Python function takes them. */
+static const char *arg_role(const cf_gufunc *g, int op) { return op < g->nin ? "input" : "output"; }
+
+cf_status cf_gufunc_bind(const cf_gufunc *g, const cf_operand *ops, const unsigned char *has_out,
+                         cf_gufunc_shapes *sh)
+{
+    if (!g || !ops || !sh)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_bind: NULL argument");
+    const cf_layout *L = &g->layout;
+    int who[CF_SIG_MAX_NAMES];
+    for (int d = 0; d < L->nnames; d++) {
+        sh->dim_size[d] = -1;
+        who[d] = -1;
+    }
+    int nshapes = 0, ndims[GU_MAX_ARGS], nops = g->nin + g->nout;
+    const int64_t *shapes[GU_MAX_ARGS];
+    for (int op = 0; op < nops; op++) {
+        int is_out = op >= g->nin;
+        if (is_out && !(has_out && has_out[op - g->nin]))
+            continue;
+        if (is_out && ops[op].is_scalar)
+            return cf_error_set(CF_ERR_INVALID, "%s: output argument %d must be an array",
+                                g->name, op + 1);
+        const cf_array *a = ops[op].is_scalar ? NULL : &ops[op].array;
+        int nd = a ? a->ndim : 0, c = L->ndims[op];
+        if (nd < 0 || nd > CF_MAX_DIMS)
+            return cf_error_set(CF_ERR_INVALID, "%s: argument %d has a bad ndim %d", g->name,
+                                op + 1, nd);
+        if (nd < c)
+            return cf_error_set(CF_ERR_INVALID, "%s: %s argument %d does not have enough "
+                                "dimensions (has %d, gufunc core with signature %s requires %d)",
+                                g->name, arg_role(g, op), op + 1, nd, g->signature, c);
+        for (int k = 0; k < c; k++) {
+            int d = L->dim[op][k];
+            int64_t size = a->shape[nd - c + k];
+            if (L->fixed[d] >= 0 && size != L->fixed[d])
+                return cf_error_set(CF_ERR_INVALID, "%s: %s argument %d has a mismatch in its "
+                                    "core dimension %d ('%s'), with gufunc signature %s (size "
+                                    "%lld is different from the fixed size %lld)", g->name,
+                                    arg_role(g, op), op + 1, k, L->names[d], g->signature,
+                                    (long long)size, (long long)L->fixed[d]);
+            if (sh->dim_size[d] >= 0 && size != sh->dim_size[d])
+                return cf_error_set(CF_ERR_INVALID, "%s: %s argument %d has a mismatch in its "
+                                    "core dimension %d ('%s'), with gufunc signature %s (size "
+                                    "%lld is different from %lld, the size in argument %d)",
+                                    g->name, arg_role(g, op), op + 1, k, L->names[d],
+                                    g->signature, (long long)size,
+                                    (long long)sh->dim_size[d], who[d] + 1);
+            if (sh->dim_size[d] < 0) {
+                sh->dim_size[d] = size;
+                who[d] = op;
+            }
+        }
+        ndims[nshapes] = nd - c;
+        shapes[nshapes++] = a ? a->shape : NULL;
+    }
+    for (int o = 0; o < g->nout; o++) {
+        int op = g->nin + o;
+        if (has_out && has_out[o])
+            continue;
+        for (int k = 0; k < L->ndims[op]; k++) {
+            int d = L->dim[op][k];
+            if (sh->dim_size[d] >= 0)
+                continue;
+            if (L->fixed[d] >= 0) {
+                sh->dim_size[d] = L->fixed[d];
+                continue;
+            }
+            return cf_error_set(CF_ERR_INVALID, "%s: output argument %d has core dimension %d "
+                                "('%s') unspecified, with gufunc signature %s: no input defines "
+                                "it; pass out= to give its size", g->name, op + 1, k, L->names[d],
+                                g->signature);
+        }
+    }
+    cf_status st = cf_broadcast_shapes(nshapes, ndims, shapes, &sh->loop_ndim, sh->loop_shape);
+    if (st) {
+        char why[2048];
+        snprintf(why, sizeof why, "%s", cf_last_error());
+        return cf_error_set(CF_ERR_INVALID, "%s: the loop dimensions of the arguments (all but "
+                            "their core dimensions, signature %s) could not be broadcast: %s",
+                            g->name, g->signature, why);
+    }
+    for (int o = 0; o < g->nout; o++) {
+        int op = g->nin + o;
+        if (!(has_out && has_out[o]))
+            continue;
+        const cf_array *a = &ops[op].array;
+        int nl = a->ndim - L->ndims[op], same = nl == sh->loop_ndim;
+        for (int k = 0; same && k < nl; k++)
+            same = a->shape[k] == sh->loop_shape[k];
+        if (!same) {
+            char have[512], want[512];
+            format_shape(have, sizeof have, nl, a->shape);
+            format_shape(want, sizeof want, sh->loop_ndim, sh->loop_shape);
+            return cf_error_set(CF_ERR_INVALID, "%s: output argument %d has loop dimensions %s, "
+                                "which do not match the broadcast loop dimensions %s of the "
+                                "inputs (signature %s)", g->name, op + 1, have, want,
+                                g->signature);
+        }
+    }
+    return CF_OK;
+}
+
+cf_status cf_gufunc_operand_shape(const cf_gufunc *g, const cf_gufunc_shapes *sh, int op,
+                                  int *ndim, int64_t *shape)
+{
+    if (!g || !sh || !ndim || !shape || op < 0 || op >= g->nin + g->nout)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_operand_shape: bad arguments");
+    int c = g->layout.ndims[op];
+    if (sh->loop_ndim < 0 || sh->loop_ndim + c > CF_MAX_DIMS)
+        return cf_error_set(CF_ERR_INVALID, "%s: argument %d would have %d dimensions (at most "
+                            "%d)", g->name, op + 1, sh->loop_ndim + c, CF_MAX_DIMS);
+    for (int k = 0; k < sh->loop_ndim; k++)
+        shape[k] = sh->loop_shape[k];
+    for (int k = 0; k < c; k++) {
+        int64_t s = sh->dim_size[g->layout.dim[op][k]];
+        if (s < 0)
+            return cf_error_set(CF_ERR_INVALID, "%s: core dimension '%s' of argument %d is not "
+                                "bound", g->name, g->layout.names[g->layout.dim[op][k]], op + 1);
+        shape[sh->loop_ndim + k] = s;
+    }
+    *ndim = sh->loop_ndim + c;
+    return CF_OK;
+}
+
+cf_status cf_gufunc_axes_perm(int arg, int ndim, int ncore, const int *axes, int naxes, int *perm)
+{
+    if (!perm || ndim < 0 || ndim > CF_MAX_DIMS || ncore < 0 || naxes < 0 || (naxes && !axes))
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_axes_perm: bad arguments");
+    if (naxes != ncore)
+        return cf_error_set(CF_ERR_INVALID, "axes item %d should be a tuple with %d element%s, "
+                            "one per core dimension, not %d", arg, ncore, ncore == 1 ? "" : "s",
+                            naxes);
+    if (ncore > ndim)
+        return cf_error_set(CF_ERR_INVALID, "axes item %d: argument %d has %d dimension%s, fewer "
+                            "than its %d core dimensions", arg, arg, ndim, ndim == 1 ? "" : "s",
+                            ncore);
+    unsigned char used[CF_MAX_DIMS] = {0};
+    int core[CF_MAX_DIMS];
+    for (int k = 0; k < naxes; k++) {
+        int a = axes[k];
+        if (a < -ndim || a >= ndim)
+            return cf_error_set(CF_ERR_RANGE, "axes item %d: axis %d is out of bounds for array "
+                                "of dimension %d", arg, a, ndim);
+        if (a < 0)
+            a += ndim;
+        if (used[a])
+            return cf_error_set(CF_ERR_INVALID, "axes item %d has value %d repeated", arg, axes[k]);
+        used[a] = 1;
+        core[k] = a;
+    }
+    int n = 0;
+    for (int k = 0; k < ndim; k++)
+        if (!used[k])
+            perm[n++] = k;
+    for (int k = 0; k < naxes; k++)
+        perm[n++] = core[k];
+    return CF_OK;
+}
+
+/* ---- planning ----------------------------------------------------------------------------- */
+
+static int is_c_compact(int c, const int64_t *shape, const int64_t *strides, int64_t item)
+{
+    int64_t acc = item;
+    for (int k = c - 1; k >= 0; k--) {
+        if (shape[k] != 1 && strides[k] != acc)
+            return 0;
+        acc *= shape[k];
+    }
+    return 1;
+}
+
+static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Element (or, for complex, component) size: the unit an element copy moves in one access and
+ * the alignment the body's loads assume. */
+static int copy_unit(cf_dtype t)
+{
+    int s = (int)cf_dtype_size(t);
+    return cf_dtype_kind(t) == 'c' ? s / 2 : s;
+}
+
+/* Shared memory the staged operands need for a tile of `tile` iterations; writes the offsets:
+ * the cores shared by the whole tile ('U') first, then a region of `tile` rows per staged operand
+ * ('G'), then the per-iteration base offsets of each 'G' operand. */
+static int64_t layout_smem(cf_gufunc_plan *p, int tile, int64_t *base_off)
+{
+    int64_t off = 0, osize = p->index32 ? 4 : 8;
+    for (int i = 0; i < p->nops; i++)
+        if (p->kind[i] == 'U') {
+            p->smem_offset[i] = off;
+            off += round_up(p->row_bytes[i], 16);
+        }
+    for (int i = 0; i < p->nops; i++)
+        if (p->kind[i] == 'G') {
+            p->smem_offset[i] = off;
+            off += round_up(p->pitch[i] * tile, 16);
+        }
+    for (int i = 0; i < p->nops; i++)
+        if (p->kind[i] == 'G') {
+            if (base_off)
+                base_off[i] = off;
+            off += round_up(osize * tile, 16);
+        }
+    return off;
+}
+
+/* Choose which operands to stage and the tile size. */
+static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_plan *p)
+{
+    p->staged = 0;
+    p->tile = 0;
+    p->block_threads = GU_BLOCK;
+    p->smem_bytes = 0;
+    if (p->n <= 1 || p->loop_ndim == 0)
+        return;
+    int nops = p->nops;
+    for (int i = 0; i < nops; i++) {
+        if (p->kind[i] != 'A' || g->layout.ndims[i] == 0)
+            continue;
+        const cf_array *a = &ops[i].array;
+        int c = p->core_ndim[i];
+        int64_t item = (int64_t)cf_dtype_size(a->dtype), elems = 1;
+        for (int k = 0; k < c; k++)
+            elems *= p->core_shape[i][k];
+        int64_t row = elems * item;
+        if (elems < 2 || row < GU_MIN_STAGE_ROW ||
+            row * CF_GUFUNC_MIN_TILE > CF_GUFUNC_STAGE_BUDGET ||
+            !is_c_compact(c, p->core_shape[i], p->core_strides[i], item))
+            continue;
+        /* an output sharing memory with another operand is read and written in place */
+        int overlaps = 0;
+        for (int j = 0; j < nops && !overlaps; j++)
+            if (j != i && !ops[j].is_scalar && (i >= g->nin || j >= g->nin))
+                overlaps = cf_array_may_overlap(a, &ops[j].array);
+        if (overlaps)
+            continue;
+        int uniform = 1;
+        for (int k = 0; k < p->loop_ndim; k++)
+            uniform &= p->loop_strides[i][k] == 0;
+        if (uniform && i >= g->nin)
+            continue; /* an output every iteration writes: left to the caller's checks */
+        int unit = copy_unit(a->dtype), A = unit > 4 ? unit : 4;
+        int64_t pitch = round_up(row, A);
+        if ((pitch / A) % 2 == 0)
+            pitch += A;
+        int vec = row % 16 == 0 && a->data % 16 == 0;
+        for (int k = 0; k < p->loop_ndim && vec; k++)
+            vec = p->loop_strides[i][k] % 16 == 0;
+        p->kind[i] = uniform ? 'U' : 'G';
+        p->row_bytes[i] = row;
+        p->pitch[i] = uniform ? round_up(row, 16) : pitch;
+        p->copy_width[i] = vec ? 16 : unit;
+        p->load_output[i] = 0;
+    }
+    /* The tile: the largest power of two that fits the budget; while none of at least
+     * CF_GUFUNC_MIN_TILE fits, the largest staged operand goes back to direct access. */
+    for (;;) {
+        int any = 0, tile = 0;
+        for (int i = 0; i < nops; i++)
+            any |= p->kind[i] == 'G' || p->kind[i] == 'U';
+        if (!any)
+            return;
+        for (int t = GU_MAX_TILE; t >= CF_GUFUNC_MIN_TILE && !tile; t /= 2)
+            if (layout_smem(p, t, NULL) <= CF_GUFUNC_STAGE_BUDGET)
+                tile = t;
+        if (tile) {
+            /* no point in a tile much larger than the loop */
+            while (tile > CF_GUFUNC_MIN_TILE && tile / 2 >= p->n)
+                tile /= 2;
+            p->tile = tile;
+            p->smem_bytes = layout_smem(p, tile, NULL);
+            /* at least 128 threads, whatever the tile: the copies need them in flight */
+            p->block_threads = tile < GU_BLOCK ? GU_BLOCK : tile;
+            p->staged = 1;
+            return;
+        }
+        int worst = -1;
+        for (int i = 0; i < nops; i++)
+            if ((p->kind[i] == 'G' || p->kind[i] == 'U') &&
+                (worst < 0 || p->row_bytes[i] > p->row_bytes[worst]))
+                worst = i;
+        p->kind[worst] = 'A';
+    }
+}
+
+cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *ops,
+                                const cf_gufunc_shapes *sh, unsigned fresh_outputs,
+                                cf_gufunc_plan *p)
+{
+    if (!g || !ops || !sh || !p || loop < 0 || loop >= g->nloops)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_plan_launch: bad gufunc, loop or operands");
+    if (sh->loop_ndim < 0 || sh->loop_ndim > CF_MAX_DIMS)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_plan_launch: bad loop ndim %d",
+                            sh->loop_ndim);
+    const gu_loop *l = &g->loops[loop];
+    const cf_layout *L = &g->layout;
+    int nops = g->nin + g->nout;
+    memset(p, 0, sizeof *p);
+    p->nops = nops;
+    p->n = 1;
+    for (int k = 0; k < sh->loop_ndim; k++) {
+        if (sh->loop_shape[k] < 0)
+            return cf_error_set(CF_ERR_INVALID, "negative loop extent %lld",
+                                (long long)sh->loop_shape[k]);
+        p->n *= sh->loop_shape[k];
+    }
+
+    /* Operands: kinds, core views, and the loop part of each array for the loop planner. */
+    cf_array *loop_views = cf_malloc((size_t)nops * sizeof *loop_views);
+    cf_plan *pl = cf_malloc(sizeof *pl);
+    int plan_of[GU_MAX_ARGS], np = 0;
+    cf_status st = CF_OK;
+    if (!loop_views || !pl) {
+        st = CF_ERR_NOMEM;
+        goto done;
+    }
+    for (int i = 0; i < nops; i++) {
+        int is_out = i >= g->nin, c = L->ndims[i];
+        plan_of[i] = -1;
+        if (ops[i].is_scalar) {
+            if (is_out) {
+                st = cf_error_set(CF_ERR_INVALID, "%s: output argument %d must be an array",
+                                  g->name, i + 1);
+                goto done;
+            }
+            if (c != 0) {
+                st = cf_error_set(CF_ERR_INVALID, "%s: input argument %d does not have enough "
+                                  "dimensions (has 0, gufunc core with signature %s requires %d)",
+                                  g->name, i + 1, g->signature, c);
+                goto done;
+            }
+            if (!valid_dtype(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16) {
+                st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
+                                  g->name, i + 1);
+                goto done;
+            }
+            p->kind[i] = l->arg_ndim[i] == 0 ? 'S' : 'R';
+            p->core_ndim[i] = l->arg_ndim[i] == 0 ? 0 : 1;
+            p->core_shape[i][0] = 1;
+            p->core_strides[i][0] = (int64_t)cf_dtype_size(l->types[i]);
+            continue;
+        }
+        const cf_array *a = &ops[i].array;
+        if (!valid_dtype(a->dtype) || a->dtype == CF_FLOAT16) {
+            st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
+                              "not support", g->name, i + 1, cf_dtype_name(a->dtype));
+            goto done;
+        }
+        int nl = a->ndim - c;
+        if (nl < 0 || nl > sh->loop_ndim || (is_out && nl != sh->loop_ndim)) {
+            st = cf_error_set(CF_ERR_INVALID, "%s: argument %d has %d dimensions, which do not "
+                              "fit %d loop and %d core dimensions", g->name, i + 1, a->ndim,
+                              sh->loop_ndim, c);
+            goto done;
+        }
+        for (int k = 0; k < c; k++)
+            if (a->shape[nl + k] != sh->dim_size[L->dim[i][k]]) {
+                st = cf_error_set(CF_ERR_INVALID, "%s: argument %d: core dimension %d has size "
+                                  "%lld, bound to %lld", g->name, i + 1, k,
+                                  (long long)a->shape[nl + k],
+                                  (long long)sh->dim_size[L->dim[i][k]]);
+                goto done;
+            }
+        if (is_out)
+            for (int k = 0; k < nl; k++)
+                if (a->shape[k] != sh->loop_shape[k]) {
+                    st = cf_error_set(CF_ERR_INVALID, "%s: output argument %d does not have the "
+                                      "loop's shape", g->name, i + 1);
+                    goto done;
+                }
+        if (l->arg_ndim[i] == 0) {
+            p->kind[i] = 'V';
+        } else {
+            if (a->dtype != l->types[i]) {
+                st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has dtype %s but the loop takes "
+                                  "%s arrays", g->name, i + 1, cf_dtype_name(a->dtype),
+                                  cf_dtype_name(l->types[i]));
+                goto done;
+            }
+            p->kind[i] = 'A';
+            if (c == 0) {
+                p->core_ndim[i] = 1;
+                p->core_shape[i][0] = 1;
+                p->core_strides[i][0] = (int64_t)cf_dtype_size(a->dtype);
+            } else {
+                p->core_ndim[i] = c;
+                for (int k = 0; k < c; k++) {
+                    p->core_shape[i][k] = a->shape[nl + k];
+                    p->core_strides[i][k] = a->strides[nl + k];
+                }
+            }
+        }
+        cf_array *v = &loop_views[np];
+        v->data = a->data;
+        v->dtype = a->dtype;
+        v->ndim = nl;
+        v->device = a->device;
+        for (int k = 0; k < nl; k++) {
+            v->shape[k] = a->shape[k];
+            v->strides[k] = a->strides[k];
+        }
+        plan_of[i] = np++;
+    }
+    st = cf_plan_elementwise(pl, np, loop_views, sh->loop_ndim, sh->loop_shape);
+    if (st)
+        goto done;
+    if (pl->ndim > CF_GUFUNC_MAX_LOOP_NDIM) {
+        st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: the operands' layouts leave %d loop axes that "
+                          "cannot be merged; gufunc kernels handle at most %d (make an operand "
+                          "contiguous first)", g->name, pl->ndim, CF_GUFUNC_MAX_LOOP_NDIM);
+        goto done;
+    }
+    p->loop_ndim = p->n > 1 ? pl->ndim : 0;
+    for (int k = 0; k < p->loop_ndim; k++)
+        p->loop_shape[k] = pl->shape[k];
+    p->index32 = p->n < ((int64_t)1 << 31);
+    for (int i = 0; i < nops; i++) {
+        int j = plan_of[i];
+        if (j < 0)
+            continue;
+        int64_t reach = (int64_t)cf_dtype_size(ops[i].array.dtype);
+        int all_zero = p->loop_ndim > 0;
+        for (int k = 0; k < p->loop_ndim; k++) {
+            p->loop_strides[i][k] = pl->strides[j][k];
+            reach += (p->loop_shape[k] - 1) * abs64(pl->strides[j][k]);
+            all_zero &= pl->strides[j][k] == 0;
+        }
+        for (int k = 0; k < p->core_ndim[i]; k++)
+            if (p->core_shape[i][k] > 0)
+                reach += (p->core_shape[i][k] - 1) * abs64(p->core_strides[i][k]);
+        if (reach >= ((int64_t)1 << 31))
+            p->index32 = 0;
+        if (i >= g->nin && all_zero) {
+            st = cf_error_set(CF_ERR_INVALID, "%s: output argument %d has a zero stride over the "
+                              "loop: its iterations would overlap", g->name, i + 1);
+            goto done;
+        }
+    }
+    plan_staging(g, ops, p);
+    for (int o = 0; o < g->nout; o++)
+        if (p->kind[g->nin + o] == 'G')
+            p->load_output[g->nin + o] = !(fresh_outputs & (1u << o));
+done:
+    cf_free(loop_views);
+    cf_free(pl);
+    return st;
+}
+
+/* ---- kernel generation -------------------------------------------------------------------- */
+
+static void spec_key(const cf_gufunc_plan *p, int loop, int device, sbuf *b)
+{
+    int nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
+    sb_printf(b, "d%d l%d nd%d i%d s%d t%d T%d:", device, loop, nd, p->index32, p->staged, p->tile,
+              p->block_threads);
+    for (int i = 0; i < p->nops; i++) {
+        sb_printf(b, "%c%d", p->kind[i], p->core_ndim[i]);
+        if (p->kind[i] == 'G' || p->kind[i] == 'U') {
+            sb_printf(b, "r%lldp%lldo%lldw%dl%d[", (long long)p->row_bytes[i],
+                      (long long)p->pitch[i], (long long)p->smem_offset[i], p->copy_width[i],
+                      p->load_output[i]);
+            for (int k = 0; k < p->core_ndim[i]; k++)
+                sb_printf(b, "%lld,", (long long)p->core_shape[i][k]);
+            sb_printf(b, "]");
+        }
+        sb_printf(b, ";");
+    }
+}
+
+/* The dtype a scalar operand ('S', 'R') or a by-value element ('V') has in memory. */
+static cf_dtype operand_dtype(const cf_operand *op)
+{
+    return op->is_scalar ? op->scalar_dtype : op->array.dtype;
+}
+
+static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
+                          const cf_dtype *mem_dtype, char **out)
+{
+    const gu_loop *l = &g->loops[loop];
+    int nops = p->nops, nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
+    const char *I = p->index32 ? "unsigned" : "unsigned long long";
+    const char *O = p->index32 ? "int" : "long long";
+    sbuf b = {0};
+    sb_printf(&b, "%s\n#include \"cufunc/gufunc.cuh\"\n\n"
+                  "struct cf_params { cf_gu_header h; cf_gu_operand op[%d]; };\n\n"
+                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                  "cf_gu(const __grid_constant__ cf_params p)\n{\n"
+                  "    typedef %s I;\n    typedef %s O;\n",
+              l->source, nops, p->block_threads, I, O);
+    /* scalar parameters, converted once */
+    for (int i = 0; i < nops; i++) {
+        if (p->kind[i] != 'S' && p->kind[i] != 'R')
+            continue;
+        const char *lt = cf_dtype_ctype(l->types[i]), *st = cf_dtype_ctype(mem_dtype[i]);
+        sb_printf(&b, "    %s%s v%d = cf_cast<%s>(*(const %s *)p.op[%d].scalar);\n",
+                  p->kind[i] == 'S' ? "const " : "", lt, i, lt, st, i);
+    }
+    sb_printf(&b, "    const I n = (I)p.h.n;\n");
+    if (p->staged) {
+        sb_printf(&b, "    __shared__ __align__(16) unsigned char cf_smem[%lld];\n"
+                      "    const unsigned tid = threadIdx.x;\n",
+                  (long long)p->smem_bytes);
+        int64_t base_off[GU_MAX_ARGS];
+        cf_gufunc_plan q = *p;
+        layout_smem(&q, p->tile, base_off);
+        for (int i = 0; i < nops; i++)
+            if (p->kind[i] == 'G')
+                sb_printf(&b, "    O *const cf_base%d = (O *)(cf_smem + %lld);\n", i,
+                          (long long)base_off[i]);
+        /* cores shared by every iteration: staged once */
+        int any_u = 0;
+        for (int i = 0; i < nops; i++) {
+            if (p->kind[i] != 'U')
+                continue;
+            if (!any_u)
+                sb_printf(&b, "    const O cf_zero[1] = {0};\n");
+            any_u = 1;
+            sb_printf(&b, "    cf_gu_copy<%lld, %lld, %d, 16, true, O>(cf_smem + %lld, "
+                          "p.op[%d].ptr, cf_zero, 1u, tid, %du);\n",
+                      (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
+                      (long long)p->smem_offset[i], i, p->block_threads);
+        }
+        if (any_u)
+            sb_printf(&b, "    __syncthreads();\n");
+        sb_printf(&b, "    for (I tile = (I)blockIdx.x * %du; tile < n; tile += (I)gridDim.x * %du) {\n"
+                      "        const unsigned cnt = (unsigned)(n - tile < (I)%d ? n - tile : (I)%d);\n"
+                      "        const bool active = tid < cnt;\n"
+                      "        O off[%d];\n"
+                      "        cf_gu_offsets<%d, %d, I, O>(active ? tile + tid : tile, p.h, p.op, off);\n",
+                  p->tile, p->tile, p->tile, p->tile, nops, nd, nops);
+        sb_printf(&b, "        if (tid < %du) {\n", p->tile);
+        for (int i = 0; i < nops; i++)
+            if (p->kind[i] == 'G')
+                sb_printf(&b, "            cf_base%d[tid] = off[%d];\n", i, i);
+        sb_printf(&b, "        }\n        __syncthreads();\n");
+        for (int i = 0; i < nops; i++) {
+            if (p->kind[i] != 'G' || (i >= g->nin && !p->load_output[i]))
+                continue;
+            int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
+            sb_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, true, O>(cf_smem + %lld, "
+                          "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
+                      (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
+                      (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
+        }
+        sb_printf(&b, "        __syncthreads();\n        if (active) {\n");
+    } else {
+        sb_printf(&b, "    const I step = (I)gridDim.x * blockDim.x;\n"
+                      "    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
+                      "        O off[%d];\n"
+                      "        cf_gu_offsets<%d, %d, I, O>(i, p.h, p.op, off);\n"
+                      "        {\n",
+                  nops, nd, nops);
+    }
+    /* the body's arguments */
+    const char *ind = "            ";
+    for (int i = 0; i < nops; i++) {
+        const char *lt = cf_dtype_ctype(l->types[i]);
+        char k = p->kind[i];
+        int c = p->core_ndim[i];
+        if (k == 'S')
+            continue;
+        if (k == 'V') {
+            const char *st = cf_dtype_ctype(mem_dtype[i]);
+            if (mem_dtype[i] == l->types[i])
+                sb_printf(&b, "%sconst %s a%d = *(const %s *)(p.op[%d].ptr + off[%d]);\n", ind, lt,
+                          i, st, i, i);
+            else
+                sb_printf(&b, "%sconst %s a%d = cf_cast<%s>(*(const %s *)(p.op[%d].ptr + off[%d]));\n",
+                          ind, lt, i, lt, st, i, i);
+            continue;
+        }
+        sb_printf(&b, "%scf_array_ref<%s, %d> a%d;\n", ind, lt, c, i);
+        if (k == 'R') {
+            sb_printf(&b, "%sa%d.data = (char *)&v%d;\n%sa%d.shape[0] = 1;\n%sa%d.strides[0] = "
+                          "sizeof(%s);\n", ind, i, i, ind, i, ind, i, lt);
+        } else if (k == 'A') {
+            sb_printf(&b, "%sa%d.data = (char *)(p.op[%d].ptr + off[%d]);\n", ind, i, i, i);
+            for (int d = 0; d < c; d++)
+                sb_printf(&b, "%sa%d.shape[%d] = p.op[%d].core_shape[%d];\n"
+                              "%sa%d.strides[%d] = p.op[%d].core_strides[%d];\n",
+                          ind, i, d, i, d, ind, i, d, i, d);
+        } else { /* 'G', 'U': constant shapes and compact strides */
+            if (k == 'G')
+                sb_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld + tid * %lldu);\n", ind, i,
+                          (long long)p->smem_offset[i], (long long)p->pitch[i]);
+            else
+                sb_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld);\n", ind, i,
+                          (long long)p->smem_offset[i]);
+            int64_t acc = (int64_t)cf_dtype_size(l->types[i]);
+            for (int d = c - 1; d >= 0; d--) {
+                sb_printf(&b, "%sa%d.shape[%d] = %lldLL;\n%sa%d.strides[%d] = %lldLL;\n", ind, i,
+                          d, (long long)p->core_shape[i][d], ind, i, d, (long long)acc);
+                acc *= p->core_shape[i][d];
+            }
+        }
+    }
+    sb_printf(&b, "%s%s(", ind, l->fn_name);
+    for (int i = 0; i < nops; i++)
+        sb_printf(&b, "%s%c%d", i ? ", " : "", p->kind[i] == 'S' ? 'v' : 'a', i);
+    sb_printf(&b, ");\n        }\n");
+    if (p->staged) {
+        int any_out = 0;
+        for (int i = g->nin; i < nops; i++)
+            any_out |= p->kind[i] == 'G';
+        if (any_out) {
+            sb_printf(&b, "        __syncthreads();\n");
+            for (int i = g->nin; i < nops; i++) {
+                if (p->kind[i] != 'G')
+                    continue;
+                int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
+                sb_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, false, O>(cf_smem + %lld, "
+                              "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
+                          (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
+                          (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
+            }
+        }
+        sb_printf(&b, "        __syncthreads();\n");
+    }
+    sb_printf(&b, "    }\n}\n");
+    if (b.failed) {
+        cf_free(b.s);
+        return CF_ERR_NOMEM;
+    }
+    *out = b.s;
+    return CF_OK;
+}
+
+cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operand *ops,
+                                  const cf_gufunc_shapes *sh, unsigned fresh_outputs,
+                                  char **source)
+{
+    if (!source)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_kernel_source: source is NULL");
+    cf_gufunc_plan *p = cf_malloc(sizeof *p);
+    if (!p)
+        return CF_ERR_NOMEM;
+    cf_status st = cf_gufunc_plan_launch(g, loop, ops, sh, fresh_outputs, p);
+    if (!st) {
+        cf_dtype mem[GU_MAX_ARGS];
+        for (int i = 0; i < p->nops; i++)
+            mem[i] = operand_dtype(&ops[i]);
+        st = generate(g, loop, p, mem, source);
+    }
+    cf_free(p);
+    return st;
+}
+
+/* ---- the kernel table --------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static gu_kernel *table_find(cf_gufunc *g, const char *key)
+{
+    if (!g->table_cap)
+        return NULL;
+    size_t mask = g->table_cap - 1;
+    for (size_t i = fnv1a(key) & mask;; i = (i + 1) & mask) {
+        if (!g->table[i].key)
+            return NULL;
+        if (strcmp(g->table[i].key, key) == 0)
+            return &g->table[i];
+    }
+}
+
+static cf_status table_insert(cf_gufunc *g, const char *key, cf_function *fn, int64_t resident)
+{
+    if ((g->table_count + 1) * 2 > g->table_cap) {
+        size_t cap = g->table_cap ? 2 * g->table_cap : 16;
+        gu_kernel *t = cf_calloc(cap, sizeof *t);
+        if (!t)
+            return CF_ERR_NOMEM;
+        for (size_t i = 0; i < g->table_cap; i++)
+            if (g->table[i].key) {
+                size_t j = fnv1a(g->table[i].key) & (cap - 1);
+                while (t[j].key)
+                    j = (j + 1) & (cap - 1);
+                t[j] = g->table[i];
+            }
+        cf_free(g->table);
+        g->table = t;
+        g->table_cap = cap;
+    }
+    char *k = cf_strdup(key);
+    if (!k)
+        return CF_ERR_NOMEM;
+    size_t j = fnv1a(key) & (g->table_cap - 1);
+    while (g->table[j].key)
+        j = (j + 1) & (g->table_cap - 1);
+    g->table[j].key = k;
+    g->table[j].fn = fn;
+    g->table[j].max_resident = resident;
+    g->table_count++;
+    return CF_OK;
+}
+
+static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
+                            const cf_dtype *mem_dtype, int device, gu_kernel *out)
+{
+    sbuf key = {0};
+    spec_key(p, loop, device, &key);
+    for (int i = 0; i < p->nops; i++)
+        if (p->kind[i] == 'S' || p->kind[i] == 'R' || p->kind[i] == 'V')
+            sb_printf(&key, "%d.", (int)mem_dtype[i]);
+    if (key.failed) {
+        cf_free(key.s);
+        return CF_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&g->lock);
+    gu_kernel *k = table_find(g, key.s);
+    if (k) {
+        *out = *k;
+        pthread_mutex_unlock(&g->lock);
+        cf_free(key.s);
+        return CF_OK;
+    }
+    char *src = NULL;
+    cf_module *m = NULL;
+    cf_function *fn = NULL;
+    cf_device_props props;
+    int per_sm = 0;
+    const gu_loop *l = &g->loops[loop];
+    cf_status st = generate(g, loop, p, mem_dtype, &src);
+    if (!st)
+        st = cf_module_load(device, src, (const char *const *)l->options, l->noptions, &m);
+    if (!st)
+        st = cf_module_function(m, "cf_gu", &fn);
+    if (!st)
+        st = cf_function_max_active_blocks(fn, p->block_threads, 0, &per_sm);
+    if (!st)
+        st = cf_device_props_get(device, &props);
+    if (!st) {
+        int64_t resident = (int64_t)props.multiprocessor_count * (per_sm > 0 ? per_sm : 1);
+        st = table_insert(g, key.s, fn, resident);
+        if (!st)
+            *out = *table_find(g, key.s);
+    }
+    pthread_mutex_unlock(&g->lock);
+    cf_free(src);
+    cf_free(key.s);
+    return st;
+}
+
+/* ---- launch ------------------------------------------------------------------------------- */
+
+static void fastdiv_init(cf_ew_fastdiv *d, uint64_t divisor, int index32)
+{
+    unsigned shift = 0;
+    while (shift < 63 && ((uint64_t)1 << shift) < divisor)
+        shift++;
+    d->divisor = divisor;
+    d->shift = shift;
+    if (index32)
+        d->magic = (uint64_t)(((((uint64_t)1 << 32) * (((uint64_t)1 << shift) - divisor)) /
+                               divisor) + 1);
+    else
+        d->magic = (uint64_t)((((unsigned __int128)1 << 64) *
+                               (((unsigned __int128)1 << shift) - divisor)) / divisor + 1);
+}
+
+/* The identity loop of the cast ufunc that produces dtype t (made on first need). */
+static cf_status cast_loop(cf_gufunc *g, cf_dtype t, int *loop)
+{
+    cf_status st = CF_OK;
+    pthread_mutex_lock(&g->lock);
+    if (!g->cast)
+        st = cf_ufunc_create("gufunc_cast", 1, 1, &g->cast);
+    if (!st && g->cast_loop[t] < 0) {
+        char src[256], name[64];
+        snprintf(name, sizeof name, "cf_gu_identity_%s", cf_dtype_name(t));
+        snprintf(src, sizeof src, "#include \"cufunc/runtime.cuh\"\n"
+                 "__device__ inline %s %s(%s x) { return x; }\n", cf_dtype_ctype(t), name,
+                 cf_dtype_ctype(t));
+        cf_dtype types[2] = {t, t};
+        int idx;
+        st = cf_ufunc_add_loop(g->cast, types, src, name, NULL, 0, &idx);
+        if (!st)
+            g->cast_loop[t] = idx;
+    }
+    if (!st)
+        *loop = g->cast_loop[t];
+    pthread_mutex_unlock(&g->lock);
+    return st;
+}
+
+/* dst[...] = src[...] converted, both of shape src->shape. */
+static cf_status cast_copy(cf_gufunc *g, cf_stream *s, const cf_array *src, const cf_array *dst)
+{
+    int loop;
+    cf_status st = cast_loop(g, dst->dtype, &loop);
+    if (st)
+        return st;
+    cf_operand ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].array = *src;
+    ops[1].array = *dst;
+    return cf_ufunc_launch(g->cast, loop, s, ops, NULL, src->ndim, src->shape);
+}
+
+cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operand *ops,
+                           const cf_gufunc_shapes *sh, unsigned fresh_outputs)
+{
+    if (!g || !s || !ops || !sh || loop < 0 || loop >= g->nloops)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_launch: bad gufunc, loop, stream or "
+                            "operands");
+    int nops = g->nin + g->nout, device = cf_stream_device(s);
+    const gu_loop *l = &g->loops[loop];
+    cf_operand *use = cf_malloc((size_t)nops * sizeof *use);
+    cf_gufunc_plan *p = cf_malloc(sizeof *p);
+    uint64_t temp[GU_MAX_ARGS] = {0};
+    cf_status st = CF_OK;
+    if (!use || !p) {
+        st = CF_ERR_NOMEM;
+        goto done;
+    }
+    memcpy(use, ops, (size_t)nops * sizeof *use);
+    for (int i = 0; i < nops; i++)
+        if (!ops[i].is_scalar && ops[i].array.device != device) {
+            st = cf_error_set(CF_ERR_INVALID, "%s: argument %d is on device %d, the launch on "
+                              "device %d", g->name, i + 1, ops[i].array.device, device);
+            goto done;
+        }
+    /* Arrays the body sees as views must have the loop's dtype: convert through temporaries. */
+    for (int i = 0; i < nops; i++) {
+        if (ops[i].is_scalar || l->arg_ndim[i] == 0 || ops[i].array.dtype == l->types[i])
+            continue;
+        const cf_array *a = &ops[i].array;
+        if (!valid_dtype(a->dtype) || a->dtype == CF_FLOAT16) {
+            st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs "
+                              "do not support", g->name, i + 1, cf_dtype_name(a->dtype));
+            goto done;
+        }
+        cf_array t;
+        st = cf_array_init_contiguous(&t, 0, l->types[i], a->ndim, a->shape, 'C', device);
+        if (!st)
+            st = cf_mem_alloc(s, (size_t)cf_array_nbytes(&t), &temp[i]);
+        if (st)
+            goto done;
+        t.data = temp[i];
+        if (i < g->nin || !(fresh_outputs & (1u << (i - g->nin))))
+            st = cast_copy(g, s, a, &t);
+        if (st)
+            goto done;
+        use[i].array = t;
+    }
+    st = cf_gufunc_plan_launch(g, loop, use, sh, fresh_outputs, p);
+    if (st || p->n == 0)
+        goto done;
+    cf_dtype mem[GU_MAX_ARGS];
+    for (int i = 0; i < nops; i++)
+        mem[i] = operand_dtype(&use[i]);
+    gu_kernel k;
+    st = get_kernel(g, loop, p, mem, device, &k);
+    if (st)
+        goto done;
+
+    union {
+        unsigned char bytes[CF_GU_HEADER_BYTES + GU_MAX_ARGS * CF_GU_OPERAND_BYTES];
+        uint64_t align;
+    } params;
+    size_t nbytes = CF_GU_HEADER_BYTES + (size_t)nops * CF_GU_OPERAND_BYTES;
+    if (nbytes > 4096) {
+        st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: %d arguments need %zu bytes of kernel "
+                          "parameters, over the 4096 a launch takes", g->name, nops, nbytes);
+        goto done;
+    }
+    memset(params.bytes, 0, nbytes);
+    cf_gu_header *h = (cf_gu_header *)params.bytes;
+    cf_gu_operand *op = (cf_gu_operand *)(params.bytes + CF_GU_HEADER_BYTES);
+    h->n = p->n;
+    h->ndim = p->loop_ndim > 0 ? p->loop_ndim : 1;
+    if (p->loop_ndim == 0) {
+        h->shape[0] = p->n;
+        fastdiv_init(&h->div[0], (uint64_t)(p->n > 0 ? p->n : 1), p->index32);
+    }
+    for (int d = 0; d < p->loop_ndim; d++) {
+        h->shape[d] = p->loop_shape[d];
+        fastdiv_init(&h->div[d], (uint64_t)p->loop_shape[d], p->index32);
+    }
+    for (int i = 0; i < nops; i++) {
+        if (use[i].is_scalar) {
+            memcpy(op[i].scalar, use[i].scalar, sizeof op[i].scalar);
+            continue;
+        }
+        op[i].ptr = use[i].array.data;
+        for (int d = 0; d < p->loop_ndim; d++)
+            op[i].loop_strides[d] = p->loop_strides[i][d];
+        for (int d = 0; d < p->core_ndim[i]; d++) {
+            op[i].core_shape[d] = p->core_shape[i][d];
+            op[i].core_strides[d] = p->core_strides[i][d];
+        }
+    }
+    int64_t items = p->staged ? (p->n + p->tile - 1) / p->tile : p->n;
+    unsigned grid[3] = {cf_plan_grid(items, p->staged ? 1 : p->block_threads, k.max_resident), 1, 1};
+    unsigned block[3] = {(unsigned)p->block_threads, 1, 1};
+    void *args[1] = {params.bytes};
+    st = cf_launch(k.fn, grid, block, 0, s, args);
+    for (int o = 0; !st && o < g->nout; o++)
+        if (temp[g->nin + o])
+            st = cast_copy(g, s, &use[g->nin + o].array, &ops[g->nin + o].array);
+done:
+    for (int i = 0; i < nops; i++)
+        if (temp[i]) {
+            cf_status fs = cf_mem_free(s, temp[i]);
+            if (!st)
+                st = fs;
+        }
+    cf_free(use);
+    cf_free(p);
+    return st;
+}

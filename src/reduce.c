@@ -1,0 +1,1147 @@
+/* reduce.c: the reduction and scan engine (include/cufunc/reduce.h): loops, planning of reduced
+ * and kept axes, launch geometry, kernel generation, the per-stream scratch, launches.
+ *
+ * Kernels are generated as CUDA C text per specialisation key (kernel shape, element, accumulator
+ * and output dtypes, vector width, coalesced axes, mask, index width): the user's device function,
+ * an operator struct around it, and an entry that instantiates one template of
+ * templates/cufunc/reduce.cuh. The parameter block is one by-value struct laid out by that header.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cufunc/compile.h"
+#include "cufunc/plan.h"
+#include "cufunc/reduce.cuh"
+#include "cufunc/reduce.h"
+#include "error.h"
+
+#define RED_MAX_LOOPS CF_NDTYPES
+
+typedef struct red_loop {
+    cf_dtype acc;
+    char *source;
+    char *fn_name;
+    char **options;
+    int noptions;
+} red_loop;
+
+typedef struct red_kernel {
+    char *key; /* NULL: empty slot */
+    cf_function *fn;
+    int blocks_per_sm;
+} red_kernel;
+
+struct cf_reducer {
+    char *name;
+    red_loop loops[RED_MAX_LOOPS];
+    int nloops;
+    pthread_mutex_t lock;
+    red_kernel *table;
+    size_t table_cap, table_count;
+};
+
+/* ---- a growable string -------------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    int failed;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->s && (size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *s = cf_realloc(b->s, cap);
+        if (!s) {
+            b->failed = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* ---- reducer objects ---------------------------------------------------------------------- */
+
+static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
+
+cf_status cf_reducer_create(const char *name, cf_reducer **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_reducer_create: out is NULL");
+    *out = NULL;
+    cf_reducer *r = cf_calloc(1, sizeof *r);
+    if (!r)
+        return CF_ERR_NOMEM;
+    r->name = cf_strdup(name ? name : "reduce");
+    if (!r->name)
+        goto fail;
+    pthread_mutex_init(&r->lock, NULL);
+    *out = r;
+    return CF_OK;
+fail:
+    cf_free(r);
+    return CF_ERR_NOMEM;
+}
+
+static void loop_clear(red_loop *l)
+{
+    cf_free(l->source);
+    cf_free(l->fn_name);
+    for (int i = 0; i < l->noptions; i++)
+        cf_free(l->options[i]);
+    cf_free(l->options);
+    memset(l, 0, sizeof *l);
+}
+
+void cf_reducer_free(cf_reducer *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->nloops; i++)
+        loop_clear(&r->loops[i]);
+    for (size_t i = 0; i < r->table_cap; i++)
+        cf_free(r->table[i].key);
+    cf_free(r->table);
+    pthread_mutex_destroy(&r->lock);
+    cf_free(r->name);
+    cf_free(r);
+}
+
+const char *cf_reducer_name(const cf_reducer *r) { return r ? r->name : ""; }
+int cf_reducer_nloops(const cf_reducer *r) { return r ? r->nloops : 0; }
+
+int cf_reducer_kernel_count(const cf_reducer *r)
+{
+    if (!r)
+        return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&r->lock);
+    int n = (int)r->table_count;
+    pthread_mutex_unlock((pthread_mutex_t *)&r->lock);
+    return n;
+}
+
+int cf_reducer_find_loop(const cf_reducer *r, cf_dtype acc)
+{
+    if (!r)
+        return -1;
+    for (int i = 0; i < r->nloops; i++)
+        if (r->loops[i].acc == acc)
+            return i;
+    return -1;
+}
+
+cf_dtype cf_reducer_loop_type(const cf_reducer *r, int loop)
+{
+    return r && loop >= 0 && loop < r->nloops ? r->loops[loop].acc : CF_NDTYPES;
+}
+
+cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source, const char *fn_name,
+                              const char *const *options, int noptions, int *index)
+{
+    if (!r || !source || !fn_name || noptions < 0 || (noptions && !options))
+        return cf_error_set(CF_ERR_INVALID, "cf_reducer_add_loop: NULL argument");
+    if (!valid_dtype(acc))
+        return cf_error_set(CF_ERR_TYPE, "cf_reducer_add_loop: invalid accumulator dtype");
+    if (acc == CF_FLOAT16)
+        return cf_error_set(CF_ERR_UNSUPPORTED, "float16 reductions are not supported yet");
+    pthread_mutex_lock(&r->lock);
+    int dup = cf_reducer_find_loop(r, acc) >= 0;
+    pthread_mutex_unlock(&r->lock);
+    if (dup)
+        return cf_error_set(CF_ERR_INVALID, "reducer '%s' already has a loop for %s", r->name,
+                            cf_dtype_name(acc));
+    red_loop l;
+    memset(&l, 0, sizeof l);
+    l.acc = acc;
+    l.source = cf_strdup(source);
+    l.fn_name = cf_strdup(fn_name);
+    if (!l.source || !l.fn_name)
+        goto fail;
+    if (noptions) {
+        l.options = cf_calloc((size_t)noptions, sizeof(char *));
+        if (!l.options)
+            goto fail;
+        for (int i = 0; i < noptions; i++) {
+            if (!options[i] || !(l.options[i] = cf_strdup(options[i])))
+                goto fail;
+            l.noptions = i + 1;
+        }
+    }
+    pthread_mutex_lock(&r->lock);
+    if (cf_reducer_find_loop(r, acc) >= 0 || r->nloops == RED_MAX_LOOPS) {
+        pthread_mutex_unlock(&r->lock);
+        loop_clear(&l);
+        return cf_error_set(CF_ERR_INVALID, "reducer '%s' already has a loop for %s", r->name,
+                            cf_dtype_name(acc));
+    }
+    r->loops[r->nloops] = l;
+    int idx = r->nloops++;
+    pthread_mutex_unlock(&r->lock);
+    if (index)
+        *index = idx;
+    return CF_OK;
+fail:
+    loop_clear(&l);
+    return cf_error_set(CF_ERR_NOMEM, "cf_reducer_add_loop: out of memory");
+}
+
+/* ---- planning ------------------------------------------------------------------------------ */
+
+static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
+
+/* NumPy's spelling of a shape for messages: (2,3), (4,), (). */
+static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t len = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < ndim && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)shape[i]);
+    if (len < cap)
+        snprintf(buf + len, cap - len, ndim == 1 ? ",)" : ")");
+}
+
+static int check_view(const cf_array *a, const char *what)
+{
+    if (a->ndim < 0 || a->ndim > CF_MAX_DIMS)
+        return cf_error_set(CF_ERR_INVALID, "%s has %d dimensions (at most %d)", what, a->ndim,
+                            CF_MAX_DIMS);
+    if (!valid_dtype(a->dtype))
+        return cf_error_set(CF_ERR_TYPE, "%s has an invalid dtype", what);
+    if (a->dtype == CF_FLOAT16)
+        return cf_error_set(CF_ERR_UNSUPPORTED, "%s is float16, which reductions do not support "
+                            "yet", what);
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] < 0)
+            return cf_error_set(CF_ERR_INVALID, "%s has a negative extent", what);
+    return CF_OK;
+}
+
+/* `where` stretched onto in's shape: right-aligned, stride 0 on broadcast axes. */
+static cf_status broadcast_where(const cf_array *in, const cf_array *where, cf_array *full)
+{
+    if (where->dtype != CF_BOOL)
+        return cf_error_set(CF_ERR_TYPE, "where= must be a bool array, not %s",
+                            cf_dtype_name(where->dtype));
+    const int64_t *shapes[2] = {in->shape, where->shape};
+    int ndims[2] = {in->ndim, where->ndim}, nd;
+    int64_t bshape[CF_MAX_DIMS];
+    cf_status st = cf_broadcast_shapes(2, ndims, shapes, &nd, bshape);
+    if (st)
+        return st;
+    int same = nd == in->ndim;
+    for (int k = 0; same && k < nd; k++)
+        same = bshape[k] == in->shape[k];
+    if (!same) {
+        char a[256], b[256];
+        format_shape(a, sizeof a, where->ndim, where->shape);
+        format_shape(b, sizeof b, in->ndim, in->shape);
+        return cf_error_set(CF_ERR_INVALID, "where= of shape %s does not broadcast to the array's "
+                            "shape %s", a, b);
+    }
+    *full = *in;
+    full->dtype = CF_BOOL;
+    full->data = where->data;
+    full->device = where->device;
+    int off = in->ndim - where->ndim;
+    for (int k = 0; k < in->ndim; k++) {
+        int64_t e = k >= off ? where->shape[k - off] : 1;
+        full->strides[k] = (k >= off && e == in->shape[k]) ? where->strides[k - off] : 0;
+    }
+    return CF_OK;
+}
+
+/* A view of `a` restricted to the listed axes. */
+static void sub_view(const cf_array *a, const int *axes, int n, cf_array *out)
+{
+    out->data = a->data;
+    out->dtype = a->dtype;
+    out->device = a->device;
+    out->ndim = n;
+    for (int j = 0; j < n; j++) {
+        out->shape[j] = a->shape[axes[j]];
+        out->strides[j] = a->strides[axes[j]];
+    }
+}
+
+/* Whether every index and offset of the launch fits in 31 bits. */
+static int fits32(const cf_reduce_plan *p, int nops)
+{
+    if (p->n_out > 0 && p->n_red > 0 && p->n_out > (((int64_t)1 << 31) - 1) / p->n_red)
+        return 0;
+    const int64_t *kept[3] = {p->in_kept, p->out_kept, p->where_kept};
+    const int64_t *red[3] = {p->in_red, p->out_red, p->where_red};
+    for (int i = 0; i < nops; i++) {
+        int64_t reach = 16;
+        for (int k = 0; k < p->kept_ndim; k++)
+            reach += (p->kept_shape[k] - 1) * abs64(kept[i][k]);
+        for (int k = 0; k < p->red_ndim; k++)
+            reach += (p->red_shape[k] > 0 ? p->red_shape[k] - 1 : 0) * abs64(red[i][k]);
+        if (reach >= ((int64_t)1 << 31))
+            return 0;
+    }
+    return 1;
+}
+
+cf_status cf_reduce_plan_axes(cf_reduce_plan *p, const cf_array *in, const unsigned char *reduced,
+                              const cf_array *out, const cf_array *where)
+{
+    if (!p || !in || !reduced || !out)
+        return cf_error_set(CF_ERR_INVALID, "cf_reduce_plan_axes: NULL argument");
+    cf_status st;
+    if ((st = check_view(in, "the array")) || (st = check_view(out, "out")))
+        return st;
+    if (where && (st = check_view(where, "where")))
+        return st;
+    if (out->ndim != in->ndim)
+        return cf_error_set(CF_ERR_INVALID, "out has %d dimensions, the array %d (out must have "
+                            "the keepdims shape)", out->ndim, in->ndim);
+    for (int k = 0; k < in->ndim; k++)
+        if (out->shape[k] != (reduced[k] ? 1 : in->shape[k])) {
+            char a[256], b[256];
+            int64_t want[CF_MAX_DIMS];
+            for (int j = 0; j < in->ndim; j++)
+                want[j] = reduced[j] ? 1 : in->shape[j];
+            format_shape(a, sizeof a, out->ndim, out->shape);
+            format_shape(b, sizeof b, in->ndim, want);
+            return cf_error_set(CF_ERR_INVALID, "out has shape %s, the reduction gives %s", a, b);
+        }
+    cf_array wfull;
+    memset(&wfull, 0, sizeof wfull);
+    if (where && (st = broadcast_where(in, where, &wfull)))
+        return st;
+
+    memset(p, 0, sizeof *p);
+    p->has_where = where != NULL;
+    int kept_axes[CF_MAX_DIMS], red_axes[CF_MAX_DIMS], nk = 0, nr = 0;
+    for (int k = 0; k < in->ndim; k++) {
+        if (reduced[k])
+            red_axes[nr++] = k;
+        else
+            kept_axes[nk++] = k;
+    }
+    cf_plan *pl = cf_malloc(sizeof *pl);
+    if (!pl)
+        return CF_ERR_NOMEM;
+    cf_array ops[3];
+    /* kept axes: the input first, so that its memory order decides the order of outputs */
+    int nops = 0;
+    sub_view(in, kept_axes, nk, &ops[nops++]);
+    sub_view(out, kept_axes, nk, &ops[nops++]);
+    if (where)
+        sub_view(&wfull, kept_axes, nk, &ops[nops++]);
+    int64_t kshape[CF_MAX_DIMS];
+    for (int j = 0; j < nk; j++)
+        kshape[j] = in->shape[kept_axes[j]];
+    st = cf_plan_elementwise(pl, nops, ops, nk, kshape);
+    if (st)
+        goto done;
+    p->n_out = pl->size;
+    p->kept_ndim = pl->ndim;
+    for (int k = 0; k < pl->ndim; k++) {
+        p->kept_shape[k] = pl->shape[k];
+        p->in_kept[k] = pl->strides[0][k];
+        p->out_kept[k] = pl->strides[1][k];
+        p->where_kept[k] = where ? pl->strides[2][k] : 0;
+    }
+    p->kept_contiguous = pl->ndim >= 1 &&
+                         pl->strides[0][pl->ndim - 1] == (int64_t)cf_dtype_size(in->dtype);
+
+    /* reduced axes */
+    nops = 0;
+    sub_view(in, red_axes, nr, &ops[nops++]);
+    if (where)
+        sub_view(&wfull, red_axes, nr, &ops[nops++]);
+    int64_t rshape[CF_MAX_DIMS];
+    for (int j = 0; j < nr; j++)
+        rshape[j] = in->shape[red_axes[j]];
+    st = cf_plan_elementwise(pl, nops, ops, nr, rshape);
+    if (st)
+        goto done;
+    p->n_red = pl->size;
+    p->red_ndim = pl->ndim;
+    for (int k = 0; k < pl->ndim; k++) {
+        p->red_shape[k] = pl->shape[k];
+        p->in_red[k] = pl->strides[0][k];
+        p->where_red[k] = where ? pl->strides[1][k] : 0;
+    }
+    p->red_contiguous = pl->ndim == 0 || (pl->ndim == 1 && pl->contiguous[0] &&
+                                          (!where || pl->contiguous[1]));
+    if (p->kept_ndim > CF_RED_MAX_NDIM || p->red_ndim > CF_RED_MAX_NDIM) {
+        st = cf_error_set(CF_ERR_UNSUPPORTED, "the array's layout leaves %d kept and %d reduced "
+                          "axes that cannot be merged; reductions handle at most %d of each (make "
+                          "the array contiguous first)", p->kept_ndim, p->red_ndim, CF_RED_MAX_NDIM);
+        goto done;
+    }
+    p->index32 = fits32(p, where ? 3 : 2);
+    if (p->n_out == 1) {
+        p->kind = CF_REDUCE_ALL;
+    } else if (p->red_ndim == 0) {
+        p->kind = CF_REDUCE_COLS; /* one element per output: a thread per output reads coalesced */
+    } else {
+        /* the layout whose innermost axis is the least strided in the input reads coalesced */
+        int64_t s_red = abs64(p->in_red[p->red_ndim - 1]);
+        int64_t s_kept = p->kept_ndim ? abs64(p->in_kept[p->kept_ndim - 1]) : INT64_MAX;
+        p->kind = s_red <= s_kept ? CF_REDUCE_ROWS : CF_REDUCE_COLS;
+    }
+done:
+    cf_free(pl);
+    return st;
+}
+
+cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, const cf_array *out)
+{
+    if (!p || !in || !out)
+        return cf_error_set(CF_ERR_INVALID, "cf_reduce_plan_scan: NULL argument");
+    cf_status st;
+    if ((st = check_view(in, "the array")) || (st = check_view(out, "out")))
+        return st;
+    if (in->ndim < 1)
+        return cf_error_set(CF_ERR_TYPE, "cannot accumulate on a scalar");
+    if (axis < 0 || axis >= in->ndim)
+        return cf_error_set(CF_ERR_INVALID, "axis %d is out of bounds for array of dimension %d",
+                            axis, in->ndim);
+    int same = out->ndim == in->ndim;
+    for (int k = 0; same && k < in->ndim; k++)
+        same = out->shape[k] == in->shape[k];
+    if (!same) {
+        char a[256], b[256];
+        format_shape(a, sizeof a, out->ndim, out->shape);
+        format_shape(b, sizeof b, in->ndim, in->shape);
+        return cf_error_set(CF_ERR_INVALID, "out has shape %s, accumulate gives %s", a, b);
+    }
+    memset(p, 0, sizeof *p);
+    int kept_axes[CF_MAX_DIMS], nk = 0;
+    for (int k = 0; k < in->ndim; k++)
+        if (k != axis)
+            kept_axes[nk++] = k;
+    cf_plan *pl = cf_malloc(sizeof *pl);
+    if (!pl)
+        return CF_ERR_NOMEM;
+    cf_array ops[2];
+    sub_view(in, kept_axes, nk, &ops[0]);
+    sub_view(out, kept_axes, nk, &ops[1]);
+    int64_t kshape[CF_MAX_DIMS];
+    for (int j = 0; j < nk; j++)
+        kshape[j] = in->shape[kept_axes[j]];
+    st = cf_plan_elementwise(pl, 2, ops, nk, kshape);
+    if (!st) {
+        p->n_out = pl->size;
+        p->kept_ndim = pl->ndim;
+        for (int k = 0; k < pl->ndim; k++) {
+            p->kept_shape[k] = pl->shape[k];
+            p->in_kept[k] = pl->strides[0][k];
+            p->out_kept[k] = pl->strides[1][k];
+        }
+        p->kept_contiguous = pl->ndim >= 1 &&
+                             pl->strides[0][pl->ndim - 1] == (int64_t)cf_dtype_size(in->dtype);
+    }
+    cf_free(pl);
+    if (st)
+        return st;
+    if (p->kept_ndim > CF_RED_MAX_NDIM)
+        return cf_error_set(CF_ERR_UNSUPPORTED, "the array's layout leaves %d axes besides the "
+                            "scanned one that cannot be merged; accumulate handles at most %d "
+                            "(make the array contiguous first)", p->kept_ndim, CF_RED_MAX_NDIM);
+    p->n_red = in->shape[axis];
+    p->red_ndim = 1;
+    p->red_shape[0] = in->shape[axis];
+    p->in_red[0] = in->strides[axis];
+    p->out_red[0] = out->strides[axis];
+    p->red_contiguous = p->in_red[0] == (int64_t)cf_dtype_size(in->dtype) || p->n_red <= 1;
+    p->index32 = fits32(p, 2);
+    if (p->n_out <= 1 || (p->red_contiguous && p->n_red >= 1024))
+        p->kind = CF_SCAN_TILES;
+    else if (p->n_out >= 4096)
+        p->kind = CF_SCAN_COLS; /* enough columns to fill the card, a thread each */
+    else
+        p->kind = CF_SCAN_TILES; /* few columns: parallel along the axis instead */
+    return CF_OK;
+}
+
+/* ---- geometry ------------------------------------------------------------------------------ */
+
+#define RED_ALL_BLOCK 512
+#define RED_BLOCK 256
+#define RED_THREADS_PER_SM 2048
+
+static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Elements of `size` bytes per 16-byte vector. */
+static int vec_of(size_t size) { return size >= 16 ? 1 : (int)(16 / size); }
+static int unroll_of(int vec) { return vec >= 8 ? 2 : 4; }
+
+cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtype acc,
+                             uint64_t in_data, int sms, int blocks_per_sm, cf_reduce_geom *g)
+{
+    if (!p || !g || !valid_dtype(in_dtype) || !valid_dtype(acc) || sms < 1)
+        return cf_error_set(CF_ERR_INVALID, "cf_reduce_geometry: bad arguments");
+    memset(g, 0, sizeof *g);
+    g->grid[0] = g->grid[1] = g->grid[2] = 1;
+    const size_t isz = cf_dtype_size(in_dtype), asz = cf_dtype_size(acc);
+    const int V = vec_of(isz);
+    const int64_t target_threads = (int64_t)sms * RED_THREADS_PER_SM;
+    switch (p->kind) {
+    case CF_REDUCE_ALL: {
+        g->block = RED_ALL_BLOCK;
+        g->vec = p->red_contiguous && !p->has_where && in_data % 16 == 0 ? V : 1;
+        g->unroll = unroll_of(g->vec);
+        int64_t per_sm = blocks_per_sm > 0 ? blocks_per_sm : RED_THREADS_PER_SM / RED_ALL_BLOCK;
+        int64_t cap = min64((int64_t)sms * per_sm, CF_RED_MAX_BLOCKS);
+        int64_t blocks = ceil_div(p->n_red, (int64_t)g->block * g->vec * g->unroll);
+        g->grid[0] = (unsigned)max64(1, min64(blocks, cap));
+        g->chunk = p->n_red;
+        return CF_OK;
+    }
+    case CF_REDUCE_ROWS: {
+        g->block = RED_BLOCK;
+        g->vec = p->red_contiguous && !p->has_where ? V : 1;
+        g->unroll = unroll_of(V);
+        g->group = p->n_red <= (int64_t)32 * V * g->unroll * 4 ? 32 : RED_BLOCK;
+        int64_t per_block = g->block / g->group;
+        int64_t blocks = ceil_div(p->n_out, per_block);
+        int64_t per_round = (int64_t)g->block * g->vec * g->unroll;
+        g->chunk = p->n_red;
+        if (g->group == RED_BLOCK && p->n_out <= CF_RED_NTICKETS &&
+            p->n_out * RED_BLOCK * 2 <= target_threads && p->n_red >= 4 * per_round) {
+            /* too few rows for the card: split each row over several blocks */
+            int64_t split = min64(ceil_div(target_threads, p->n_out * RED_BLOCK),
+                                  ceil_div(p->n_red, per_round));
+            split = min64(split, 65535);
+            int64_t chunk = ceil_div(p->n_red, split);
+            chunk = ceil_div(chunk, 16) * 16; /* chunks start at vector boundaries of the row */
+            split = ceil_div(p->n_red, chunk);
+            if (split > 1) {
+                g->chunk = chunk;
+                g->grid[0] = (unsigned)p->n_out;
+                g->grid[1] = (unsigned)split;
+                g->partials = split * p->n_out;
+                return CF_OK;
+            }
+        }
+        int64_t per_sm = blocks_per_sm > 0 ? blocks_per_sm : RED_THREADS_PER_SM / RED_BLOCK;
+        int64_t cap = min64((int64_t)sms * per_sm * 8, 0x7fffffff);
+        g->grid[0] = (unsigned)max64(1, min64(blocks, cap));
+        return CF_OK;
+    }
+    case CF_REDUCE_COLS: {
+        g->block = RED_BLOCK;
+        int vc = 1;
+        if (!p->has_where && p->kept_contiguous && p->kept_ndim >= 1 && V > 1 &&
+            p->kept_shape[p->kept_ndim - 1] % V == 0 && in_data % 16 == 0) {
+            vc = V;
+            for (int k = 0; k + 1 < p->kept_ndim && vc > 1; k++)
+                if (p->in_kept[k] % 16)
+                    vc = 1;
+            for (int k = 0; k < p->red_ndim && vc > 1; k++)
+                if (p->in_red[k] % 16)
+                    vc = 1;
+        }
+        g->vec = vc;
+        g->unroll = vc >= 8 ? 2 : vc >= 4 ? 4 : 8;
+        int64_t groups = p->n_out / vc;
+        int64_t blocks_x = ceil_div(groups, RED_BLOCK);
+        int64_t target_blocks = target_threads / RED_BLOCK;
+        int64_t split = 1, chunk = max64(p->n_red, 1);
+        if (blocks_x < target_blocks && blocks_x <= CF_RED_NTICKETS && p->n_red >= 64) {
+            split = min64(ceil_div(target_blocks, blocks_x), ceil_div(p->n_red, 32));
+            split = min64(split, 65535);
+            chunk = ceil_div(p->n_red, split);
+            split = ceil_div(p->n_red, chunk);
+        }
+        if (blocks_x > 0x7fffffff)
+            return cf_error_set(CF_ERR_UNSUPPORTED, "too many outputs (%lld) for one launch",
+                                (long long)p->n_out);
+        g->grid[0] = (unsigned)max64(1, blocks_x);
+        g->grid[1] = (unsigned)split;
+        g->chunk = chunk;
+        g->partials = split > 1 ? split * p->n_out : 0;
+        return CF_OK;
+    }
+    case CF_SCAN_TILES: {
+        g->block = RED_BLOCK;
+        g->items = asz <= 4 ? 16 : asz == 8 ? 8 : 4;
+        g->unroll = 1;
+        g->vec = 1;
+        int64_t tile = (int64_t)g->block * g->items;
+        g->tiles_per_row = max64(1, ceil_div(p->n_red, tile));
+        int64_t tiles = g->tiles_per_row * p->n_out;
+        if (tiles > 0x7fffffff)
+            return cf_error_set(CF_ERR_UNSUPPORTED, "accumulate over %lld tiles: too many for one "
+                                "launch", (long long)tiles);
+        g->grid[0] = (unsigned)max64(1, tiles);
+        g->chunk = tile;
+        return CF_OK;
+    }
+    case CF_SCAN_COLS: {
+        g->block = RED_BLOCK;
+        g->unroll = 4;
+        g->vec = 1;
+        int64_t per_sm = blocks_per_sm > 0 ? blocks_per_sm : RED_THREADS_PER_SM / RED_BLOCK;
+        int64_t cap = min64((int64_t)sms * per_sm * 4, 0x7fffffff);
+        g->grid[0] = (unsigned)max64(1, min64(ceil_div(p->n_out, RED_BLOCK), cap));
+        return CF_OK;
+    }
+    }
+    return cf_error_set(CF_ERR_INVALID, "cf_reduce_geometry: bad plan kind %d", (int)p->kind);
+}
+
+/* ---- specialisation and generation --------------------------------------------------------- */
+
+typedef struct red_spec {
+    int loop;
+    cf_reduce_kind kind;
+    cf_dtype in, out, acc;
+    int block, group, vec, unroll, items;
+    int knd, rnd;
+    int where, index32;
+} red_spec;
+
+static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, const cf_reduce_geom *g,
+                      cf_dtype in, cf_dtype out, red_spec *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->loop = loop;
+    sp->kind = p->kind;
+    sp->in = in;
+    sp->out = out;
+    sp->acc = r->loops[loop].acc;
+    sp->block = (int)g->block;
+    sp->group = g->group;
+    sp->vec = g->vec;
+    sp->unroll = g->unroll;
+    sp->items = g->items;
+    sp->knd = p->kept_ndim;
+    sp->where = p->has_where;
+    sp->index32 = p->index32;
+    switch (p->kind) {
+    case CF_REDUCE_ALL:
+    case CF_REDUCE_ROWS:
+        sp->rnd = p->red_contiguous ? 0 : p->red_ndim;
+        break;
+    case CF_REDUCE_COLS:
+        sp->rnd = p->red_ndim > 0 ? p->red_ndim : 1;
+        break;
+    default:
+        sp->rnd = 1;
+        sp->where = 0;
+        break;
+    }
+    if (p->kind == CF_REDUCE_ALL)
+        sp->knd = 0;
+}
+
+static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
+{
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d kn%d rn%d w%d i%d", device,
+             sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
+             sp->group, sp->vec, sp->unroll, sp->items, sp->knd, sp->rnd, sp->where, sp->index32);
+}
+
+static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
+{
+    const red_loop *l = &r->loops[sp->loop];
+    const char *acc = cf_dtype_ctype(sp->acc), *tin = cf_dtype_ctype(sp->in),
+               *tout = cf_dtype_ctype(sp->out);
+    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
+    const char *W = sp->where ? "true" : "false";
+    sbuf b = {0};
+    sb_printf(&b, "%s\n#include \"cufunc/reduce.cuh\"\n\n"
+                  "struct cf_red_op {\n"
+                  "    typedef %s T;\n"
+                  "    static __device__ __forceinline__ T apply(T a, T b) { return cf_cast<T>(%s(a, b)); }\n"
+                  "};\n\n"
+                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                  "cf_reduce(const __grid_constant__ cf_red_params p)\n{\n    ",
+              l->source, acc, l->fn_name, sp->block);
+    switch (sp->kind) {
+    case CF_REDUCE_ALL:
+        sb_printf(&b, "cf_red_all<cf_red_op, %s, %s, %d, %d, %d, %d, %s, %s>(p);\n", tin, tout,
+                  sp->block, sp->vec, sp->unroll, sp->rnd, W, I);
+        break;
+    case CF_REDUCE_ROWS:
+        sb_printf(&b, "cf_red_rows<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %d, %s, %s>(p);\n", tin,
+                  tout, sp->block, sp->group, sp->vec, sp->unroll, sp->knd, sp->rnd, W, I);
+        break;
+    case CF_REDUCE_COLS:
+        sb_printf(&b, "cf_red_cols<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s, %s>(p);\n", tin,
+                  tout, sp->block, sp->vec, sp->unroll, sp->knd, sp->rnd, W, I);
+        break;
+    case CF_SCAN_TILES:
+        sb_printf(&b, "cf_scan_tiles<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
+                  sp->block, sp->items, sp->knd, I);
+        break;
+    case CF_SCAN_COLS:
+        sb_printf(&b, "cf_scan_cols<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
+                  sp->block, sp->unroll, sp->knd, I);
+        break;
+    }
+    sb_printf(&b, "}\n");
+    if (b.failed) {
+        cf_free(b.s);
+        return cf_error_set(CF_ERR_NOMEM, "reduce: out of memory generating a kernel");
+    }
+    *out = b.s;
+    return CF_OK;
+}
+
+/* ---- the kernel table ------------------------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static red_kernel *table_find(cf_reducer *r, const char *key)
+{
+    if (!r->table_cap)
+        return NULL;
+    size_t mask = r->table_cap - 1;
+    for (size_t i = fnv1a(key) & mask;; i = (i + 1) & mask) {
+        if (!r->table[i].key)
+            return NULL;
+        if (strcmp(r->table[i].key, key) == 0)
+            return &r->table[i];
+    }
+}
+
+static cf_status table_insert(cf_reducer *r, const char *key, cf_function *fn, int blocks_per_sm)
+{
+    if ((r->table_count + 1) * 2 > r->table_cap) {
+        size_t cap = r->table_cap ? 2 * r->table_cap : 16;
+        red_kernel *t = cf_calloc(cap, sizeof *t);
+        if (!t)
+            return CF_ERR_NOMEM;
+        for (size_t i = 0; i < r->table_cap; i++)
+            if (r->table[i].key) {
+                size_t j = fnv1a(r->table[i].key) & (cap - 1);
+                while (t[j].key)
+                    j = (j + 1) & (cap - 1);
+                t[j] = r->table[i];
+            }
+        cf_free(r->table);
+        r->table = t;
+        r->table_cap = cap;
+    }
+    char *k = cf_strdup(key);
+    if (!k)
+        return CF_ERR_NOMEM;
+    size_t j = fnv1a(key) & (r->table_cap - 1);
+    while (r->table[j].key)
+        j = (j + 1) & (r->table_cap - 1);
+    r->table[j].key = k;
+    r->table[j].fn = fn;
+    r->table[j].blocks_per_sm = blocks_per_sm;
+    r->table_count++;
+    return CF_OK;
+}
+
+static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, red_kernel *out)
+{
+    char key[256];
+    spec_key(sp, device, key, sizeof key);
+    pthread_mutex_lock(&r->lock);
+    red_kernel *k = table_find(r, key);
+    if (k) {
+        *out = *k;
+        pthread_mutex_unlock(&r->lock);
+        return CF_OK;
+    }
+    char *src = NULL;
+    cf_module *m = NULL;
+    cf_function *fn = NULL;
+    int per_sm = 0;
+    const red_loop *l = &r->loops[sp->loop];
+    cf_status st = generate(r, sp, &src);
+    if (!st)
+        st = cf_module_load(device, src, (const char *const *)l->options, l->noptions, &m);
+    if (!st)
+        st = cf_module_function(m, "cf_reduce", &fn);
+    if (!st)
+        st = cf_function_max_active_blocks(fn, sp->block, 0, &per_sm);
+    if (!st) {
+        st = table_insert(r, key, fn, per_sm > 0 ? per_sm : 1);
+        if (!st)
+            *out = *table_find(r, key);
+    }
+    pthread_mutex_unlock(&r->lock);
+    cf_free(src);
+    return st;
+}
+
+/* ---- per-stream scratch -------------------------------------------------------------------- */
+
+/* tickets, then the scan tile counter, then the partials of full reductions and their flags */
+#define SCR_TICKETS 0
+#define SCR_TILE_COUNTER (CF_RED_NTICKETS * 4)
+#define SCR_PARTIALS (SCR_TILE_COUNTER + 256)
+#define SCR_PARTIAL_OK (SCR_PARTIALS + CF_RED_MAX_BLOCKS * 16)
+#define SCR_BYTES (SCR_PARTIAL_OK + CF_RED_MAX_BLOCKS)
+
+typedef struct red_scratch {
+    int device;
+    uintptr_t stream;
+    pthread_t thread;           /* per-thread default streams share a handle across threads */
+    int per_thread;
+    uint64_t base;              /* SCR_BYTES, zeroed at creation, kept zeroed by the kernels */
+    uint64_t scan;              /* scan tile states: status, aggregates, inclusive prefixes */
+    int64_t scan_tiles;
+    unsigned epoch;
+} red_scratch;
+
+static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+static red_scratch *scratch;
+static int nscratch, scratch_cap;
+
+static size_t scan_bytes(int64_t tiles)
+{
+    return (size_t)(((tiles * 4 + 15) / 16) * 16) + (size_t)tiles * 32;
+}
+
+/* The scratch of stream s (created on first use, ordered on s). Scratch is never freed: it is a
+ * few hundred KiB per stream ever used, reused for the life of the process. The returned copy is
+ * valid while the caller orders its work on s. */
+static cf_status get_scratch(cf_stream *s, int64_t scan_tiles, red_scratch *out)
+{
+    int device = cf_stream_device(s);
+    uintptr_t h = cf_stream_handle(s);
+    int per_thread = h == 2;
+    pthread_t self = pthread_self();
+    cf_status st = CF_OK;
+    pthread_mutex_lock(&scratch_lock);
+    red_scratch *e = NULL;
+    for (int i = 0; i < nscratch && !e; i++)
+        if (scratch[i].device == device && scratch[i].stream == h &&
+            (!per_thread || pthread_equal(scratch[i].thread, self)))
+            e = &scratch[i];
+    if (!e) {
+        if (nscratch == scratch_cap) {
+            int cap = scratch_cap ? 2 * scratch_cap : 8;
+            red_scratch *grown = cf_realloc(scratch, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                st = CF_ERR_NOMEM;
+                goto done;
+            }
+            scratch = grown;
+            scratch_cap = cap;
+        }
+        red_scratch fresh;
+        memset(&fresh, 0, sizeof fresh);
+        fresh.device = device;
+        fresh.stream = h;
+        fresh.thread = self;
+        fresh.per_thread = per_thread;
+        if ((st = cf_mem_alloc(s, SCR_BYTES, &fresh.base)) != CF_OK)
+            goto done;
+        if ((st = cf_memset8(s, fresh.base, 0, SCR_BYTES)) != CF_OK) {
+            cf_mem_free(s, fresh.base);
+            goto done;
+        }
+        scratch[nscratch] = fresh;
+        e = &scratch[nscratch++];
+    }
+    if (scan_tiles > 0) {
+        if (scan_tiles > e->scan_tiles) {
+            int64_t tiles = max64(scan_tiles, 2 * e->scan_tiles);
+            uint64_t mem = 0;
+            if ((st = cf_mem_alloc(s, scan_bytes(tiles), &mem)) != CF_OK)
+                goto done;
+            if ((st = cf_memset8(s, mem, 0, scan_bytes(tiles))) != CF_OK) {
+                cf_mem_free(s, mem);
+                goto done;
+            }
+            if (e->scan)
+                cf_mem_free(s, e->scan); /* ordered after the launches that used it */
+            e->scan = mem;
+            e->scan_tiles = tiles;
+            e->epoch = 0;
+        }
+        if (++e->epoch >= (1u << 30)) {
+            /* statuses hold 30 bits of epoch: start over from zeroed statuses */
+            if ((st = cf_memset8(s, e->scan, 0, (size_t)e->scan_tiles * 4)) != CF_OK)
+                goto done;
+            e->epoch = 1;
+        }
+    }
+    *out = *e;
+done:
+    pthread_mutex_unlock(&scratch_lock);
+    return st;
+}
+
+/* ---- launch -------------------------------------------------------------------------------- */
+
+static void fastdiv_init(cf_ew_fastdiv *d, uint64_t divisor, int index32)
+{
+    unsigned shift = 0;
+    if (divisor == 0)
+        divisor = 1;
+    while (shift < 63 && ((uint64_t)1 << shift) < divisor)
+        shift++;
+    d->divisor = divisor;
+    d->shift = shift;
+    if (index32)
+        d->magic = (uint64_t)(((((uint64_t)1 << 32) * (((uint64_t)1 << shift) - divisor)) /
+                               divisor) + 1);
+    else
+        d->magic = (uint64_t)((((unsigned __int128)1 << 64) *
+                               (((unsigned __int128)1 << shift) - divisor)) / divisor + 1);
+}
+
+/* Elements must sit at addresses aligned to their size (complex: to a component's size). */
+static cf_status check_aligned(const cf_array *a, const char *what)
+{
+    if (!a)
+        return CF_OK;
+    uint64_t al = cf_dtype_size(a->dtype);
+    if (cf_dtype_kind(a->dtype) == 'c')
+        al /= 2;
+    int bad = a->data % al != 0;
+    for (int k = 0; k < a->ndim && !bad; k++)
+        bad = a->shape[k] > 1 && (uint64_t)abs64(a->strides[k]) % al != 0;
+    if (bad)
+        return cf_error_set(CF_ERR_UNSUPPORTED, "%s is not aligned to its element size; make an "
+                            "aligned copy first", what);
+    return CF_OK;
+}
+
+static void fill_params(cf_red_params *pr, const cf_reduce_plan *p, const cf_reduce_geom *g,
+                        uint64_t in, uint64_t out, uint64_t where, const void *init, size_t accsz)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->in = in;
+    pr->out = out;
+    pr->where = where;
+    pr->n_out = p->n_out;
+    pr->n_red = p->n_red;
+    pr->chunk = g->chunk;
+    pr->tiles_per_row = g->tiles_per_row;
+    pr->has_init = init != NULL;
+    if (init)
+        memcpy(pr->init, init, accsz);
+    pr->kept_ndim = p->kept_ndim;
+    pr->red_ndim = p->red_ndim;
+    for (int k = 0; k < p->kept_ndim; k++) {
+        pr->kept_shape[k] = p->kept_shape[k];
+        fastdiv_init(&pr->kept_div[k], (uint64_t)p->kept_shape[k], p->index32);
+        pr->in_kept[k] = p->in_kept[k];
+        pr->out_kept[k] = p->out_kept[k];
+        pr->where_kept[k] = p->where_kept[k];
+    }
+    for (int k = 0; k < p->red_ndim; k++) {
+        pr->red_shape[k] = p->red_shape[k];
+        fastdiv_init(&pr->red_div[k], (uint64_t)p->red_shape[k], p->index32);
+        pr->in_red[k] = p->in_red[k];
+        pr->out_red[k] = p->out_red[k];
+        pr->where_red[k] = p->where_red[k];
+    }
+    if (p->red_ndim == 0) {
+        /* one element per output (or none): a single reduced axis of that extent, stride 0 */
+        pr->red_shape[0] = p->n_red;
+        fastdiv_init(&pr->red_div[0], (uint64_t)(p->n_red > 0 ? p->n_red : 1), p->index32);
+    }
+}
+
+/* $CUFUNC_REDUCE_BLOCKS_PER_SM: blocks per multiprocessor of full reductions (a tuning knob for
+ * benchmarks; 0 or unset: as many as fit). */
+static int env_blocks_per_sm(void)
+{
+    static int value = -1;
+    if (value < 0) {
+        const char *e = getenv("CUFUNC_REDUCE_BLOCKS_PER_SM");
+        int v = e ? atoi(e) : 0;
+        value = v > 0 && v <= 64 ? v : 0;
+    }
+    return value;
+}
+
+static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan *p,
+                     cf_dtype in_dtype, cf_dtype out_dtype, uint64_t in, uint64_t out,
+                     uint64_t where, const void *init)
+{
+    int device = cf_stream_device(s);
+    cf_device_props props;
+    cf_reduce_geom g;
+    red_spec sp;
+    red_kernel k;
+    cf_status st = cf_device_props_get(device, &props);
+    if (st)
+        return st;
+    /* the kernel's shape does not depend on occupancy; the grid does */
+    if ((st = cf_reduce_geometry(p, in_dtype, r->loops[loop].acc, in, props.multiprocessor_count,
+                                 0, &g)))
+        return st;
+    make_spec(r, loop, p, &g, in_dtype, out_dtype, &sp);
+    if ((st = get_kernel(r, &sp, device, &k)))
+        return st;
+    int bps = k.blocks_per_sm;
+    if (p->kind == CF_REDUCE_ALL && env_blocks_per_sm())
+        bps = env_blocks_per_sm();
+    if ((st = cf_reduce_geometry(p, in_dtype, r->loops[loop].acc, in, props.multiprocessor_count,
+                                 bps, &g)))
+        return st;
+    red_scratch scr;
+    int scan = p->kind == CF_SCAN_TILES;
+    if ((st = get_scratch(s, scan ? (int64_t)g.grid[0] : 0, &scr)))
+        return st;
+    size_t accsz = cf_dtype_size(r->loops[loop].acc);
+    cf_red_params prm;
+    fill_params(&prm, p, &g, in, out, where, init, accsz);
+    prm.tickets = scr.base + SCR_TICKETS;
+    prm.tile_counter = scr.base + SCR_TILE_COUNTER;
+    prm.partials = scr.base + SCR_PARTIALS;
+    prm.partial_ok = scr.base + SCR_PARTIAL_OK;
+    if (scan) {
+        int64_t tiles = scr.scan_tiles;
+        prm.status = scr.scan;
+        prm.aggregate = scr.scan + (uint64_t)(((tiles * 4 + 15) / 16) * 16);
+        prm.inclusive = prm.aggregate + (uint64_t)tiles * 16;
+        prm.epoch = scr.epoch;
+    }
+    uint64_t split_mem = 0;
+    if (g.partials > 0) {
+        size_t vbytes = (size_t)(((g.partials * (int64_t)accsz + 15) / 16) * 16);
+        if ((st = cf_mem_alloc(s, vbytes + (size_t)g.partials, &split_mem)))
+            return st;
+        prm.partials = split_mem;
+        prm.partial_ok = split_mem + vbytes;
+    }
+    unsigned block[3] = {g.block, 1, 1};
+    void *args[1] = {&prm};
+    st = cf_launch(k.fn, g.grid, block, 0, s, args);
+    if (split_mem) {
+        cf_status fst = cf_mem_free(s, split_mem); /* stream-ordered: after the kernel */
+        if (!st)
+            st = fst;
+    }
+    return st;
+}
+
+static cf_status check_loop(cf_reducer *r, int loop, cf_stream *s)
+{
+    if (!r || loop < 0 || loop >= r->nloops)
+        return cf_error_set(CF_ERR_INVALID, "reduce: bad reducer or loop");
+    if (!s)
+        return cf_error_set(CF_ERR_INVALID, "reduce: stream is NULL");
+    return CF_OK;
+}
+
+static cf_status check_device(const cf_array *a, int device, const char *what)
+{
+    if (a && a->device != device)
+        return cf_error_set(CF_ERR_INVALID, "%s is on device %d, the launch on device %d", what,
+                            a->device, device);
+    return CF_OK;
+}
+
+cf_status cf_reduce_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
+                           const unsigned char *reduced, const cf_array *out,
+                           const cf_array *where, const void *init)
+{
+    cf_status st = check_loop(r, loop, s);
+    if (st)
+        return st;
+    cf_reduce_plan p;
+    if ((st = cf_reduce_plan_axes(&p, in, reduced, out, where)))
+        return st;
+    if (p.n_out == 0)
+        return CF_OK;
+    if (p.n_red == 0 && !init)
+        return cf_error_set(CF_ERR_INVALID, "zero-size array to reduction operation %s which has "
+                            "no identity", r->name);
+    int device = cf_stream_device(s);
+    if ((st = check_device(in, device, "the array")) || (st = check_device(out, device, "out")) ||
+        (st = check_device(where, device, "where")) ||
+        (st = check_aligned(in, "the array")) || (st = check_aligned(out, "out")))
+        return st;
+    return run(r, loop, s, &p, in->dtype, out->dtype, in->data, out->data,
+               where ? where->data : 0, init);
+}
+
+cf_status cf_reduce_all(cf_reducer *r, int loop, cf_stream *s, const cf_array *in, uint64_t out,
+                        cf_dtype out_dtype, const void *init)
+{
+    cf_status st = check_loop(r, loop, s);
+    if (st)
+        return st;
+    if (!in || !valid_dtype(out_dtype))
+        return cf_error_set(CF_ERR_INVALID, "cf_reduce_all: bad arguments");
+    if ((st = check_view(in, "the array")))
+        return st;
+    unsigned char reduced[CF_MAX_DIMS];
+    cf_array o;
+    memset(&o, 0, sizeof o);
+    o.data = out;
+    o.dtype = out_dtype;
+    o.ndim = in->ndim;
+    o.device = in->device;
+    for (int k = 0; k < in->ndim; k++) {
+        reduced[k] = 1;
+        o.shape[k] = 1;
+    }
+    return cf_reduce_launch(r, loop, s, in, reduced, &o, NULL, init);
+}
+
+cf_status cf_scan_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in, int axis,
+                         const cf_array *out)
+{
+    cf_status st = check_loop(r, loop, s);
+    if (st)
+        return st;
+    cf_reduce_plan p;
+    if ((st = cf_reduce_plan_scan(&p, in, axis, out)))
+        return st;
+    if (p.n_out == 0 || p.n_red == 0)
+        return CF_OK;
+    int device = cf_stream_device(s);
+    if ((st = check_device(in, device, "the array")) || (st = check_device(out, device, "out")) ||
+        (st = check_aligned(in, "the array")) || (st = check_aligned(out, "out")))
+        return st;
+    return run(r, loop, s, &p, in->dtype, out->dtype, in->data, out->data, 0, NULL);
+}
+
+cf_status cf_reduce_kernel_source(cf_reducer *r, int loop, const cf_array *in,
+                                  const unsigned char *reduced, int scan_axis, const cf_array *out,
+                                  const cf_array *where, char **source)
+{
+    if (!r || loop < 0 || loop >= r->nloops || !source || !in || !out)
+        return cf_error_set(CF_ERR_INVALID, "cf_reduce_kernel_source: bad arguments");
+    cf_reduce_plan p;
+    cf_reduce_geom g;
+    red_spec sp;
+    cf_status st = scan_axis >= 0 ? cf_reduce_plan_scan(&p, in, scan_axis, out)
+                                  : cf_reduce_plan_axes(&p, in, reduced, out, where);
+    if (st)
+        return st;
+    /* the source does not depend on the device: any multiprocessor count gives the same shape */
+    if ((st = cf_reduce_geometry(&p, in->dtype, r->loops[loop].acc, in->data, 1, 0, &g)))
+        return st;
+    make_spec(r, loop, &p, &g, in->dtype, out->dtype, &sp);
+    return generate(r, &sp, source);
+}

@@ -1,0 +1,469 @@
+/* cufunc runtime header: the helpers that give translated kernel code Python's and NumPy 2's
+ * meaning (templates/cufunc/runtime.cuh; contract in briefs/runtime_contract.md).
+ *
+ * Every helper is __host__ __device__, so the same generated code compiles with NVRTC for the GPU
+ * and with g++ -std=c++17 on the host, where the differential tests run it against CPython.
+ * Under NVRTC (__CUDACC_RTC__) no standard header is included: CUDA's builtin math is used.
+ *
+ * Integer and boolean results, float + - * / // %, casts, shifts, min/max/abs/round are exact
+ * (bit for bit what NumPy 2 scalars give on x86-64). Math functions carry the error of the
+ * underlying libm (CUDA's documented ulp bounds on the device, glibc on the host); the complex
+ * functions follow CPython's cmath / NumPy's npymath algorithms for finite arguments.
+ * Kept small on purpose: NVRTC parses this for every kernel. */
+#ifndef CUFUNC_RUNTIME_CUH
+#define CUFUNC_RUNTIME_CUH
+
+#ifdef __CUDACC__
+#define CF_HD __host__ __device__ inline
+#else
+#include <math.h>
+#ifndef __host__
+#define __host__
+#endif
+#ifndef __device__
+#define __device__
+#endif
+#ifndef __global__
+#define __global__
+#endif
+#ifndef __forceinline__
+#define __forceinline__ inline
+#endif
+#define CF_HD inline
+#endif
+
+typedef bool cf_bool;
+typedef signed char cf_int8;
+typedef short cf_int16;
+typedef int cf_int32;
+typedef long long cf_int64;
+typedef unsigned char cf_uint8;
+typedef unsigned short cf_uint16;
+typedef unsigned int cf_uint32;
+typedef unsigned long long cf_uint64;
+typedef float cf_float32;
+typedef double cf_float64;
+
+#define CF_PI 3.141592653589793
+#define CF_E 2.718281828459045
+#define CF_TAU 6.283185307179586
+#ifdef __CUDACC_RTC__ /* NVRTC folds these to constants and has no __builtin_huge_val */
+#define CF_INF (1.0 / 0.0)
+#define CF_NAN (0.0 / 0.0)
+#else
+#define CF_INF __builtin_huge_val()
+#define CF_NAN __builtin_nan("")
+#endif
+
+template <typename T> struct cf_complex {
+    typedef T value_type;
+    T re, im;
+    cf_complex() = default;
+    CF_HD cf_complex(T r, T i = T(0)) : re(r), im(i) {}
+    template <typename U> CF_HD explicit cf_complex(const cf_complex<U> &o) : re((T)o.re), im((T)o.im) {}
+};
+typedef cf_complex<float> cf_complex64;
+typedef cf_complex<double> cf_complex128;
+
+/* A view of a gufunc argument: element (i, j) is at data + i*strides[0] + j*strides[1] bytes. */
+template <typename T, int ND> struct cf_array_ref {
+    char *data;
+    long long shape[ND];
+    long long strides[ND];
+};
+template <typename T> struct cf_array_ref<T, 0> { char *data; };
+
+/* Kinds: 0 bool, 1 signed int, 2 unsigned int, 3 float, 4 complex. W is the type the wrapping
+ * arithmetic runs in: unsigned and at least as wide as unsigned int, so that no operation
+ * promotes to a signed int that could overflow (undefined behaviour in C++). */
+template <typename T> struct cf_num { enum { kind = 4, bits = 0 }; typedef T W; };
+#define CF_NUM(T, K, B, WT) \
+    template <> struct cf_num<T> { enum { kind = K, bits = B }; typedef WT W; };
+CF_NUM(bool, 0, 1, unsigned)
+CF_NUM(signed char, 1, 8, unsigned)
+CF_NUM(short, 1, 16, unsigned)
+CF_NUM(int, 1, 32, unsigned)
+CF_NUM(long long, 1, 64, unsigned long long)
+CF_NUM(unsigned char, 2, 8, unsigned)
+CF_NUM(unsigned short, 2, 16, unsigned)
+CF_NUM(unsigned int, 2, 32, unsigned)
+CF_NUM(unsigned long long, 2, 64, unsigned long long)
+CF_NUM(float, 3, 32, float)
+CF_NUM(double, 3, 64, double)
+#undef CF_NUM
+
+/* x < 0 without "comparison of unsigned with zero" noise for unsigned T. */
+template <typename T> CF_HD bool cf_isneg(T x) { return cf_num<T>::kind == 1 && (x < (T)0) != 0; }
+
+/* ---- complex arithmetic (NumPy's scalar algorithms) ---- */
+template <typename T> CF_HD cf_complex<T> operator+(cf_complex<T> a, cf_complex<T> b) { return cf_complex<T>(a.re + b.re, a.im + b.im); }
+template <typename T> CF_HD cf_complex<T> operator-(cf_complex<T> a, cf_complex<T> b) { return cf_complex<T>(a.re - b.re, a.im - b.im); }
+template <typename T> CF_HD cf_complex<T> operator*(cf_complex<T> a, cf_complex<T> b) { return cf_complex<T>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re); }
+template <typename T> CF_HD cf_complex<T> operator-(cf_complex<T> a) { return cf_complex<T>(-a.re, -a.im); }
+template <typename T> CF_HD cf_complex<T> operator+(cf_complex<T> a) { return a; }
+template <typename T> CF_HD bool operator==(cf_complex<T> a, cf_complex<T> b) { return a.re == b.re && a.im == b.im; }
+template <typename T> CF_HD bool operator!=(cf_complex<T> a, cf_complex<T> b) { return !(a == b); }
+/* Smith's algorithm exactly as NumPy's complex divide loop (0/0 gives inf/nan per component). */
+template <typename T> CF_HD cf_complex<T> operator/(cf_complex<T> a, cf_complex<T> b) {
+    T abr = b.re < 0 ? -b.re : b.re, abi = b.im < 0 ? -b.im : b.im;
+    if (abr >= abi) {
+        if (abr == 0 && abi == 0) return cf_complex<T>(a.re / abr, a.im / abi);
+        T rat = b.im / b.re, scl = T(1) / (b.re + b.im * rat);
+        return cf_complex<T>((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl);
+    }
+    T rat = b.re / b.im, scl = T(1) / (b.im + b.re * rat);
+    return cf_complex<T>((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl);
+}
+
+/* ---- wrapping arithmetic: as NumPy scalars (bool + is or, bool * is and) ---- */
+template <typename T> CF_HD T cf_add(T a, T b) { typedef typename cf_num<T>::W W; return (T)((W)a + (W)b); }
+template <typename T> CF_HD T cf_sub(T a, T b) { typedef typename cf_num<T>::W W; return (T)((W)a - (W)b); }
+template <typename T> CF_HD T cf_mul(T a, T b) { typedef typename cf_num<T>::W W; return (T)((W)a * (W)b); }
+template <typename T> CF_HD T cf_neg(T a) { typedef typename cf_num<T>::W W; return (T)(-(W)a); }
+template <typename T> CF_HD T cf_truediv(T a, T b) { return a / b; }
+
+/* ---- casts: NumPy astype on x86-64 ---- */
+/* cvttsd2si / cvttss2si: truncation, "integer indefinite" (the minimum) when out of range or NaN. */
+template <typename F> CF_HD int cf_cvt32(F x) {
+    return (x > (F)-2147483649.0 && x < (F)2147483648.0) ? (int)x : (int)(-2147483647 - 1);
+}
+template <typename F> CF_HD long long cf_cvt64(F x) {
+    return (x >= (F)-9223372036854775808.0 && x < (F)9223372036854775808.0) ? (long long)x
+                                                                             : (long long)(-9223372036854775807LL - 1);
+}
+/* gcc's float -> uint64: values >= 2^63 go through x - 2^63 and the top bit is flipped back. */
+template <typename F> CF_HD unsigned long long cf_cvtu64(F x) {
+    return x >= (F)9223372036854775808.0 ? (unsigned long long)cf_cvt64(x - (F)9223372036854775808.0) ^ 0x8000000000000000ULL
+                                         : (unsigned long long)cf_cvt64(x);
+}
+template <typename To, typename From, int KT = cf_num<To>::kind, int KF = cf_num<From>::kind>
+struct cf_caster { static CF_HD To f(From x) { return (To)x; } };
+template <typename From, int KF> struct cf_caster<bool, From, 0, KF> { static CF_HD bool f(From x) { return x != (From)0; } };
+template <typename From> struct cf_caster<bool, From, 0, 4> { static CF_HD bool f(From x) { return x.re != 0 || x.im != 0; } };
+/* int8..int32, uint8, uint16 go through a 32-bit conversion; uint32 and int64 through a 64-bit one. */
+template <typename To, typename From> struct cf_caster<To, From, 1, 3> {
+    static CF_HD To f(From x) { return sizeof(To) == 8 ? (To)cf_cvt64(x) : (To)cf_cvt32(x); }
+};
+template <typename To, typename From> struct cf_caster<To, From, 2, 3> {
+    static CF_HD To f(From x) { return sizeof(To) == 8 ? (To)cf_cvtu64(x) : sizeof(To) == 4 ? (To)cf_cvt64(x) : (To)cf_cvt32(x); }
+};
+template <typename To, typename From, int KT> struct cf_caster<To, From, KT, 4> {
+    static CF_HD To f(From x) { return cf_caster<To, typename From::value_type>::f(x.re); }
+};
+template <typename To, typename From, int KF> struct cf_caster<To, From, 4, KF> {
+    static CF_HD To f(From x) { return To(cf_caster<typename To::value_type, From>::f(x), 0); }
+};
+template <typename To, typename From> struct cf_caster<To, From, 4, 4> {
+    static CF_HD To f(From x) { return To((typename To::value_type)x.re, (typename To::value_type)x.im); }
+};
+template <typename To, typename From> CF_HD To cf_cast(From x) { return cf_caster<To, From>::f(x); }
+
+/* ---- floor division and modulo ---- */
+/* Integers: Python's floor semantics; x // 0 == x % 0 == 0; MIN // -1 wraps to MIN. */
+template <typename T> CF_HD T cf_floordiv(T a, T b) {
+    if (b == 0) return 0;
+    if (cf_num<T>::kind == 1) {
+        if (b == (T)-1) return cf_neg(a);
+        T q = (T)(a / b);
+        if ((T)(a % b) != 0 && cf_isneg(a) != cf_isneg(b)) q = (T)(q - 1);
+        return q;
+    }
+    return (T)(a / b);
+}
+template <typename T> CF_HD T cf_mod(T a, T b) {
+    if (b == 0) return 0;
+    if (cf_num<T>::kind == 1) {
+        if (b == (T)-1) return 0;
+        T r = (T)(a % b);
+        if (r != 0 && cf_isneg(r) != cf_isneg(b)) r = (T)(r + b);
+        return r;
+    }
+    return (T)(a % b);
+}
+
+/* ---- real math: float32 uses the float functions, float64 the double ones ---- */
+#define CF_M1(name, f32, f64) \
+    CF_HD float cf_##name(float x) { return f32(x); } CF_HD double cf_##name(double x) { return f64(x); }
+#define CF_M2(name, f32, f64) \
+    CF_HD float cf_##name(float x, float y) { return f32(x, y); } CF_HD double cf_##name(double x, double y) { return f64(x, y); }
+CF_M1(sqrt, sqrtf, sqrt) CF_M1(exp, expf, exp) CF_M1(exp2, exp2f, exp2) CF_M1(expm1, expm1f, expm1)
+CF_M1(log, logf, log) CF_M1(log2, log2f, log2) CF_M1(log10, log10f, log10) CF_M1(log1p, log1pf, log1p)
+CF_M1(sin, sinf, sin) CF_M1(cos, cosf, cos) CF_M1(tan, tanf, tan) CF_M1(asin, asinf, asin)
+CF_M1(acos, acosf, acos) CF_M1(atan, atanf, atan) CF_M1(sinh, sinhf, sinh) CF_M1(cosh, coshf, cosh)
+CF_M1(tanh, tanhf, tanh) CF_M1(asinh, asinhf, asinh) CF_M1(acosh, acoshf, acosh) CF_M1(atanh, atanhf, atanh)
+CF_M1(floor, floorf, floor) CF_M1(ceil, ceilf, ceil) CF_M1(trunc, truncf, trunc) CF_M1(fabs, fabsf, fabs)
+CF_M1(erf, erff, erf) CF_M1(erfc, erfcf, erfc) CF_M1(gamma, tgammaf, tgamma) CF_M1(lgamma, lgammaf, lgamma)
+CF_M1(round, rintf, rint) /* round half to even in the default rounding mode */
+CF_M2(atan2, atan2f, atan2) CF_M2(hypot, hypotf, hypot) CF_M2(fmod, fmodf, fmod)
+CF_M2(remainder, remainderf, remainder) CF_M2(copysign, copysignf, copysign) CF_M2(pow, powf, pow)
+#undef CF_M1
+#undef CF_M2
+CF_HD float cf_degrees(float x) { return x * 57.295779513082320876798f; }
+CF_HD double cf_degrees(double x) { return x * 57.295779513082320876798; }
+CF_HD float cf_radians(float x) { return x * 0.017453292519943295769237f; }
+CF_HD double cf_radians(double x) { return x * 0.017453292519943295769237; }
+CF_HD int cf_clampexp(long long e) { return e > 100000 ? 100000 : e < -100000 ? -100000 : (int)e; }
+CF_HD float cf_ldexp(float x, long long e) { return ldexpf(x, cf_clampexp(e)); }
+CF_HD double cf_ldexp(double x, long long e) { return ldexp(x, cf_clampexp(e)); }
+template <typename T> CF_HD bool cf_isnan(T x) { return x != x; }
+template <typename T> CF_HD bool cf_isinf(T x) { return x == (T)CF_INF || x == -(T)CF_INF; }
+template <typename T> CF_HD bool cf_isfinite(T x) { return x - x == x - x; }
+/* frexp(inf or nan) gives (x, 0) as Python does; the C function leaves the exponent unspecified. */
+CF_HD float cf_frexp(float x, long long *e) { int k = 0; float m = cf_isfinite(x) ? frexpf(x, &k) : x; *e = k; return m; }
+CF_HD double cf_frexp(double x, long long *e) { int k = 0; double m = cf_isfinite(x) ? frexp(x, &k) : x; *e = k; return m; }
+CF_HD float cf_modf(float x, float *ip) { return modff(x, ip); }
+CF_HD double cf_modf(double x, double *ip) { return modf(x, ip); }
+
+/* Floats: exactly NumPy's npy_divmod / npy_floor_divide / npy_remainder. */
+template <typename T> CF_HD T cf_fdivmod(T a, T b, T *modulus) {
+    T mod = cf_fmod(a, b);
+    if (!b) { *modulus = mod; return a / b; }
+    T div = (a - mod) / b;
+    if (mod) {
+        if ((b < 0) != (mod < 0)) { mod += b; div -= T(1); }
+    } else {
+        mod = cf_copysign(T(0), b);
+    }
+    T fl;
+    if (div) {
+        fl = cf_floor(div);
+        if (div - fl > T(0.5)) fl += T(1);
+    } else {
+        fl = cf_copysign(T(0), a / b);
+    }
+    *modulus = mod;
+    return fl;
+}
+CF_HD float cf_floordiv(float a, float b) { float m; return !b ? a / b : cf_fdivmod(a, b, &m); }
+CF_HD double cf_floordiv(double a, double b) { double m; return !b ? a / b : cf_fdivmod(a, b, &m); }
+CF_HD float cf_mod(float a, float b) { float m; if (!b) return fmodf(a, b); cf_fdivmod(a, b, &m); return m; }
+CF_HD double cf_mod(double a, double b) { double m; if (!b) return fmod(a, b); cf_fdivmod(a, b, &m); return m; }
+
+/* ---- power ---- */
+/* Integers: square-and-multiply with wrapping; a negative exponent gives 0 unless a is 1 or -1. */
+template <typename T> CF_HD T cf_pow(T a, T b) {
+    typedef typename cf_num<T>::W W;
+    if (cf_isneg(b)) return a == 1 ? (T)1 : (cf_isneg(a) && a == (T)-1) ? ((b & 1) ? a : (T)1) : (T)0;
+    W r = 1, p = (W)a;
+    while (b != 0) {
+        if (b & 1) r *= p;
+        p *= p;
+        b = (T)(b >> 1);
+    }
+    return (T)r;
+}
+
+/* ---- shifts: counts outside [0, bits) give 0 (<<) or the sign fill (>>) ---- */
+template <typename T> CF_HD T cf_lshift(T a, T b) {
+    typedef typename cf_num<T>::W W;
+    return (unsigned long long)b < (unsigned long long)cf_num<T>::bits ? (T)((W)a << b) : (T)0;
+}
+template <typename T> CF_HD T cf_rshift(T a, T b) {
+    return (unsigned long long)b < (unsigned long long)cf_num<T>::bits ? (T)(a >> b) : cf_isneg(a) ? (T)-1 : (T)0;
+}
+
+/* ---- Python's builtin min / max on two values (NaN handling follows these expressions) ---- */
+template <typename T> CF_HD T cf_min(T a, T b) { return b < a ? b : a; }
+template <typename T> CF_HD T cf_max(T a, T b) { return b > a ? b : a; }
+template <typename T> CF_HD T cf_abs(T a) { return cf_isneg(a) ? cf_neg(a) : a; }
+CF_HD float cf_abs(float a) { return fabsf(a); }
+CF_HD double cf_abs(double a) { return fabs(a); }
+
+/* ---- complex math ---- */
+template <typename T> struct cf_fp;
+template <> struct cf_fp<float> {
+    static CF_HD float max() { return 3.40282346638528859812e+38f; }
+    static CF_HD float tiny() { return 1.17549435082228750797e-38f; } /* smallest normal */
+    static CF_HD float log_max() { return 88.7228391f; }
+    enum { mant = 24 };
+};
+template <> struct cf_fp<double> {
+    static CF_HD double max() { return 1.7976931348623157e308; }
+    static CF_HD double tiny() { return 2.2250738585072014e-308; }
+    static CF_HD double log_max() { return 709.782712893384; }
+    enum { mant = 53 };
+};
+template <typename T> CF_HD T cf_real(cf_complex<T> z) { return z.re; }
+template <typename T> CF_HD T cf_imag(cf_complex<T> z) { return z.im; }
+template <typename T> CF_HD cf_complex<T> cf_conj(cf_complex<T> z) { return cf_complex<T>(z.re, -z.im); }
+template <typename T> CF_HD T cf_abs(cf_complex<T> z) { return cf_hypot(z.re, z.im); }
+template <typename T> CF_HD T cf_phase(cf_complex<T> z) { return cf_atan2(z.im, z.re); }
+template <typename T> CF_HD cf_complex<T> cf_rect(T r, T phi) { return cf_complex<T>(r * cf_cos(phi), r * cf_sin(phi)); }
+template <typename T> CF_HD bool cf_isnan(cf_complex<T> z) { return cf_isnan(z.re) || cf_isnan(z.im); }
+template <typename T> CF_HD bool cf_isinf(cf_complex<T> z) { return cf_isinf(z.re) || cf_isinf(z.im); }
+template <typename T> CF_HD bool cf_isfinite(cf_complex<T> z) { return cf_isfinite(z.re) && cf_isfinite(z.im); }
+/* log(1/2 * hypot(x, y)) + 2 log 2: log|z| for |z| near overflow. */
+template <typename T> CF_HD T cf_loghyp4(T x, T y) { return cf_log(cf_hypot(x / 2, y / 2)) + T(2 * 0.693147180559945309417); }
+
+/* npy_csqrt (the C99 algorithm glibc and CPython also follow). */
+template <typename T> CF_HD cf_complex<T> cf_sqrt(cf_complex<T> z) {
+    T a = z.re, b = z.im, t;
+    if (a == 0 && b == 0) return cf_complex<T>(0, b);
+    if (cf_isinf(b)) return cf_complex<T>((T)CF_INF, b);
+    if (cf_isnan(a)) return cf_complex<T>(a, (b - b) / (b - b));
+    if (cf_isinf(a))
+        return a < 0 ? cf_complex<T>(cf_fabs(b - b), cf_copysign(a, b)) : cf_complex<T>(a, cf_copysign(b - b, b));
+    bool scale = cf_fabs(a) >= cf_fp<T>::max() / T(2.41421356237309504880) || cf_fabs(b) >= cf_fp<T>::max() / T(2.41421356237309504880);
+    if (scale) { a *= T(0.25); b *= T(0.25); }
+    cf_complex<T> r;
+    if (a >= 0) {
+        t = cf_sqrt((a + cf_hypot(a, b)) * T(0.5));
+        r = cf_complex<T>(t, b / (2 * t));
+    } else {
+        t = cf_sqrt((-a + cf_hypot(a, b)) * T(0.5));
+        r = cf_complex<T>(cf_fabs(b) / (2 * t), cf_copysign(t, b));
+    }
+    if (scale) r.re *= 2;
+    return r;
+}
+
+/* cexp: npy_cexp's special cases; past exp's overflow threshold exp(x/2)^2 keeps a finite
+ * exp(x) * cos(y) finite. */
+template <typename T> CF_HD cf_complex<T> cf_exp(cf_complex<T> z) {
+    T x = z.re, y = z.im;
+    if (cf_isnan(x)) return y == 0 ? z : cf_complex<T>(x, cf_copysign((T)CF_NAN, y));
+    if (y == 0) return cf_complex<T>(cf_exp(x), y);
+    if (cf_isinf(x) && !cf_isfinite(y)) return x > 0 ? cf_complex<T>(x, (T)CF_NAN) : cf_complex<T>(0, 0);
+    if (!cf_isfinite(y)) return cf_complex<T>((T)CF_NAN, cf_copysign((T)CF_NAN, y));
+    T c = cf_cos(y), s = cf_sin(y), e;
+    if (x > cf_fp<T>::log_max() && cf_isfinite(x)) {
+        e = cf_exp(x * T(0.5));
+        return cf_complex<T>(c * e * e, s * e * e);
+    }
+    e = cf_exp(x);
+    return cf_complex<T>(e * c, e * s);
+}
+
+/* clog: CPython's algorithm (rescaling for huge and subnormal |z|, log1p near |z| == 1). */
+template <typename T> CF_HD cf_complex<T> cf_log(cf_complex<T> z) {
+    T ax = cf_fabs(z.re), ay = cf_fabs(z.im), rr;
+    if (cf_isnan(ax) && cf_isfinite(ay)) return cf_complex<T>(ax, (T)CF_NAN);
+    if (cf_isinf(ax) || cf_isinf(ay)) {
+        rr = (T)CF_INF;
+    } else if (ax > cf_fp<T>::max() / 4 || ay > cf_fp<T>::max() / 4) {
+        rr = cf_log(cf_hypot(ax / 2, ay / 2)) + T(0.693147180559945309417);
+    } else if (ax < cf_fp<T>::tiny() && ay < cf_fp<T>::tiny()) {
+        if (ax > 0 || ay > 0) {
+            rr = cf_log(cf_hypot(cf_ldexp(ax, (long long)cf_fp<T>::mant), cf_ldexp(ay, (long long)cf_fp<T>::mant))) -
+                 T(cf_fp<T>::mant) * T(0.693147180559945309417);
+        } else {
+            rr = -(T)CF_INF;
+        }
+    } else {
+        T h = cf_hypot(ax, ay);
+        if (T(0.71) <= h && h <= T(1.73)) {
+            T am = ax > ay ? ax : ay, an = ax > ay ? ay : ax;
+            rr = cf_log1p((am - 1) * (am + 1) + an * an) / 2;
+        } else {
+            rr = cf_log(h);
+        }
+    }
+    return cf_complex<T>(rr, cf_atan2(z.im, z.re));
+}
+template <typename T> CF_HD cf_complex<T> cf_log10(cf_complex<T> z) {
+    cf_complex<T> l = cf_log(z);
+    return cf_complex<T>(l.re / T(2.302585092994045684018), l.im / T(2.302585092994045684018));
+}
+
+/* sinh/cosh(x + iy) = (sinh x cos y, cosh x sin y) / (cosh x cos y, sinh x sin y) as CPython;
+ * past cosh's overflow threshold e * sinh(x - 1) keeps finite products finite; y == 0 keeps the
+ * imaginary zero (and its sign) for every x. */
+template <typename T> CF_HD cf_complex<T> cf_sinhcosh(cf_complex<T> z, bool is_cosh) {
+    T x = z.re, y = z.im;
+    if (y == 0) return is_cosh ? cf_complex<T>(cf_cosh(x), y * cf_copysign(T(1), x)) : cf_complex<T>(cf_sinh(x), y);
+    T c = cf_cos(y), s = cf_sin(y), e = 1;
+    if (cf_fabs(x) > cf_fp<T>::log_max() - T(1.5)) {
+        x -= cf_copysign(T(1), x);
+        e = T(CF_E);
+    }
+    T sh = cf_sinh(x), ch = cf_cosh(x);
+    return is_cosh ? cf_complex<T>(c * ch * e, s * sh * e) : cf_complex<T>(c * sh * e, s * ch * e);
+}
+template <typename T> CF_HD cf_complex<T> cf_sinh(cf_complex<T> z) { return cf_sinhcosh(z, false); }
+template <typename T> CF_HD cf_complex<T> cf_cosh(cf_complex<T> z) { return cf_sinhcosh(z, true); }
+/* tanh: CPython's formula (tx (1 + ty^2), ty sech^2 x) / (1 + tx^2 ty^2). */
+template <typename T> CF_HD cf_complex<T> cf_tanh(cf_complex<T> z) {
+    T x = z.re, y = z.im;
+    if (cf_isinf(x) && cf_isfinite(y)) return cf_complex<T>(cf_copysign(T(1), x), cf_copysign(T(0), T(2) * cf_sin(y) * cf_cos(y)));
+    if (cf_fabs(x) > cf_fp<T>::log_max() / 2) {
+        return cf_complex<T>(cf_copysign(T(1), x), T(4) * cf_sin(y) * cf_cos(y) * cf_exp(T(-2) * cf_fabs(x)));
+    }
+    T tx = cf_tanh(x), ty = cf_tan(y), cx = T(1) / cf_cosh(x), txty = tx * ty, den = T(1) + txty * txty;
+    return cf_complex<T>(tx * (T(1) + ty * ty) / den, ((ty / den) * cx) * cx);
+}
+/* f(z) = -i g(iz) for the circular functions; i z = (-y, x). */
+template <typename T> CF_HD cf_complex<T> cf_mul_i(cf_complex<T> z) { return cf_complex<T>(-z.im, z.re); }
+template <typename T> CF_HD cf_complex<T> cf_mul_negi(cf_complex<T> z) { return cf_complex<T>(z.im, -z.re); }
+template <typename T> CF_HD cf_complex<T> cf_sin(cf_complex<T> z) { return cf_mul_negi(cf_sinh(cf_mul_i(z))); }
+template <typename T> CF_HD cf_complex<T> cf_cos(cf_complex<T> z) { return cf_cosh(cf_mul_i(z)); }
+template <typename T> CF_HD cf_complex<T> cf_tan(cf_complex<T> z) { return cf_mul_negi(cf_tanh(cf_mul_i(z))); }
+
+/* Inverse functions: CPython's cmath algorithms (Kahan's branch cuts). */
+template <typename T> CF_HD bool cf_huge(cf_complex<T> z) {
+    return cf_fabs(z.re) > cf_fp<T>::max() / 4 || cf_fabs(z.im) > cf_fp<T>::max() / 4;
+}
+template <typename T> CF_HD cf_complex<T> cf_asinh(cf_complex<T> z) {
+    if (cf_huge(z)) {
+        T l = cf_loghyp4(z.re, z.im);
+        return cf_complex<T>(z.im >= 0 ? cf_copysign(l, z.re) : -cf_copysign(l, -z.re), cf_atan2(z.im, cf_fabs(z.re)));
+    }
+    cf_complex<T> s1 = cf_sqrt(cf_complex<T>(1 + z.im, -z.re)), s2 = cf_sqrt(cf_complex<T>(1 - z.im, z.re));
+    return cf_complex<T>(cf_asinh(s1.re * s2.im - s2.re * s1.im), cf_atan2(z.im, s1.re * s2.re - s1.im * s2.im));
+}
+template <typename T> CF_HD cf_complex<T> cf_asin(cf_complex<T> z) { return cf_mul_negi(cf_asinh(cf_mul_i(z))); }
+template <typename T> CF_HD cf_complex<T> cf_acos(cf_complex<T> z) {
+    if (cf_huge(z)) {
+        T l = cf_loghyp4(z.re, z.im);
+        return cf_complex<T>(cf_atan2(cf_fabs(z.im), z.re), z.re < 0 ? -cf_copysign(l, z.im) : cf_copysign(l, -z.im));
+    }
+    cf_complex<T> s1 = cf_sqrt(cf_complex<T>(1 - z.re, -z.im)), s2 = cf_sqrt(cf_complex<T>(1 + z.re, z.im));
+    return cf_complex<T>(2 * cf_atan2(s1.re, s2.re), cf_asinh(s2.re * s1.im - s2.im * s1.re));
+}
+template <typename T> CF_HD cf_complex<T> cf_acosh(cf_complex<T> z) {
+    if (cf_huge(z)) return cf_complex<T>(cf_loghyp4(z.re, z.im), cf_atan2(z.im, z.re));
+    cf_complex<T> s1 = cf_sqrt(cf_complex<T>(z.re - 1, z.im)), s2 = cf_sqrt(cf_complex<T>(z.re + 1, z.im));
+    return cf_complex<T>(cf_asinh(s1.re * s2.re + s1.im * s2.im), 2 * cf_atan2(s1.im, s2.re));
+}
+template <typename T> CF_HD cf_complex<T> cf_atanh(cf_complex<T> z) {
+    if (z.re < 0) return -cf_atanh(-z);
+    T x = z.re, ay = cf_fabs(z.im), half_pi = T(1.57079632679489661923);
+    if (cf_isnan(x) || cf_isnan(ay)) {
+        if (cf_isinf(x) || cf_isinf(ay)) return cf_complex<T>(cf_copysign(T(0), x), cf_isnan(z.im) ? z.im : cf_copysign(half_pi, z.im));
+        return cf_complex<T>((T)CF_NAN, (T)CF_NAN);
+    }
+    if (x > cf_sqrt(cf_fp<T>::max() / 4) || ay > cf_sqrt(cf_fp<T>::max() / 4)) {
+        T h = cf_hypot(x / 2, z.im / 2);
+        T re = cf_isinf(h) ? T(0) : x / 4 / h / h;
+        return cf_complex<T>(re, -cf_copysign(half_pi, -z.im));
+    }
+    if (x == 1 && ay < cf_sqrt(cf_fp<T>::tiny())) {
+        if (ay == 0) return cf_complex<T>((T)CF_INF, z.im);
+        return cf_complex<T>(-cf_log(cf_sqrt(ay) / cf_sqrt(cf_hypot(ay, T(2)))), cf_copysign(cf_atan2(T(2), -ay) / 2, z.im));
+    }
+    return cf_complex<T>(cf_log1p(4 * x / ((1 - x) * (1 - x) + ay * ay)) / 4, -cf_atan2(-2 * z.im, (1 - x) * (1 + x) - ay * ay) / 2);
+}
+template <typename T> CF_HD cf_complex<T> cf_atan(cf_complex<T> z) { return cf_mul_negi(cf_atanh(cf_mul_i(z))); }
+
+/* npy_cpow: 1 for a zero exponent, 0 ** b, exact repeated multiplication for integral exponents
+ * with |n| < 100, else exp(b log a) as glibc's cpow. */
+template <typename T> CF_HD cf_complex<T> cf_pow(cf_complex<T> a, cf_complex<T> b) {
+    if (b.re == 0 && b.im == 0) return cf_complex<T>(1, 0);
+    if (a.re == 0 && a.im == 0) return b.re > 0 ? cf_complex<T>(0, 0) : cf_complex<T>((T)CF_NAN, (T)CF_NAN);
+    if (b.im == 0 && b.re > -100 && b.re < 100 && (T)(long long)b.re == b.re) {
+        long long n = (long long)b.re;
+        if (n == 1) return a;
+        if (n == 2) return a * a;
+        if (n == 3) return a * (a * a);
+        if (n < 0) n = -n;
+        cf_complex<T> acc(1, 0), p = a;
+        for (long long mask = 1;; mask <<= 1) {
+            if (n & mask) acc = acc * p;
+            if (n < (mask << 1)) break;
+            p = p * p;
+        }
+        return b.re < 0 ? cf_complex<T>(1, 0) / acc : acc;
+    }
+    return cf_exp(b * cf_log(a));
+}
+
+#endif /* CUFUNC_RUNTIME_CUH */

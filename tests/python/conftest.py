@@ -1,0 +1,67 @@
+"""Shared pytest set-up: the `gpu` marker and fixture.
+
+A test that needs a CUDA GPU is marked ``@pytest.mark.gpu`` (or takes the ``gpu`` fixture, which
+returns the current cufunc.cuda Device). Without a usable GPU it is skipped with the reason shown
+in the summary (run pytest with -ra); with CUFUNC_REQUIRE_GPU=1 (the GPU machine's CI) it fails
+instead, so a broken driver set-up cannot pass as "all skipped".
+
+Importing cufunc is deferred to the first check, so suites that do not need it (the kernel
+language's, the runtime header's) are unaffected by the state of the C extension.
+"""
+
+import os
+
+import pytest
+
+REQUIRE_GPU = os.environ.get("CUFUNC_REQUIRE_GPU", "") == "1"
+
+_state = None
+
+
+def gpu_state():
+    """(available, reason): whether cufunc can use a GPU here, and why not."""
+    global _state
+    if _state is None:
+        try:
+            import cufunc
+            from cufunc import _env
+        except Exception as exc:  # noqa: BLE001 - reported as the skip reason
+            _state = (False, "cufunc cannot be imported: %s: %s" % (type(exc).__name__, exc))
+        else:
+            if _env.core is None:
+                _state = (False, "cufunc's C extension is not importable: %s" % _env.core_error)
+            elif cufunc.cuda.is_available():
+                _state = (True, "")
+            else:
+                _state = (False, _env.core.unavailable_reason() or "no CUDA device")
+    return _state
+
+
+def require_gpu():
+    ok, reason = gpu_state()
+    if ok:
+        return
+    if REQUIRE_GPU:
+        pytest.fail("CUFUNC_REQUIRE_GPU=1 but no usable CUDA GPU: %s" % reason, pytrace=False)
+    pytest.skip("needs a CUDA GPU: %s" % reason)
+
+
+def pytest_configure(config):
+    # Also declared in pyproject.toml; repeated here so the marker exists under any rootdir.
+    config.addinivalue_line(
+        "markers",
+        "gpu: needs a CUDA GPU (skipped without one, unless CUFUNC_REQUIRE_GPU=1, which makes it "
+        "fail)")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") is not None:
+        require_gpu()
+
+
+@pytest.fixture
+def gpu():
+    """The current cufunc.cuda Device; skips (or fails, with CUFUNC_REQUIRE_GPU=1) without one."""
+    require_gpu()
+    from cufunc import cuda
+    return cuda.get_current_device()
