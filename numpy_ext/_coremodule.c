@@ -3,6 +3,8 @@
 #define CF_PY_IMPORT_ARRAY
 #include "py_common.h"
 #include "py_ufunc.h"
+#include "py_reduce.h"
+#include "py_gufunc.h"
 
 #include <string.h>
 
@@ -411,6 +413,8 @@ static const struct {
     {cf_py_compile_methods, cf_py_compile_init_module},
     {cf_py_ufunc_methods, cf_py_ufunc_init_module},
     {cf_py_signature_methods, cf_py_signature_init_module},
+    {cf_py_reduce_methods, cf_py_reduce_init_module},
+    {cf_py_gufunc_methods, cf_py_gufunc_init_module},
 };
 
 PyMODINIT_FUNC PyInit__core(void)

@@ -267,7 +267,17 @@ static int resolve(CfPyGUFunc *self, const gu_arg *args, const int *out_dt, int 
             return 0;
         }
     cf_status st = cf_gufunc_resolve(self->gu, in, weak, loop);
-    if (st != CF_OK && self->compiler != NULL && self->compiler != Py_None) {
+    int dynamic = self->compiler != NULL && self->compiler != Py_None;
+    if (st == CF_OK && dynamic) {
+        /* a dynamic gufunc compiles a loop for new input dtypes rather than casting to an older
+         * loop's (weak scalars match by kind, as NEP 50 has them) */
+        cf_dtype t[GU_PY_MAX_ARGS];
+        cf_gufunc_loop_types(self->gu, *loop, t, NULL);
+        for (int i = 0; i < self->nin && st == CF_OK; i++)
+            if (!weak[i] && t[i] != in[i])
+                st = CF_ERR_TYPE;
+    }
+    if (st != CF_OK && dynamic) {
         cf_dtype outs[GU_PY_MAX_ARGS];
         for (int o = 0; o < self->nout; o++)
             outs[o] = (cf_dtype)out_dt[o];

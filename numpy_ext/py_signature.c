@@ -1,9 +1,8 @@
-/* py_signature.c: the C signature parsers (include/cufunc/signature.h) from Python:
+/* py_signature.c: the C type-signature parser (include/cufunc/signature.h) from Python:
  *   parse_type_signature('Tuple(f4, i8)(f4[:, ::1])') ->
  *       (returns, args) with returns None (no return type written), [] (void) or a list, and each
- *       type a tuple (numpy dtype, ndim, layout) with layout 'A', 'C' or 'F' ('A' for scalars);
- *   parse_layout('(m,n),(n,p)->(m,p)') ->
- *       (inputs, outputs): each operand a tuple of dimension names, fixed sizes as ints.
+ *       type a tuple (numpy dtype, ndim, layout) with layout 'A', 'C' or 'F' ('A' for scalars).
+ * (parse_layout, for gufunc layouts, lives with the GUFunc type in py_gufunc.c.)
  * Errors are ValueError (TypeError for an unknown type name) with a caret under the place. */
 #include "py_common.h"
 
@@ -56,45 +55,9 @@ static PyObject *py_parse_type_signature(PyObject *m, PyObject *arg)
     return Py_BuildValue("(NN)", ret, args);
 }
 
-static PyObject *py_parse_layout(PyObject *m, PyObject *arg)
-{
-    const char *text = PyUnicode_AsUTF8(arg);
-    if (text == NULL)
-        return NULL;
-    cf_layout L;
-    cf_status st = cf_parse_layout(text, &L);
-    if (st != CF_OK)
-        return cf_py_raise(st, NULL);
-    PyObject *parts[2] = {PyTuple_New(L.nin), PyTuple_New(L.nout)};
-    for (int op = 0; op < L.nin + L.nout; op++) {
-        PyObject *dims = PyTuple_New(L.ndims[op]);
-        for (int k = 0; dims && k < L.ndims[op]; k++) {
-            int idx = L.dim[op][k];
-            PyObject *d = L.fixed[idx] >= 0 ? PyLong_FromLongLong(L.fixed[idx])
-                                            : PyUnicode_FromString(L.names[idx]);
-            if (d == NULL) {
-                Py_CLEAR(dims);
-                break;
-            }
-            PyTuple_SET_ITEM(dims, k, d);
-        }
-        PyObject *dst = op < L.nin ? parts[0] : parts[1];
-        if (dims == NULL || dst == NULL) {
-            Py_XDECREF(dims);
-            Py_XDECREF(parts[0]);
-            Py_XDECREF(parts[1]);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(dst, op < L.nin ? op : op - L.nin, dims);
-    }
-    return Py_BuildValue("(NN)", parts[0], parts[1]);
-}
-
 PyMethodDef cf_py_signature_methods[] = {
     {"parse_type_signature", py_parse_type_signature, METH_O,
      "parse_type_signature(text) -> (returns, args); see numpy_ext/py_signature.c."},
-    {"parse_layout", py_parse_layout, METH_O,
-     "parse_layout('(m,n),(n,p)->(m,p)') -> (inputs, outputs) of dimension-name tuples."},
     {NULL},
 };
 

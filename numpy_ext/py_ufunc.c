@@ -14,6 +14,7 @@
  * Python scalars are NEP 50 "weak": a Python float with a float32 array runs the float32 loop. They
  * travel as kernel parameters, never as arrays. */
 #include "py_ufunc.h"
+#include "py_reduce.h"
 
 #include <string.h>
 
@@ -969,12 +970,19 @@ static int add_loop_from(CfPyUFunc *self, PyObject *spec)
     }
     cf_status st = cf_ufunc_add_loop(self->uf, dts, PyUnicode_AsUTF8(source),
                                      PyUnicode_AsUTF8(fn_name), opts, nopts, NULL);
-    Py_XDECREF(optseq);
     if (st != CF_OK) {
+        Py_XDECREF(optseq);
         Py_DECREF(descrs);
         return cf_py_fail(st, "add_loop");
     }
-    PyObject *entry = PyTuple_Pack(3, descrs, source, fn_name);
+    PyObject *opt_tuple = optseq ? PySequence_Tuple(optseq) : PyTuple_New(0);
+    Py_XDECREF(optseq);
+    if (opt_tuple == NULL) {
+        Py_DECREF(descrs);
+        return -1;
+    }
+    PyObject *entry = PyTuple_Pack(4, descrs, source, fn_name, opt_tuple);
+    Py_DECREF(opt_tuple);
     Py_DECREF(descrs);
     if (entry == NULL || PyList_Append(self->loops, entry) < 0) {
         Py_XDECREF(entry);
@@ -1191,6 +1199,11 @@ done:
 }
 
 static PyMethodDef ufunc_methods[] = {
+    {"reduce", (PyCFunction)(void (*)(void))cf_py_ufunc_reduce, METH_VARARGS | METH_KEYWORDS,
+     "reduce(array, axis=0, dtype=None, out=None, keepdims=False, initial=<no value>, where=True, "
+     "stream=0): reduce array's dimension(s) by applying the ufunc along them (binary ufuncs)."},
+    {"accumulate", (PyCFunction)(void (*)(void))cf_py_ufunc_accumulate, METH_VARARGS | METH_KEYWORDS,
+     "accumulate(array, axis=0, dtype=None, out=None, stream=0): the inclusive scan along an axis."},
     {"outer", (PyCFunction)(void (*)(void))ufunc_outer, METH_VARARGS | METH_KEYWORDS,
      "outer(A, B, /, **kwargs): apply the ufunc to all pairs (a, b) with a in A and b in B."},
     {"add_loop", (PyCFunction)ufunc_add_loop, METH_VARARGS,
@@ -1209,7 +1222,7 @@ static PyGetSetDef ufunc_getset[] = {
     {"identity", (getter)get_identity, NULL, "the identity for reductions, or None", NULL},
     {"__name__", (getter)get_name, NULL, "the ufunc's name", NULL},
     {"__doc__", (getter)get_doc, (setter)set_doc, "the ufunc's docstring", NULL},
-    {"loops", (getter)get_loops, NULL, "(types, source, fn_name) of each loop", NULL},
+    {"loops", (getter)get_loops, NULL, "(types, source, fn_name, options) of each loop", NULL},
     {"compiler", (getter)get_compiler, NULL, "the loop compiler of a dynamic ufunc, or None", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
     {NULL},

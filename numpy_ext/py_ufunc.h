@@ -16,7 +16,7 @@ typedef struct {
     PyObject *doc;        /* str or None */
     PyObject *identity;   /* any object, or None */
     PyObject *compiler;   /* callable(in_types) -> (types, source, fn_name, options), or None */
-    PyObject *loops;      /* list of (types tuple of np.dtype, source, fn_name), for introspection */
+    PyObject *loops;      /* list of (types tuple of np.dtype, source, fn_name, options) */
     PyObject *dict;
     PyObject *weakreflist;
     /* Last resolutions: input dtypes, weak flags and requested out dtype -> loop. */

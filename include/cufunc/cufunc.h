@@ -15,5 +15,7 @@
 #include "cufunc/plan.h"
 #include "cufunc/ufunc.h"
 #include "cufunc/signature.h"
+#include "cufunc/reduce.h"
+#include "cufunc/gufunc.h"
 
 #endif

@@ -24,15 +24,20 @@ from . import cuda
 from . import _env
 
 __all__ = ["__version__", "cuda", "errors", "CompileError", "CudaAPIError", "CudaSupportError",
-           "TypingError", "UnsupportedError", "vectorize", "UFunc"]
+           "TypingError", "UnsupportedError", "vectorize", "guvectorize", "UFunc", "GUFunc"]
 
 if _env.core is not None:
-    from ._core import UFunc
+    from ._core import GUFunc, UFunc
+    from .guvectorize import guvectorize
     from .vectorize import vectorize
 else:
     def vectorize(*args, **kwargs):
         """Unavailable: cufunc's C extension is not built (see cufunc._env.core_error)."""
         _env.require_core("cufunc.vectorize")
-    UFunc = None
+
+    def guvectorize(*args, **kwargs):
+        """Unavailable: cufunc's C extension is not built (see cufunc._env.core_error)."""
+        _env.require_core("cufunc.guvectorize")
+    UFunc = GUFunc = None
 if "types" in globals():
     __all__ += ["types"] + list(types.__all__)

@@ -24,7 +24,8 @@ __all__ = [
     "external_stream", "Stream",
     "to_device", "device_array", "device_array_like", "pinned_array", "pinned_array_like",
     "as_cuda_array", "is_cuda_array", "from_dlpack", "DeviceNDArray", "DeviceArray",
-    "RawKernel", "compile_source", "jit", "local", "Device", "vectorize",
+    "RawKernel", "compile_source", "jit", "local", "Device", "vectorize", "guvectorize",
+    "reduce", "Reduce",
 ]
 
 _core = _env.core
@@ -297,10 +298,12 @@ def __getattr__(name):
         value = getattr(lang, name)
         globals()[name] = value
         return value
-    if name == "vectorize":
-        # the module, not the package attribute of the same name (which is the function)
+    if name in ("vectorize", "guvectorize", "reduce", "Reduce"):
+        # from the modules (not the package attributes of the same names, which are the
+        # functions), imported on first use
         import importlib
-        value = importlib.import_module(__package__ + ".vectorize").vectorize
+        module = {"vectorize": "vectorize", "guvectorize": "guvectorize"}.get(name, "reduction")
+        value = getattr(importlib.import_module(__package__ + "." + module), name)
         globals()[name] = value
         return value
     if name in _CORE_TYPES:

@@ -281,6 +281,7 @@ def _build(pyfunc, ftylist, layout, fastmath):
     for spec in specs:
         gu.add_loop(*spec)
     gu.py_func = pyfunc
+    gu.__doc__ = doc  # the instance's, over the class docstring
     functools.update_wrapper(gu, pyfunc, assigned=("__module__", "__qualname__"), updated=())
     return gu
 

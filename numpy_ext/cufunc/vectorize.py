@@ -90,13 +90,13 @@ class GPUUFunc(_core.UFunc):
         kernel a call with these inputs would launch."""
         if inputs:
             return self.kernel_source(*inputs)
-        return "\n".join(src for _, src, _ in self.loops)
+        return "\n".join(loop[1] for loop in self.loops)
 
     @property
     def signatures(self):
         return ["%s(%s)" % (", ".join(str(t) for t in types[self.nin:]),
                             ", ".join(str(t) for t in types[:self.nin]))
-                for types, _, _ in self.loops]
+                for types in (loop[0] for loop in self.loops)]
 
 
 def _weak_arg_type(pytype, strong):
