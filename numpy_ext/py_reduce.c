@@ -554,7 +554,11 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
     const char *name = PyUnicode_AsUTF8(uf->name);
     cf_dtype in[2] = {want, want}, t[3];
     int loop = -1;
-    cf_status st = cf_ufunc_resolve(uf->uf, in, NULL, &loop);
+    /* a ufunc that compiles on demand reduces in a loop of the array's own type (as its call
+     * would), not in an earlier loop the type casts into */
+    int dynamic = uf->compiler != NULL && uf->compiler != Py_None;
+    cf_status st = dynamic ? cf_ufunc_find_exact(uf->uf, in, NULL, &loop)
+                           : cf_ufunc_resolve(uf->uf, in, NULL, &loop);
     if (st == CF_OK && exact) {
         cf_ufunc_loop_types(uf->uf, loop, t);
         if (t[2] != want)

@@ -123,6 +123,19 @@ static int classify(PyObject *obj, uf_arg *a, int pos)
         a->dtype = a->view.dtype;
         return 0;
     }
+    /* NumPy scalars first: np.float64 and np.complex128 are also Python floats and complexes,
+     * but they are strong (NEP 50), not weak */
+    if (PyArray_IsScalar(obj, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
+        if (d == NULL)
+            return -1;
+        int r = cf_py_dtype_from_descr(d, &a->dtype, argname);
+        Py_DECREF(d);
+        if (r < 0)
+            return -1;
+        a->kind = A_SCALAR;
+        return 0;
+    }
     if (PyBool_Check(obj)) {
         a->kind = A_SCALAR;
         a->dtype = CF_BOOL;
@@ -144,17 +157,6 @@ static int classify(PyObject *obj, uf_arg *a, int pos)
         a->kind = A_SCALAR;
         a->dtype = CF_COMPLEX128;
         a->weak = 1;
-        return 0;
-    }
-    if (PyArray_IsScalar(obj, Generic)) {
-        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
-        if (d == NULL)
-            return -1;
-        int r = cf_py_dtype_from_descr(d, &a->dtype, argname);
-        Py_DECREF(d);
-        if (r < 0)
-            return -1;
-        a->kind = A_SCALAR;
         return 0;
     }
     if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
@@ -302,7 +304,12 @@ static int resolve(CfPyUFunc *self, const uf_arg *args, int out_dtype, int casti
     for (int attempt = 0; attempt < 2; attempt++) {
         int found = -1;
         if (out_dtype < 0) {
-            if (cf_ufunc_resolve(self->uf, in, weak, &found) != CF_OK)
+            /* a ufunc that compiles on demand gets a loop of its own for new input types, as
+             * its body means for them, rather than a cast into an earlier loop */
+            int dynamic = self->compiler != NULL && self->compiler != Py_None;
+            cf_status rs = dynamic ? cf_ufunc_find_exact(self->uf, in, weak, &found)
+                                   : cf_ufunc_resolve(self->uf, in, weak, &found);
+            if (rs != CF_OK)
                 found = -1;
         } else {
             /* dtype=: a loop whose outputs have that dtype and whose inputs are reachable under

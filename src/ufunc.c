@@ -277,12 +277,10 @@ static int weak_matches(cf_dtype weak, cf_dtype loop_type)
     return loop_type != CF_BOOL && kind_rank(loop_type) >= kind_rank(weak);
 }
 
-cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak,
-                           int *loop)
+/* The first loop the inputs reach: pass 0 exact, pass 1 by safe casting. -1 if none. */
+static int find_loop(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak, int passes)
 {
-    if (!u || !in || !loop)
-        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_resolve: NULL argument");
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < passes; pass++)
         for (int l = 0; l < u->nloops; l++) {
             const cf_dtype *t = u->loops[l].types;
             int ok = 1;
@@ -292,11 +290,28 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
                 else
                     ok = pass == 0 ? in[i] == t[i] : cf_can_cast_safe(in[i], t[i]);
             }
-            if (ok) {
-                *loop = l;
-                return CF_OK;
-            }
+            if (ok)
+                return l;
         }
+    return -1;
+}
+
+cf_status cf_ufunc_find_exact(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak,
+                              int *loop)
+{
+    if (!u || !in || !loop)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_find_exact: NULL argument");
+    *loop = find_loop(u, in, weak, 1);
+    return *loop >= 0 ? CF_OK : cf_error_set(CF_ERR_TYPE, "no loop for exactly these types");
+}
+
+cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak,
+                           int *loop)
+{
+    if (!u || !in || !loop)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_resolve: NULL argument");
+    if ((*loop = find_loop(u, in, weak, 2)) >= 0)
+        return CF_OK;
     sbuf m = {0};
     sb_printf(&m, "ufunc '%s' not supported for the input types (", u->name);
     for (int i = 0; i < u->nin; i++)

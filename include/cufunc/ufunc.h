@@ -51,6 +51,11 @@ CF_API int cf_can_cast_safe(cf_dtype from, cf_dtype to);
  * listing the input dtypes and the loops. */
 CF_API cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in_types,
                                   const unsigned char *weak, int *loop);
+/* Only the first pass of cf_ufunc_resolve: a loop taking exactly these input dtypes (weak scalars
+ * matching by kind). Ufuncs that compile loops on demand use this, so that new input types get a
+ * loop of their own rather than a cast into an earlier one. CF_ERR_TYPE when there is none. */
+CF_API cf_status cf_ufunc_find_exact(const cf_ufunc *u, const cf_dtype *in_types,
+                                     const unsigned char *weak, int *loop);
 
 /* One operand of a launch: an array view on the launch's device, or a scalar passed by value. */
 typedef struct cf_operand {

@@ -133,7 +133,9 @@ __device__ __forceinline__ void cf_gu_copy(unsigned char *s, unsigned long long 
                 const unsigned v = v0 + u * nthreads;
                 if (v < total) {
                     const unsigned j = v / PER_ROW, b = (v - j * PER_ROW) * W;
-                    x[u] = *(const U *)(g + (unsigned long long)(long long)base[j] + b);
+                    /* through the read-only path: a staged row is never written while the
+                     * kernel runs, except by the thread that owns it after this copy */
+                    x[u] = __ldg((const U *)(g + (unsigned long long)(long long)base[j] + b));
                 }
             }
         }

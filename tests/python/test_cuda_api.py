@@ -239,9 +239,14 @@ def test_rawkernel_scalar_arguments_have_exact_bytes(name):
            '{ *out = v; *g = guard; }' % (ctype, ctype))
     k = cuda.RawKernel(src, "put")
     dtype = np.dtype(name)
-    value = {"b": np.True_, "c": dtype.type(1.5 - 2.25j)}.get(dtype.kind, dtype.type(-3)
-                                                               if dtype.kind in "if" else
-                                                               dtype.type(200))
+    if dtype.kind == "b":
+        value = np.True_
+    elif dtype.kind == "c":
+        value = dtype.type(1.5 - 2.25j)
+    elif dtype.kind in "if":
+        value = dtype.type(-3)
+    else:
+        value = dtype.type(200)
     out = cuda.device_array(1, dtype=dtype)
     g = cuda.device_array(1, dtype=np.int64)
     k(1, 1, (value, out, 123456789012, g))

@@ -1,0 +1,208 @@
+"""@guvectorize benchmarks (issue 5), one run on the GPU machine, peers beside us.
+
+  * row sum '(n)->()' over a (65536, 1024) float32 device array (bytes: the input + the output),
+    beside Numba's guvectorize(target='cuda') and CuPy's sum(axis=-1);
+  * batched 4x4 matrix product '(m,n),(n,p)->(m,p)' over 2^20 float32 pairs (3 x 64 bytes per
+    pair), beside Numba and CuPy's matmul;
+  * the same two with an input broadcast along a loop dimension, which Numba cannot run (it is given
+    the broadcast input materialised, for reference): a weighted row sum '(n),(n)->()' with one
+    (1024,) weight vector for all rows, and A @ B with one (4, 4) B for all 2^20 As (bytes counted
+    without the broadcast operand);
+  * the card's device-to-device copy bandwidth (read + write), measured in the same run: the
+    targets are >= 70% of it for the row sum, and >= 7x / >= 5x Numba for row sum / matmul.
+
+Usage: python3 bench/bench_guvectorize.py [--reps N]
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
+    np.row_stack = np.vstack
+
+from cufunc import cuda
+from cufunc.guvectorize import guvectorize
+
+
+def rowsum_body(x, out):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    out[0] = s
+
+
+def wsum_body(x, w, out):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * w[i]
+    out[0] = s
+
+
+def matmul_body(a, b, c):
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            s = 0.0
+            for k in range(a.shape[1]):
+                s += a[i, k] * b[k, j]
+            c[i, j] = s
+
+
+ROWSUM_SIG = (["void(float32[:], float32[:])"], "(n)->()")
+WSUM_SIG = (["void(float32[:], float32[:], float32[:])"], "(n),(n)->()")
+MATMUL_SIG = (["void(float32[:,:], float32[:,:], float32[:,:])"], "(m,n),(n,p)->(m,p)")
+
+rowsum = guvectorize(*ROWSUM_SIG, target="cuda")(rowsum_body)
+wsum = guvectorize(*WSUM_SIG, target="cuda")(wsum_body)
+matmul = guvectorize(*MATMUL_SIG, target="cuda")(matmul_body)
+
+
+def timeit(fn, sync, reps, inner=1):
+    """Median seconds per call of fn (inner calls per timed batch, then a sync)."""
+    fn()
+    sync()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        sync()
+        ts.append((time.perf_counter() - t0) / inner)
+    return statistics.median(ts)
+
+
+def peers():
+    out = {}
+    try:
+        import cupy
+        out["cupy"] = cupy
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        from numba import cuda as ncuda, guvectorize as nguvectorize
+        if ncuda.is_available():
+            out["numba"] = (ncuda, nguvectorize)
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args()
+    reps = args.reps
+    P = peers()
+    rows = []
+    dev = cuda.get_current_device()
+    rng = np.random.default_rng(0)
+
+    # -- copy bandwidth (the ceiling) --
+    big = cuda.device_array(1 << 28, np.float32)
+    big2 = cuda.device_array(1 << 28, np.float32)
+    t = timeit(lambda: big2.copy_to_device(big), cuda.synchronize, reps)
+    copy_bw = 2 * big.nbytes / t / 1e9
+    rows.append(("device-to-device copy, 1 GiB (GB/s, read + write)", copy_bw, {}))
+    del big, big2
+
+    if "numba" in P:
+        ncuda, nguvectorize = P["numba"]
+        n_rowsum = nguvectorize(*ROWSUM_SIG, target="cuda")(rowsum_body)
+        n_wsum = nguvectorize(*WSUM_SIG, target="cuda")(wsum_body)
+        n_matmul = nguvectorize(*MATMUL_SIG, target="cuda")(matmul_body)
+
+    # -- row sum --
+    R, N = 65536, 1024
+    hx = rng.random((R, N), dtype=np.float32)
+    want = np.cumsum(hx, axis=-1, dtype=np.float32)[:, -1]
+    dx = cuda.to_device(hx)
+    dout = cuda.device_array(R, np.float32)
+    rowsum(dx, out=dout)
+    assert np.array_equal(dout.copy_to_host(), want)
+    nbytes = 4 * R * N + 4 * R
+    t_ours = timeit(lambda: rowsum(dx, out=dout), cuda.synchronize, reps, 5)
+    ours = nbytes / t_ours / 1e9
+    peer = {}
+    if "numba" in P:
+        nx, no = ncuda.to_device(hx), ncuda.device_array(R, np.float32)
+        n_rowsum(nx, no)
+        assert np.allclose(no.copy_to_host(), want, rtol=1e-5)
+        peer["Numba"] = nbytes / timeit(lambda: n_rowsum(nx, no), ncuda.synchronize, reps, 2) / 1e9
+    if "cupy" in P:
+        cp = P["cupy"]
+        cx, co = cp.asarray(hx), cp.empty(R, cp.float32)
+        peer["CuPy sum(axis=-1)"] = nbytes / timeit(lambda: cp.sum(cx, axis=-1, out=co),
+                                                    cp.cuda.runtime.deviceSynchronize, reps, 5) / 1e9
+    rows.append(("row sum (n)->(), (65536, 1024) float32 (GB/s)", ours, peer))
+    if "Numba" in peer:
+        rows.append(("  row sum: cufunc / Numba (target >= 7x)", ours / peer["Numba"], {}))
+    rows.append(("  row sum: fraction of copy bandwidth (target >= 0.70)", ours / copy_bw, {}))
+
+    # -- weighted row sum, weights broadcast along the loop --
+    hw = rng.random(N, dtype=np.float32)
+    dw = cuda.to_device(hw)
+    wsum(dx, dw, out=dout)
+    wwant = np.cumsum(hx * hw, axis=-1, dtype=np.float32)[:, -1]
+    assert np.array_equal(dout.copy_to_host(), wwant)
+    t_ours = timeit(lambda: wsum(dx, dw, out=dout), cuda.synchronize, reps, 5)
+    peer = {}
+    if "numba" in P:
+        nw = ncuda.to_device(np.ascontiguousarray(np.broadcast_to(hw, (R, N))))
+        n_wsum(nx, nw, no)
+        peer["Numba (weights materialised)"] = nbytes / timeit(
+            lambda: n_wsum(nx, nw, no), ncuda.synchronize, reps, 2) / 1e9
+    rows.append(("weighted row sum (n),(n)->(), weights (1024,) broadcast (GB/s, x + out)",
+                 nbytes / t_ours / 1e9, peer))
+    del dx, dout
+
+    # -- batched 4x4 matmul --
+    B = 1 << 20
+    ha = rng.random((B, 4, 4), dtype=np.float32)
+    hb = rng.random((B, 4, 4), dtype=np.float32)
+    da, db = cuda.to_device(ha), cuda.to_device(hb)
+    dc = cuda.device_array((B, 4, 4), np.float32)
+    matmul(da, db, out=dc)
+    assert np.allclose(dc.copy_to_host(), np.matmul(ha, hb), rtol=1e-5)
+    nbytes = 3 * 64 * B
+    t_ours = timeit(lambda: matmul(da, db, out=dc), cuda.synchronize, reps, 5)
+    ours = nbytes / t_ours / 1e9
+    peer = {}
+    if "numba" in P:
+        na, nb, nc = ncuda.to_device(ha), ncuda.to_device(hb), ncuda.device_array((B, 4, 4), np.float32)
+        n_matmul(na, nb, nc)
+        peer["Numba"] = nbytes / timeit(lambda: n_matmul(na, nb, nc), ncuda.synchronize, reps, 2) / 1e9
+    if "cupy" in P:
+        ca, cb, cc = cp.asarray(ha), cp.asarray(hb), cp.empty((B, 4, 4), cp.float32)
+        peer["CuPy matmul"] = nbytes / timeit(lambda: cp.matmul(ca, cb, out=cc),
+                                              cp.cuda.runtime.deviceSynchronize, reps, 5) / 1e9
+    rows.append(("batched 4x4 matmul, 2^20 float32 pairs (GB/s, 3 x 64 B per pair)", ours, peer))
+    if "Numba" in peer:
+        rows.append(("  matmul: cufunc / Numba (target >= 5x)", ours / peer["Numba"], {}))
+
+    # -- matmul with one B for all As --
+    hb1 = rng.random((4, 4), dtype=np.float32)
+    db1 = cuda.to_device(hb1)
+    matmul(da, db1, out=dc)
+    assert np.allclose(dc.copy_to_host(), np.matmul(ha, hb1), rtol=1e-5)
+    nbytes = 2 * 64 * B
+    t_ours = timeit(lambda: matmul(da, db1, out=dc), cuda.synchronize, reps, 5)
+    peer = {}
+    if "numba" in P:
+        nb1 = ncuda.to_device(np.ascontiguousarray(np.broadcast_to(hb1, (B, 4, 4))))
+        peer["Numba (B materialised, GB/s of A + C)"] = nbytes / timeit(
+            lambda: n_matmul(na, nb1, nc), ncuda.synchronize, reps, 2) / 1e9
+    rows.append(("4x4 matmul, B (4, 4) broadcast over 2^20 As (GB/s, A + C)", nbytes / t_ours / 1e9,
+                 peer))
+
+    print("\ncufunc guvectorize on %s" % dev.name)
+    print("| figure | cufunc | peers |")
+    print("|---|---|---|")
+    for label, val, peer in rows:
+        ps = ", ".join("%s %.3g" % (k, v) for k, v in peer.items()) or "-"
+        print("| %s | %.3g | %s |" % (label, val, ps))
+    print("(copy bandwidth %.0f GB/s)" % copy_bw)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,527 @@
+/* Unit tests of the reduction engine: planning of reduced and kept axes, launch geometry, kernel
+ * generation (every kernel shape compiled with NVRTC for sm_90, no GPU needed), and launches
+ * against host results behind NEED_GPU(). */
+#include <math.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "cufunc/reduce.h"
+
+static const char *ADD_F4 = "#include \"cufunc/runtime.cuh\"\n"
+                            "__device__ cf_float32 add_f4(cf_float32 a, cf_float32 b) { return a + b; }\n";
+static const char *ADD_F8 = "#include \"cufunc/runtime.cuh\"\n"
+                            "__device__ cf_float64 add_f8(cf_float64 a, cf_float64 b) { return a + b; }\n";
+static const char *ADD_I8 = "#include \"cufunc/runtime.cuh\"\n"
+                            "__device__ cf_int64 add_i8(cf_int64 a, cf_int64 b) { return cf_add(a, b); }\n";
+static const char *MAX_I1 = "#include \"cufunc/runtime.cuh\"\n"
+                            "__device__ cf_int8 max_i1(cf_int8 a, cf_int8 b) { return a > b ? a : b; }\n";
+static const char *OR_B = "#include \"cufunc/runtime.cuh\"\n"
+                          "__device__ cf_bool or_b(cf_bool a, cf_bool b) { return a || b; }\n";
+static const char *ADD_C8 = "#include \"cufunc/runtime.cuh\"\n"
+                            "__device__ cf_complex64 add_c8(cf_complex64 a, cf_complex64 b) { return a + b; }\n";
+static const char *MUL_C16 = "#include \"cufunc/runtime.cuh\"\n"
+                             "__device__ cf_complex128 mul_c16(cf_complex128 a, cf_complex128 b) { return a * b; }\n";
+
+static cf_reducer *make_reducer(void)
+{
+    cf_reducer *r = NULL;
+    CHECK_OK(cf_reducer_create("add", &r));
+    const char *opts[1] = {"--fmad=false"};
+    int idx = -1;
+    CHECK_OK(cf_reducer_add_loop(r, CF_FLOAT32, ADD_F4, "add_f4", opts, 1, &idx));
+    CHECK(idx == 0);
+    CHECK_OK(cf_reducer_add_loop(r, CF_FLOAT64, ADD_F8, "add_f8", opts, 1, &idx));
+    CHECK_OK(cf_reducer_add_loop(r, CF_INT64, ADD_I8, "add_i8", opts, 1, &idx));
+    CHECK_OK(cf_reducer_add_loop(r, CF_INT8, MAX_I1, "max_i1", opts, 1, &idx));
+    CHECK_OK(cf_reducer_add_loop(r, CF_BOOL, OR_B, "or_b", opts, 1, &idx));
+    CHECK_OK(cf_reducer_add_loop(r, CF_COMPLEX64, ADD_C8, "add_c8", opts, 1, &idx));
+    CHECK_OK(cf_reducer_add_loop(r, CF_COMPLEX128, MUL_C16, "mul_c16", opts, 1, &idx));
+    CHECK(idx == 6);
+    return r;
+}
+
+/* A C-contiguous view at `data`. */
+static cf_array view(cf_dtype dt, int ndim, const int64_t *shape, uint64_t data)
+{
+    cf_array a;
+    memset(&a, 0, sizeof a);
+    CHECK_OK(cf_array_init_contiguous(&a, data, dt, ndim, shape, 'C', 0));
+    return a;
+}
+
+/* The keepdims output of reducing `in` over `red`. */
+static cf_array keepdims_out(const cf_array *in, const unsigned char *red, cf_dtype dt, uint64_t data)
+{
+    int64_t shape[CF_MAX_DIMS];
+    for (int k = 0; k < in->ndim; k++)
+        shape[k] = red[k] ? 1 : in->shape[k];
+    return view(dt, in->ndim, shape, data);
+}
+
+static void test_loops(void)
+{
+    cf_reducer *r = make_reducer();
+    CHECK(cf_reducer_nloops(r) == 7);
+    CHECK(cf_reducer_find_loop(r, CF_FLOAT64) == 1);
+    CHECK(cf_reducer_find_loop(r, CF_UINT16) == -1);
+    CHECK(cf_reducer_loop_type(r, 4) == CF_BOOL);
+    CHECK(cf_reducer_loop_type(r, 99) == CF_NDTYPES);
+    CHECK_STATUS(cf_reducer_add_loop(r, CF_FLOAT32, ADD_F4, "add_f4", NULL, 0, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "already has a loop for float32");
+    CHECK_STATUS(cf_reducer_add_loop(r, CF_FLOAT16, ADD_F4, "x", NULL, 0, NULL), CF_ERR_UNSUPPORTED);
+    CHECK_STATUS(cf_reducer_add_loop(NULL, CF_FLOAT32, ADD_F4, "x", NULL, 0, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_reducer_add_loop(r, (cf_dtype)77, ADD_F4, "x", NULL, 0, NULL), CF_ERR_TYPE);
+    CHECK(strcmp(cf_reducer_name(r), "add") == 0);
+    cf_reducer_free(r);
+    cf_reducer_free(NULL);
+}
+
+static void test_plan_rows_cols_all(void)
+{
+    int64_t shape[3] = {4, 5, 6};
+    cf_array in = view(CF_FLOAT32, 3, shape, 0x10000);
+    cf_reduce_plan p;
+
+    /* last axis: contiguous runs of 6, 20 outputs over merged kept axes */
+    unsigned char r2[3] = {0, 0, 1};
+    cf_array out = keepdims_out(&in, r2, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, r2, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_ROWS);
+    CHECK(p.n_out == 20 && p.n_red == 6);
+    CHECK(p.kept_ndim == 1 && p.kept_shape[0] == 20 && p.in_kept[0] == 24 && p.out_kept[0] == 4);
+    CHECK(p.red_ndim == 1 && p.in_red[0] == 4 && p.red_contiguous);
+    CHECK(p.index32);
+
+    /* first axis: strided reduction, kept axes contiguous and merged */
+    unsigned char r0[3] = {1, 0, 0};
+    out = keepdims_out(&in, r0, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, r0, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_COLS);
+    CHECK(p.n_out == 30 && p.n_red == 4);
+    CHECK(p.kept_ndim == 1 && p.in_kept[0] == 4 && p.kept_contiguous);
+    CHECK(p.red_ndim == 1 && p.in_red[0] == 120 && !p.red_contiguous);
+
+    /* the middle axis: kept axes 0 and 2 cannot merge */
+    unsigned char r1[3] = {0, 1, 0};
+    out = keepdims_out(&in, r1, CF_FLOAT64, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, r1, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_COLS);
+    CHECK(p.kept_ndim == 2 && p.kept_shape[0] == 4 && p.kept_shape[1] == 6);
+    CHECK(p.out_kept[0] == 48 && p.out_kept[1] == 8);
+    CHECK(p.red_ndim == 1 && p.red_shape[0] == 5 && p.in_red[0] == 24);
+
+    /* axes (1, 2): one contiguous run of 30 per output */
+    unsigned char r12[3] = {0, 1, 1};
+    out = keepdims_out(&in, r12, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, r12, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_ROWS && p.n_red == 30 && p.red_ndim == 1 && p.red_contiguous);
+
+    /* axes (0, 2): two reduced axes that cannot merge, kept axis stride 24 < 120 */
+    unsigned char r02[3] = {1, 0, 1};
+    out = keepdims_out(&in, r02, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, r02, &out, NULL));
+    CHECK(p.n_out == 5 && p.n_red == 24 && p.red_ndim == 2);
+    CHECK(p.kind == CF_REDUCE_ROWS); /* innermost reduced stride 4 <= kept stride 24 */
+
+    /* everything */
+    unsigned char rall[3] = {1, 1, 1};
+    out = keepdims_out(&in, rall, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, rall, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_ALL && p.n_out == 1 && p.n_red == 120 && p.red_contiguous);
+
+    /* no axis: one element per output, a thread each */
+    unsigned char rnone[3] = {0, 0, 0};
+    out = keepdims_out(&in, rnone, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, rnone, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_COLS && p.n_out == 120 && p.n_red == 1 && p.red_ndim == 0);
+}
+
+static void test_plan_strided_and_where(void)
+{
+    /* a transposed (F-ordered) 2-d array: reducing axis 0 reads contiguous runs */
+    int64_t shape[2] = {8, 3};
+    cf_array in;
+    memset(&in, 0, sizeof in);
+    CHECK_OK(cf_array_init_contiguous(&in, 0x10000, CF_FLOAT64, 2, shape, 'F', 0));
+    cf_reduce_plan p;
+    unsigned char r0[2] = {1, 0};
+    cf_array out = keepdims_out(&in, r0, CF_FLOAT64, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &in, r0, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_ROWS && p.red_contiguous && p.in_kept[0] == 64);
+
+    /* a reversed axis: strides negative, never "contiguous" */
+    int64_t n1[1] = {100};
+    cf_array rev = view(CF_FLOAT32, 1, n1, 0x10000 + 99 * 4);
+    rev.strides[0] = -4;
+    unsigned char r[1] = {1};
+    out = keepdims_out(&rev, r, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &rev, r, &out, NULL));
+    CHECK(p.kind == CF_REDUCE_ALL && !p.red_contiguous && p.in_red[0] == -4);
+
+    /* where= broadcast from (5,) onto (4, 5): stride 0 on the broadcast axis */
+    int64_t s45[2] = {4, 5}, s5[1] = {5};
+    cf_array a = view(CF_INT64, 2, s45, 0x10000);
+    cf_array w = view(CF_BOOL, 1, s5, 0x50000);
+    unsigned char r1[2] = {0, 1};
+    out = keepdims_out(&a, r1, CF_INT64, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &a, r1, &out, &w));
+    CHECK(p.has_where && p.kind == CF_REDUCE_ROWS);
+    CHECK(p.where_kept[0] == 0 && p.where_red[0] == 1 && p.red_contiguous);
+    /* a mask that does not broadcast */
+    int64_t s3[1] = {3};
+    cf_array w3 = view(CF_BOOL, 1, s3, 0x50000);
+    CHECK_STATUS(cf_reduce_plan_axes(&p, &a, r1, &out, &w3), CF_ERR_INVALID);
+    cf_array wi = view(CF_INT8, 1, s5, 0x50000);
+    CHECK_STATUS(cf_reduce_plan_axes(&p, &a, r1, &out, &wi), CF_ERR_TYPE);
+
+    /* an out of the wrong shape */
+    int64_t bad[2] = {4, 2};
+    cf_array ob = view(CF_INT64, 2, bad, 0x90000);
+    CHECK_STATUS(cf_reduce_plan_axes(&p, &a, r1, &ob, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "out has shape (4,2), the reduction gives (4,1)");
+    cf_array o1 = view(CF_INT64, 1, s5, 0x90000);
+    CHECK_STATUS(cf_reduce_plan_axes(&p, &a, r1, &o1, NULL), CF_ERR_INVALID);
+
+    /* more than 6 axes that cannot merge */
+    int64_t s8[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+    cf_array big = view(CF_FLOAT32, 8, s8, 0x10000);
+    int64_t stride = 4;
+    for (int k = 7; k >= 0; k--) {
+        big.strides[k] = stride;
+        stride *= 3; /* gaps everywhere: nothing merges */
+    }
+    unsigned char alt[8] = {1, 0, 1, 0, 1, 0, 1, 0};
+    cf_array ob8 = keepdims_out(&big, alt, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &big, alt, &ob8, NULL));
+    CHECK(p.kept_ndim == 4 && p.red_ndim == 4);
+    unsigned char most[8] = {1, 1, 1, 1, 1, 1, 1, 0};
+    ob8 = keepdims_out(&big, most, CF_FLOAT32, 0x90000);
+    CHECK_STATUS(cf_reduce_plan_axes(&p, &big, most, &ob8, NULL), CF_ERR_UNSUPPORTED);
+
+    /* 64-bit indexing beyond 2^31 elements */
+    int64_t huge[1] = {(int64_t)3 << 30};
+    cf_array h = view(CF_FLOAT32, 1, huge, 0x10000);
+    out = keepdims_out(&h, r, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &h, r, &out, NULL));
+    CHECK(!p.index32);
+}
+
+static void test_plan_scan(void)
+{
+    int64_t shape[3] = {4, 5, 6};
+    cf_array in = view(CF_FLOAT32, 3, shape, 0x10000);
+    cf_array out = view(CF_FLOAT64, 3, shape, 0x90000);
+    cf_reduce_plan p;
+    CHECK_OK(cf_reduce_plan_scan(&p, &in, 2, &out));
+    CHECK(p.n_out == 20 && p.n_red == 6 && p.red_contiguous);
+    CHECK(p.in_red[0] == 4 && p.out_red[0] == 8);
+    CHECK(p.kept_ndim == 1 && p.in_kept[0] == 24 && p.out_kept[0] == 48);
+    CHECK(p.kind == CF_SCAN_TILES); /* few columns */
+    CHECK_OK(cf_reduce_plan_scan(&p, &in, 0, &out));
+    CHECK(p.n_out == 30 && p.n_red == 4 && !p.red_contiguous && p.in_red[0] == 120);
+    CHECK_OK(cf_reduce_plan_scan(&p, &in, 1, &out));
+    CHECK(p.kept_ndim == 2 && p.n_red == 5);
+    CHECK_STATUS(cf_reduce_plan_scan(&p, &in, 3, &out), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "axis 3 is out of bounds for array of dimension 3");
+    cf_array s0 = view(CF_FLOAT32, 0, shape, 0x10000);
+    CHECK_STATUS(cf_reduce_plan_scan(&p, &s0, 0, &s0), CF_ERR_TYPE);
+    CHECK_CONTAINS(cf_last_error(), "cannot accumulate on a scalar");
+    int64_t other[3] = {4, 5, 7};
+    cf_array bad = view(CF_FLOAT32, 3, other, 0x90000);
+    CHECK_STATUS(cf_reduce_plan_scan(&p, &in, 2, &bad), CF_ERR_INVALID);
+
+    /* many short columns along a strided axis: a thread per column */
+    int64_t wide[2] = {16, 100000};
+    cf_array w = view(CF_FLOAT32, 2, wide, 0x10000);
+    CHECK_OK(cf_reduce_plan_scan(&p, &w, 0, &w));
+    CHECK(p.kind == CF_SCAN_COLS);
+    int64_t one[1] = {1 << 28};
+    cf_array big = view(CF_FLOAT32, 1, one, 0x10000);
+    CHECK_OK(cf_reduce_plan_scan(&p, &big, 0, &big));
+    CHECK(p.kind == CF_SCAN_TILES && p.n_out == 1);
+}
+
+static void test_geometry(void)
+{
+    const int sms = 132;
+    cf_reduce_plan p;
+    cf_reduce_geom g;
+    unsigned char rall[1] = {1};
+
+    /* 2^28 float32: vectors of 4, a full card of 512-thread blocks */
+    int64_t n[1] = {(int64_t)1 << 28};
+    cf_array a = view(CF_FLOAT32, 1, n, 0x100000);
+    cf_array o = keepdims_out(&a, rall, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &a, rall, &o, NULL));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, sms, 4, &g));
+    CHECK(g.block == 512 && g.vec == 4 && g.unroll == 4);
+    CHECK(g.grid[0] == 528 && g.grid[1] == 1);
+    /* misaligned start: no vectors */
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data + 4, sms, 4, &g));
+    CHECK(g.vec == 1);
+    /* 1024 elements: one block, no ticket */
+    int64_t small[1] = {1024};
+    cf_array s = view(CF_FLOAT32, 1, small, 0x100000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &s, rall, &o, NULL));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, s.data, sms, 4, &g));
+    CHECK(g.grid[0] == 1);
+    /* never more blocks than the partials area holds */
+    CHECK_OK(cf_reduce_plan_axes(&p, &a, rall, &o, NULL));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, 10000, 32, &g));
+    CHECK(g.grid[0] == 4096);
+
+    /* (16384, 16384) float32 over axis 1: a block per row, float4 loads */
+    int64_t sq[2] = {16384, 16384};
+    cf_array m = view(CF_FLOAT32, 2, sq, 0x100000);
+    unsigned char r1[2] = {0, 1}, r0[2] = {1, 0};
+    cf_array o1 = keepdims_out(&m, r1, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &m, r1, &o1, NULL));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, m.data, sms, 8, &g));
+    CHECK(p.kind == CF_REDUCE_ROWS && g.group == 256 && g.vec == 4 && g.grid[1] == 1);
+    CHECK(g.grid[0] == 8448); /* 132 SMs x 8 blocks x 8 rounds, rows grid-strided */
+    /* over axis 0: a thread per 4 columns, the rows split to fill the card */
+    cf_array o0 = keepdims_out(&m, r0, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &m, r0, &o0, NULL));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, m.data, sms, 8, &g));
+    CHECK(p.kind == CF_REDUCE_COLS && g.vec == 4 && g.grid[0] == 16);
+    CHECK(g.grid[1] > 1 && (int64_t)g.grid[1] * g.chunk >= 16384 &&
+          (int64_t)(g.grid[1] - 1) * g.chunk < 16384);
+    CHECK(g.partials == (int64_t)g.grid[1] * 16384);
+    CHECK((int64_t)g.grid[0] * g.grid[1] * g.block >= (int64_t)sms * 2048);
+
+    /* few long rows: split rows */
+    int64_t fr[2] = {4, 1 << 24};
+    cf_array f = view(CF_FLOAT32, 2, fr, 0x100000);
+    cf_array of = keepdims_out(&f, r1, CF_FLOAT32, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &f, r1, &of, NULL));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, f.data, sms, 8, &g));
+    CHECK(p.kind == CF_REDUCE_ROWS && g.grid[0] == 4 && g.grid[1] > 1 && g.chunk % 16 == 0);
+    CHECK((int64_t)g.grid[1] * g.chunk >= (1 << 24));
+    /* short rows: a warp each */
+    int64_t sr[2] = {100000, 100};
+    cf_array sh = view(CF_FLOAT64, 2, sr, 0x100000);
+    cf_array osh = keepdims_out(&sh, r1, CF_FLOAT64, 0x90000);
+    CHECK_OK(cf_reduce_plan_axes(&p, &sh, r1, &osh, NULL));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT64, CF_FLOAT64, sh.data, sms, 8, &g));
+    CHECK(g.group == 32 && g.vec == 2 && g.grid[0] == 8448); /* 12500 blocks of 8 rows, capped */
+
+    /* scans: 2^28 float32 in tiles of 256 x 16 */
+    cf_array so = view(CF_FLOAT32, 1, n, 0x100000);
+    CHECK_OK(cf_reduce_plan_scan(&p, &a, 0, &so));
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, sms, 0, &g));
+    CHECK(g.items == 16 && g.block == 256 && g.tiles_per_row == 65536 && g.grid[0] == 65536);
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_COMPLEX128, a.data, sms, 0, &g));
+    CHECK(g.items == 4);
+    CHECK_STATUS(cf_reduce_geometry(NULL, CF_FLOAT32, CF_FLOAT32, 0, sms, 0, &g), CF_ERR_INVALID);
+}
+
+static int have_nvrtc(void)
+{
+    if (cf_nvrtc_init() == CF_OK)
+        return 1;
+    CHECK_OK(cf_nvrtc_init()); /* CI has NVRTC: its absence is a failure, not a skip */
+    return 0;
+}
+
+/* Generate the kernel of a launch and compile it for sm_90. */
+static void compile_case(cf_reducer *r, int loop, const cf_array *in, const unsigned char *red,
+                         int scan_axis, const cf_array *out, const cf_array *where,
+                         const char *want)
+{
+    char *src = NULL;
+    CHECK_OK(cf_reduce_kernel_source(r, loop, in, red, scan_axis, out, where, &src));
+    if (!src)
+        return;
+    if (want)
+        CHECK_CONTAINS(src, want);
+    const char *opts[1] = {"--fmad=false"};
+    void *img = NULL;
+    size_t n = 0;
+    cf_status st = cf_compile_source(src, opts, 1, 9, 0, &img, &n, NULL);
+    if (st != CF_OK)
+        fprintf(stderr, "%s\n", cf_last_error());
+    CHECK(st == CF_OK);
+    cf_free_buffer(img);
+    cf_free_buffer(src);
+}
+
+static void test_kernels_compile(void)
+{
+    if (!have_nvrtc())
+        return;
+    cf_reducer *r = make_reducer();
+    static const cf_dtype loops[7] = {CF_FLOAT32, CF_FLOAT64, CF_INT64, CF_INT8, CF_BOOL,
+                                      CF_COMPLEX64, CF_COMPLEX128};
+    int64_t sq[2] = {64, 48}, n[1] = {1000};
+    unsigned char r1[2] = {0, 1}, r0[2] = {1, 0}, rall[2] = {1, 1}, one[1] = {1};
+    for (int l = 0; l < 7; l++) {
+        cf_dtype t = loops[l];
+        cf_array a1 = view(t, 1, n, 0x100000);
+        cf_array o = keepdims_out(&a1, one, t, 0x90000);
+        compile_case(r, l, &a1, one, -1, &o, NULL, "cf_red_all<");
+        cf_array m = view(t, 2, sq, 0x100000);
+        cf_array o1 = keepdims_out(&m, r1, t, 0x90000);
+        compile_case(r, l, &m, r1, -1, &o1, NULL, "cf_red_rows<");
+        cf_array o0 = keepdims_out(&m, r0, t, 0x90000);
+        compile_case(r, l, &m, r0, -1, &o0, NULL, "cf_red_cols<");
+        cf_array sc = view(t, 2, sq, 0x200000);
+        compile_case(r, l, &m, NULL, 1, &sc, NULL, "cf_scan_tiles<");
+    }
+    /* mixed dtypes: int32 elements into the int64 loop, float64 output of a float32 loop */
+    cf_array ai = view(CF_INT32, 1, n, 0x100000);
+    cf_array oi = keepdims_out(&ai, one, CF_INT64, 0x90000);
+    compile_case(r, 2, &ai, one, -1, &oi, NULL, "cf_red_all<cf_red_op, cf_int32, cf_int64");
+    int64_t big[2] = {16, 100000};
+    cf_array m = view(CF_FLOAT32, 2, big, 0x100000);
+    cf_array sc = view(CF_FLOAT64, 2, big, 0x200000);
+    compile_case(r, 0, &m, NULL, 0, &sc, NULL, "cf_scan_cols<cf_red_op, cf_float32, cf_float64");
+    /* where= masks (full, rows, cols) and strided (transposed) inputs */
+    cf_array w = view(CF_BOOL, 2, sq, 0x300000);
+    cf_array mf = view(CF_FLOAT32, 2, sq, 0x100000);
+    cf_array oall = keepdims_out(&mf, rall, CF_FLOAT32, 0x90000);
+    compile_case(r, 0, &mf, rall, -1, &oall, &w, "true");
+    cf_array o1 = keepdims_out(&mf, r1, CF_FLOAT32, 0x90000);
+    compile_case(r, 0, &mf, r1, -1, &o1, &w, "true");
+    cf_array o0 = keepdims_out(&mf, r0, CF_FLOAT32, 0x90000);
+    compile_case(r, 0, &mf, r0, -1, &o0, &w, "true");
+    /* a transposed array is one contiguous run for a full reduction; every other column is one
+     * strided axis */
+    cf_array t = mf;
+    t.shape[0] = sq[1];
+    t.shape[1] = sq[0];
+    t.strides[0] = 4;
+    t.strides[1] = 4 * sq[1];
+    cf_array ot = keepdims_out(&t, rall, CF_FLOAT32, 0x90000);
+    compile_case(r, 0, &t, rall, -1, &ot, NULL, "cf_red_all<cf_red_op, cf_float32, cf_float32, 512, 4, 4, 0");
+    cf_array half = mf;
+    half.shape[1] = sq[1] / 2;
+    half.strides[1] = 8;
+    compile_case(r, 0, &half, rall, -1, &ot, NULL, "cf_red_all<cf_red_op, cf_float32, cf_float32, 512, 1, 4, 1");
+    /* three unmergeable reduced axes through fast division */
+    int64_t s3[3] = {6, 7, 8};
+    cf_array c3 = view(CF_FLOAT64, 3, s3, 0x100000);
+    c3.strides[0] = 8 * 7 * 9;
+    c3.strides[1] = 8 * 9;
+    unsigned char r02[3] = {1, 0, 1};
+    cf_array o3 = keepdims_out(&c3, r02, CF_FLOAT64, 0x90000);
+    compile_case(r, 1, &c3, r02, -1, &o3, NULL, NULL);
+    cf_reducer_free(r);
+}
+
+/* ---- on the GPU ---------------------------------------------------------------------------- */
+
+static void test_gpu_full(void)
+{
+    NEED_GPU();
+    cf_reducer *r = make_reducer();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    static const int64_t sizes[] = {1, 31, 32, 33, 127, 128, 129, 1023, 1024, 1025, 4097, 65537,
+                                    1049728, 3000017};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        int64_t n = sizes[c];
+        int64_t *h = malloc((size_t)n * 8);
+        int64_t want = 0;
+        for (int64_t i = 0; i < n; i++) {
+            h[i] = (i * 7919) % 1001 - 500;
+            want += h[i];
+        }
+        uint64_t d = 0, res = 0;
+        CHECK_OK(cf_mem_alloc(s, (size_t)n * 8 + 8, &d));
+        CHECK_OK(cf_mem_alloc(s, 8, &res));
+        CHECK_OK(cf_memcpy_htod(s, d + 8, h, (size_t)n * 8, 1));
+        cf_array a = view(CF_INT64, 1, &n, d + 8); /* 8-byte aligned only: no 16-byte vectors */
+        int64_t init = 5;
+        for (int rep = 0; rep < 3; rep++) { /* the ticket must be reset for the next launch */
+            CHECK_OK(cf_reduce_all(r, 2, s, &a, res, CF_INT64, &init));
+            int64_t got = 0;
+            CHECK_OK(cf_memcpy_dtoh(s, &got, res, 8, 1));
+            if (got != want + 5)
+                fprintf(stderr, "  n=%lld rep %d: got %lld want %lld\n", (long long)n, rep,
+                        (long long)got, (long long)(want + 5));
+            CHECK(got == want + 5);
+        }
+        CHECK_OK(cf_mem_free(s, d));
+        CHECK_OK(cf_mem_free(s, res));
+        free(h);
+    }
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(s);
+    cf_reducer_free(r);
+}
+
+static void test_gpu_axes_and_scan(void)
+{
+    NEED_GPU();
+    cf_reducer *r = make_reducer();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    int64_t shape[2] = {300, 517};
+    int64_t n = shape[0] * shape[1];
+    double *h = malloc((size_t)n * 8), *back = malloc((size_t)n * 8);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = (double)((i * 31) % 97) - 48.0; /* small integers: sums are exact */
+    uint64_t d = 0, o = 0;
+    CHECK_OK(cf_mem_alloc(s, (size_t)n * 8, &d));
+    CHECK_OK(cf_mem_alloc(s, (size_t)n * 8, &o));
+    CHECK_OK(cf_memcpy_htod(s, d, h, (size_t)n * 8, 1));
+    cf_array a = view(CF_FLOAT64, 2, shape, d);
+    for (int axis = 0; axis < 2; axis++) {
+        unsigned char red[2] = {axis == 0, axis == 1};
+        cf_array out = keepdims_out(&a, red, CF_FLOAT64, o);
+        CHECK_OK(cf_reduce_launch(r, 1, s, &a, red, &out, NULL, NULL));
+        int64_t nout = shape[1 - axis];
+        CHECK_OK(cf_memcpy_dtoh(s, back, o, (size_t)nout * 8, 1));
+        int bad = 0;
+        for (int64_t j = 0; j < nout; j++) {
+            double want = 0;
+            for (int64_t i = 0; i < shape[axis]; i++)
+                want += axis == 0 ? h[i * shape[1] + j] : h[j * shape[1] + i];
+            bad += back[j] != want;
+        }
+        CHECK(bad == 0);
+    }
+    /* scan along both axes */
+    for (int axis = 0; axis < 2; axis++) {
+        cf_array out = view(CF_FLOAT64, 2, shape, o);
+        CHECK_OK(cf_scan_launch(r, 1, s, &a, axis, &out));
+        CHECK_OK(cf_memcpy_dtoh(s, back, o, (size_t)n * 8, 1));
+        int bad = 0;
+        for (int64_t j = 0; j < shape[1 - axis]; j++) {
+            double acc = 0;
+            for (int64_t i = 0; i < shape[axis]; i++) {
+                int64_t idx = axis == 0 ? i * shape[1] + j : j * shape[1] + i;
+                acc += h[idx];
+                bad += back[idx] != acc;
+            }
+        }
+        CHECK(bad == 0);
+    }
+    /* an empty reduction without an initial value */
+    int64_t e[2] = {0, 3};
+    cf_array ea = view(CF_FLOAT64, 2, e, d);
+    unsigned char r0[2] = {1, 0};
+    cf_array eo = keepdims_out(&ea, r0, CF_FLOAT64, o);
+    CHECK_STATUS(cf_reduce_launch(r, 1, s, &ea, r0, &eo, NULL, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "zero-size array to reduction operation add which has no identity");
+    CHECK_OK(cf_mem_free(s, d));
+    CHECK_OK(cf_mem_free(s, o));
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(s);
+    free(h);
+    free(back);
+    cf_reducer_free(r);
+}
+
+int main(void)
+{
+    RUN(test_loops);
+    RUN(test_plan_rows_cols_all);
+    RUN(test_plan_strided_and_where);
+    RUN(test_plan_scan);
+    RUN(test_geometry);
+    RUN(test_kernels_compile);
+    RUN(test_gpu_full);
+    RUN(test_gpu_axes_and_scan);
+    return SUMMARY();
+}
