@@ -488,10 +488,17 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
         if (classify(c->inputs[i], &in[i], i) < 0)
             goto done;
     int any_device = 0, any_host = 0;
+    int any_strong = 0;
     for (int i = 0; i < nin; i++) {
         any_device |= in[i].kind == A_DEVICE;
         any_host |= in[i].kind == A_HOST;
+        any_strong |= !in[i].weak;
     }
+    /* NEP 50: Python scalars are weak only beside a typed operand; alone they are int64,
+     * float64 and complex128 (np.hypot(3.0, 4.0) is float64) */
+    if (!any_strong)
+        for (int i = 0; i < nin; i++)
+            in[i].weak = 0;
     for (int o = 0; o < nout; o++, nout_classified++) {
         memset(&out[o], 0, sizeof out[o]);
         if (c->outs[o] == NULL || c->outs[o] == Py_None)

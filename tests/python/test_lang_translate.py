@@ -341,6 +341,16 @@ def ifexp(a, b): return a if a > b else b
 def ifexp_lit(a): return a if a > 0 else 0
 
 
+def ifexp_tuple(a, b):
+    q, r = divmod(a, b) if b != 0 else (0, a)
+    return q * 10 + r
+
+
+def test_conditional_expression_of_tuples():
+    for t in [T.int32, T.uint8, T.float32]:
+        assert tr(ifexp_tuple, [t, t]).return_type == t
+
+
 def test_conditional_expression():
     for t in REALS:
         assert tr(ifexp, [t, t]).return_type == t
@@ -1040,6 +1050,60 @@ def d_numba_like(x):
 
 def test_numba_style_device_function():
     assert tr(d_numba_like, [T.int16]).return_type == T.int16
+
+
+def _cufunc_cuda():
+    try:
+        return importlib.import_module("cufunc.cuda")
+    except Exception:
+        return None
+
+
+CUDA = _cufunc_cuda()
+
+
+def body_cuda_namespace(x):
+    a = CUDA.local.array((2, 2), CUDA_F32)
+    a[1, 1] = x
+    return cuda_dev(a[1, 1])
+
+
+CUDA_F32 = T.float32
+cuda_dev = CUDA.jit(device=True)(d_module_level) if CUDA is not None else None
+
+
+def test_cufunc_cuda_namespace():
+    if CUDA is None:
+        pytest.skip("cufunc.cuda does not import here")
+    assert CUDA.local is local and CUDA.jit is jit
+    assert tr(body_cuda_namespace, [T.float32]).return_type == T.float32
+
+
+class _FakeNumbaLocal:
+    @staticmethod
+    def array(shape, dtype):
+        raise AssertionError("not called at translation time")
+
+
+def body_numba_local(x):
+    a = numba_cuda.local.array(3, np.int16)
+    a[0] = x
+    return a[0]
+
+
+numba_cuda = _pytypes.SimpleNamespace(local=_FakeNumbaLocal())
+
+
+def test_numba_cuda_local_array_is_recognised(monkeypatch):
+    # a body written for numba (cuda = numba.cuda) still works; numba itself is never imported
+    fake = _pytypes.ModuleType("numba.cuda")
+    fake.local = numba_cuda.local
+    monkeypatch.setitem(sys.modules, "numba.cuda", fake)
+    r = tr(body_numba_local, [T.int16])
+    assert "cf_int16 cf_loc0[3];" in r.source
+    monkeypatch.delitem(sys.modules, "numba.cuda")
+    with pytest.raises(UnsupportedError):
+        translate(body_numba_local, [T.int16])
 
 
 def test_local_array_in_python():

@@ -41,15 +41,17 @@ class _Bottom(Exception):
 class Val:
     """A scalar or array value: its type, C expression text and, for constants, the value."""
 
-    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref")
+    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref", "widened")
 
-    def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None):
+    def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None,
+                 widened=None):
         self.type = type_
         self.c = c
         self.const = const
         self.nonneg = nonneg
         self.simple = simple or const is not NOCONST
         self.ref = ref   # (C array name, constant shape) of a table or local array
+        self.widened = widened  # the narrower Val this one is an exact widening of
 
     @property
     def is_const(self):
@@ -534,6 +536,10 @@ class FunctionTranslator:
                 return TupleVal([self.cast(x, y, node) for x, y in zip(v.items, t.types)],
                                 v.setup)
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
+        if v.c == "cf_int64_out_of_range" and not (isinstance(t, T.Scalar) and t.kind != "i"
+                                                   and not isinstance(t, TS.Weak)):
+            raise self._fail(node, "the integer %d does not fit in int64 (Python ints are "
+                             "64-bit in kernels)" % v.const)
         if v.type == t:
             return v
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
@@ -552,8 +558,16 @@ class FunctionTranslator:
             return Val(t, v.c, nonneg=v.nonneg, simple=v.simple)
         if v.c == "cf_int64_out_of_range":
             raise self._fail(node, "integer %d does not fit in int64" % v.const)
+        if v.widened is not None and v.widened.type.cname == t.cname:
+            # narrowing back what was exactly widened (float32 -> float64 -> float32)
+            w = v.widened
+            return Val(t, w.c, nonneg=w.nonneg, simple=w.simple)
         nonneg = v.nonneg and t.kind in "iu" and t.bits >= v.type.bits
-        return Val(t, "cf_cast<%s>(%s)" % (t.cname, v.c), nonneg=nonneg)
+        exact = (v.type.kind == t.kind and t.bits > v.type.bits and t.kind in "fc") or (
+            v.type.kind in "iu" and t.kind == "i" and t.bits > v.type.bits) or (
+            v.type.kind == "u" and t.kind == "u" and t.bits > v.type.bits)
+        return Val(t, "cf_cast<%s>(%s)" % (t.cname, v.c), nonneg=nonneg,
+                   widened=v if exact else None)
 
     def truthy(self, v, node):
         """C bool expression: Python's truth value of v."""
@@ -1546,9 +1560,11 @@ class FunctionTranslator:
         c = self.cond(node.test)
         a = self.expr(node.body)
         b = self.expr(node.orelse)
+        if isinstance(a, TupleVal) and isinstance(b, TupleVal) and len(a.items) == len(b.items):
+            return self._tuple_ifexp(c, a, b, node)
         if isinstance(a, TupleVal) or isinstance(b, TupleVal):
-            raise self._fail(node, "conditional expressions choosing between tuples are not "
-                             "supported", UnsupportedError)
+            raise self._fail(node, "a conditional expression choosing between a tuple and "
+                             "something else is not supported", UnsupportedError)
         if isinstance(a, StaticVal) or isinstance(b, StaticVal):
             raise self._fail(node, "a conditional expression must choose between values")
         R = self._join(a.type, b.type, node)
@@ -1560,6 +1576,22 @@ class FunctionTranslator:
         if c == "false":
             return cb
         return Val(R, "(%s ? %s : %s)" % (c, ca.c, cb.c))
+
+    def _tuple_ifexp(self, c, a, b, node):
+        types = [self._join(x.type, y.type, node) for x, y in zip(a.items, b.items)]
+        for t in types:
+            if not isinstance(t, T.Scalar):
+                raise self._fail(node, "tuples of arrays are not supported", UnsupportedError)
+            self.check_scalar_type(t, node)
+        temps = [self.temp(t) for t in types]
+
+        def branch(v):
+            parts = [v.setup] if v.setup else []
+            for tn, it, t in zip(temps, v.items, types):
+                parts.append("%s = %s" % (tn, self.cast(it, t, node).c))
+            return "(%s)" % ", ".join(parts)
+        setup = "(%s ? %s : %s)" % (c, branch(a), branch(b))
+        return TupleVal([Val(t, tn, simple=True) for t, tn in zip(types, temps)], setup)
 
     # calls ------------------------------------------------------------------
     def expr_Call(self, node):
@@ -1833,7 +1865,8 @@ class FunctionTranslator:
             return Val(TS.WEAK_BOOL, "cf_%s(%s)" % (fname, x.c))
         if kind == "ldexp":
             x, e = self.args(node, 2, shown)
-            ct = self._math_ct([x], node, fname)
+            self._math_ct([x], node, fname)
+            ct = T.float64   # exact in double; float32 would overflow where Python does not
             e = self.scalar(e, node, "an argument of math.ldexp()")
             if e.type.kind not in "biu":
                 raise self._fail(node, "math.ldexp() exponent must be an integer, not %s"
