@@ -239,8 +239,8 @@ def main():
     p5 = {}
     if "numba" in P:
         def numba_add(a, b):   # a named function: Numba's vectorize cannot take a lambda
-        return a + b
-    nadd = nvectorize(["float32(float32, float32)"], target="cuda")(numba_add)
+            return a + b
+        nadd = nvectorize(["float32(float32, float32)"], target="cuda")(numba_add)
         n26d = ncuda.to_device(h26)
         p5["Numba ufunc.reduce"] = h26.nbytes / timeit(lambda: nadd.reduce(n26d), ncuda.synchronize,
                                                        max(3, reps // 3)) / 1e9

@@ -202,10 +202,12 @@ def main():
         print(json.dumps({"decorate": t1 - t0, "first_call": t2 - t1, "stats": _core.cache_stats()}))
     """)
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, CUFUNC_CACHE_DIR=d)
-        salt = repr(time.time() % 1)
-        cold = json.loads(subprocess.check_output([sys.executable, "-c", child % salt], env=env))
-        warm = json.loads(subprocess.check_output([sys.executable, "-c", child % salt], env=env))
+        env = dict(os.environ, CUFUNC_CACHE_DIR=os.path.join(d, "cache"))
+        prog = os.path.join(d, "first_call.py")   # a file: the translator reads the source
+        with open(prog, "w") as f:
+            f.write(child % repr(time.time() % 1))
+        cold = json.loads(subprocess.check_output([sys.executable, prog], env=env))
+        warm = json.loads(subprocess.check_output([sys.executable, prog], env=env))
     rows.append(("first call of a new signature, empty cache (s)", cold["first_call"],
                  {"decorate (translate)": cold["decorate"]}))
     rows.append(("first call in a new process, warm disk cache (ms)", 1e3 * warm["first_call"],
