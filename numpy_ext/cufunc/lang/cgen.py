@@ -2,11 +2,9 @@
 
 import math
 import re
-import warnings
 
 import numpy as np
 
-from .. import types as T
 
 __all__ = ["c_literal", "c_ident", "PRELUDE", "sanitize"]
 

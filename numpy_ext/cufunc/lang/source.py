@@ -5,7 +5,7 @@ import inspect
 import linecache
 import textwrap
 
-from ..errors import TypingError, UnsupportedError
+from ..errors import UnsupportedError
 
 __all__ = ["FunctionSource", "get_source", "located_error"]
 

@@ -205,7 +205,7 @@ def _tuple_struct_name(tt):
 
 
 class FunctionTranslator:
-    def __init__(self, unit, pyfunc, argtypes, return_type, call_node_info=None):
+    def __init__(self, unit, pyfunc, argtypes, return_type):
         self.unit = unit
         self.pyfunc = pyfunc
         self.src = get_source(pyfunc)
@@ -252,8 +252,6 @@ class FunctionTranslator:
                                    "or default parameters")
         if isinstance(self.tree, ast.AsyncFunctionDef):
             raise self.unsupported(self.tree, "async def")
-        if isinstance(self.tree, ast.FunctionDef) and self.tree.decorator_list:
-            pass  # the decorator is what brought us here
         n = len(a.args)
         if n != len(self.argtypes):
             raise TypingError("%s takes %d argument(s) but the signature gives %d\n%s"
@@ -405,11 +403,15 @@ class FunctionTranslator:
             if isinstance(s, ast.Return):
                 return False
             if isinstance(s, ast.If):
-                if not self._falls_through(s.body) and not self._falls_through(s.orelse):
+                st = self.static_truth(s.test)
+                if st is not None:
+                    if not self._falls_through(s.body if st else s.orelse):
+                        return False
+                elif not self._falls_through(s.body) and not self._falls_through(s.orelse):
                     return False
             if isinstance(s, ast.While):
                 t = s.test
-                if isinstance(t, ast.Constant) and t.value and not any(
+                if self.static_truth(t) and not any(
                         isinstance(n, ast.Break) for n in self._loop_level_nodes(s.body)):
                     return False
         return True
@@ -520,10 +522,9 @@ class FunctionTranslator:
     def const_val(self, value, t, node):
         """A Val for the constant `value` of type t."""
         if isinstance(t, TS.Weak) and t.kind == "i" and not -2 ** 63 <= value < 2 ** 63:
-            c = "cf_int64_out_of_range"  # replaced by a conversion before use, or an error
-            if self.strict and not -2 ** 63 <= value < 2 ** 64:
-                raise self.err(node, "integer %d does not fit in 64 bits" % value)
-            return Val(t, c, value)
+            # A constant sub-expression may exceed 64 bits (2**64 - 1); it must be converted
+            # to a type it fits before it is used (cast() checks).
+            return Val(t, "cf_int64_out_of_range", value)
         nonneg = t.kind in "iub" and int(np.real(value)) >= 0 if t.kind != "c" else False
         return Val(t, c_literal(value, t), value, nonneg=nonneg)
 
@@ -538,8 +539,8 @@ class FunctionTranslator:
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
         if v.c == "cf_int64_out_of_range" and not (isinstance(t, T.Scalar) and t.kind != "i"
                                                    and not isinstance(t, TS.Weak)):
-            raise self._fail(node, "the integer %d does not fit in int64 (Python ints are "
-                             "64-bit in kernels)" % v.const)
+            raise self._fail(node, "the integer %d does not fit in %s" % (
+                v.const, "64 bits" if not -2 ** 63 <= v.const < 2 ** 64 else "int64"))
         if v.type == t:
             return v
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
@@ -589,12 +590,19 @@ class FunctionTranslator:
         if isinstance(v.type, T.Array):
             raise self._fail(node, "an array cannot be used as %s (arrays are indexed element "
                              "by element)" % what)
+        if isinstance(v.type, T.Void):
+            raise self._fail(node, "the called function returns nothing (None); it cannot be "
+                             "used as %s" % what)
         return v
 
     # ----------------------------------------------------------------- statements
     def stmts(self, body):
         for s in body:
             self.stmt(s)
+            # Code after return/break/continue (or a branch that always returns) never runs.
+            if isinstance(s, (ast.Return, ast.Break, ast.Continue)) or \
+                    not self._falls_through([s]):
+                break
 
     def stmt(self, s):
         m = getattr(self, "stmt_" + type(s).__name__, None)
@@ -778,14 +786,36 @@ class FunctionTranslator:
     def var_c(self, name):
         return c_ident(name)
 
+    def static_truth(self, node):
+        """True/False when a condition is a compile-time constant (a literal, or a global /
+        closure number, bool or None, possibly under `not`), else None. Such branches are
+        pruned, as Numba does: `if DEBUG:` blocks may hold code the language rejects."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            v = self.static_truth(node.operand)
+            return None if v is None else not v
+        if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float,
+                                                                      type(None))):
+            return bool(node.value)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            sv = self.static(node)
+            if sv is not None and (sv.obj is None or isinstance(
+                    sv.obj, (bool, int, float, np.bool_, np.integer, np.floating))):
+                return bool(sv.obj)
+        return None
+
     def stmt_If(self, s):
+        st = self.static_truth(s.test)
+        if st is not None:
+            self.stmts(s.body if st else s.orelse)
+            return
         cond = self.guard(self.cond, s.test)
         self.line("if (%s) {" % (cond if cond else "true"))
         self.indent += 1
         self.stmts(s.body)
         self.indent -= 1
         orelse = s.orelse
-        while len(orelse) == 1 and isinstance(orelse[0], ast.If):
+        while (len(orelse) == 1 and isinstance(orelse[0], ast.If)
+               and self.static_truth(orelse[0].test) is None):
             c2 = self.guard(self.cond, orelse[0].test)
             self.line("} else if (%s) {" % (c2 if c2 else "true"))
             self.indent += 1
@@ -802,6 +832,8 @@ class FunctionTranslator:
     def stmt_While(self, s):
         if s.orelse:
             raise self.unsupported(s, "while ... else")
+        if self.static_truth(s.test) is False:
+            return
         cond = self.guard(self.cond, s.test)
         self.line("while (%s) {" % (cond if cond else "true"))
         self.indent += 1
@@ -1352,8 +1384,6 @@ class FunctionTranslator:
             return None
         if rt != R:
             return None
-        if R.kind in "iu" and isinstance(R, TS.Weak) and not -2 ** 63 <= r < 2 ** 64:
-            raise self._fail(node, "the integer constant %d does not fit in 64 bits" % r)
         return self.const_val(r, R, node)
 
     def arith(self, name, a, b, R, node):
@@ -1495,7 +1525,6 @@ class FunctionTranslator:
                     ast.NotIn: "not in"}.get(type(op), type(op).__name__))
         left = self.expr(node.left)
         parts = []
-        setups = []
         rt = None
         consts = True
         for i, (op, rnode) in enumerate(zip(node.ops, node.comparators)):
@@ -1535,6 +1564,14 @@ class FunctionTranslator:
         is_and = isinstance(node.op, ast.And)
         vals = [self.scalar(self.expr(v), n, "an operand of %s" % ("and" if is_and else "or"))
                 for v, n in zip(node.values, node.values)]
+        # Leading constants decide statically: `1 or b` is the Python int 1, exactly.
+        while vals and vals[0].is_const:
+            decides = (not bool(vals[0].const)) if is_and else bool(vals[0].const)
+            if decides or len(vals) == 1:
+                return vals[0]
+            vals = vals[1:]
+        if len(vals) == 1:
+            return vals[0]
         R = None
         for v in vals:
             R = TS.join(R, v.type)
@@ -1570,11 +1607,11 @@ class FunctionTranslator:
         R = self._join(a.type, b.type, node)
         if isinstance(R, T.Scalar):
             self.check_scalar_type(R, node)
-        ca, cb = self.cast(a, R, node), self.cast(b, R, node)
-        if c == "true":
-            return ca
+        if c == "true":      # a constant condition chooses the branch, with its own type
+            return a
         if c == "false":
-            return cb
+            return b
+        ca, cb = self.cast(a, R, node), self.cast(b, R, node)
         return Val(R, "(%s ? %s : %s)" % (c, ca.c, cb.c))
 
     def _tuple_ifexp(self, c, a, b, node):
@@ -2169,6 +2206,8 @@ class FunctionTranslator:
                     decls.append("%s cf_tv_%s_%d{};" % (x.cname, cn, i))
             else:
                 decls.append("%s %s{};" % (t.cname, cn))
+                if name in self.var_refs:   # indexed directly through its storage
+                    decls[-1] += " (void)%s;" % cn
         decls.extend(self.local_storage)
         for ct, name in self.temps:
             decls.append("%s %s{};" % (ct, name))
