@@ -908,7 +908,9 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
                     Py_SETREF(h, PyArray_Transpose((PyArrayObject *)h, &pd));
                 }
             }
-            if (h != NULL && all_scalar)
+            /* a 0-d result comes back as a NumPy scalar, as from NumPy's gufuncs */
+            if (h != NULL && (all_scalar || (!P->has_out[o] && PyArray_Check(h) &&
+                                             PyArray_NDIM((PyArrayObject *)h) == 0)))
                 h = PyArray_Return((PyArrayObject *)h);
             r = h;
         }

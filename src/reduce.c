@@ -480,11 +480,63 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
     return CF_OK;
 }
 
+/* ---- tuning knobs ---------------------------------------------------------------------------- */
+
+/* Environment variables read once per process, for measurements (bench/bench_scan_variants.py runs
+ * one process per setting); unset or out of range: the defaults below.
+ *   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per multiprocessor of full reductions (1..64)
+ *   CUFUNC_REDUCE_UNROLL         independent vector loads in flight per thread of full and row
+ *                                reductions (1, 2, 4 or 8)
+ *   CUFUNC_SCAN_BLOCK            threads per scan tile (64, 128, 256, 512 or 1024)
+ *   CUFUNC_SCAN_ITEMS            elements per thread of a scan tile (1..64; rounded up to a
+ *                                multiple of the elements of one 16-byte vector)
+ *   CUFUNC_SCAN_SLEEP            nanoseconds a look-back waits between polls of a tile state that
+ *                                is not ready yet (0..10000; 0: poll again at once) */
+typedef struct red_knobs {
+    int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep;
+} red_knobs;
+
+static int env_int(const char *name, int lo, int hi)
+{
+    const char *e = getenv(name);
+    if (!e || !*e)
+        return 0;
+    char *end = NULL;
+    long v = strtol(e, &end, 10);
+    return *end == '\0' && v >= lo && v <= hi ? (int)v : 0;
+}
+
+static red_knobs knob_values;
+static pthread_once_t knob_once = PTHREAD_ONCE_INIT;
+
+static void read_knobs(void)
+{
+    red_knobs *k = &knob_values;
+    k->blocks_per_sm = env_int("CUFUNC_REDUCE_BLOCKS_PER_SM", 1, 64);
+    k->unroll = env_int("CUFUNC_REDUCE_UNROLL", 1, 8);
+    if (k->unroll & (k->unroll - 1))
+        k->unroll = 0;
+    k->scan_block = env_int("CUFUNC_SCAN_BLOCK", 64, 1024);
+    if (k->scan_block & (k->scan_block - 1))
+        k->scan_block = 0;
+    k->scan_items = env_int("CUFUNC_SCAN_ITEMS", 1, 64);
+    k->scan_sleep = env_int("CUFUNC_SCAN_SLEEP", 0, 10000);
+}
+
+static const red_knobs *knobs(void)
+{
+    pthread_once(&knob_once, read_knobs);
+    return &knob_values;
+}
+
 /* ---- geometry ------------------------------------------------------------------------------ */
 
 #define RED_ALL_BLOCK 512
 #define RED_BLOCK 256
 #define RED_THREADS_PER_SM 2048
+/* full reductions: 2 blocks of 512 per multiprocessor, 4 vector loads in flight per thread */
+#define RED_ALL_BLOCKS_PER_SM 2
+#define SCAN_BLOCK 512
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -492,7 +544,11 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Elements of `size` bytes per 16-byte vector. */
 static int vec_of(size_t size) { return size >= 16 ? 1 : (int)(16 / size); }
-static int unroll_of(int vec) { return vec >= 8 ? 2 : 4; }
+static int unroll_of(int vec)
+{
+    int u = knobs()->unroll;
+    return u ? u : vec >= 8 ? 2 : 4;
+}
 
 cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtype acc,
                              uint64_t in_data, int sms, int blocks_per_sm, cf_reduce_geom *g)
@@ -582,10 +638,18 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
         return CF_OK;
     }
     case CF_SCAN_TILES: {
-        g->block = RED_BLOCK;
-        g->items = asz <= 4 ? 16 : asz == 8 ? 8 : 4;
+        /* Each lane holds ITEMS elements in rounds of one 16-byte vector (V elements): a tile of
+         * 512 x 16 float32 (32 KiB) amortises the look-back over enough bytes that one window of
+         * 32 predecessors per L2 round trip keeps up with the memory (bench/REDUCE_NOTES.md). */
+        const red_knobs *k = knobs();
+        g->vec = V;
+        g->block = k->scan_block ? k->scan_block : SCAN_BLOCK;
+        int items = k->scan_items ? k->scan_items : asz <= 4 ? 16 : asz == 8 ? 8 : 4;
+        if (items < V)
+            items = V;
+        items = (items + V - 1) / V * V;
+        g->items = items;
         g->unroll = 1;
-        g->vec = 1;
         int64_t tile = (int64_t)g->block * g->items;
         g->tiles_per_row = max64(1, ceil_div(p->n_red, tile));
         int64_t tiles = g->tiles_per_row * p->n_out;
@@ -615,7 +679,7 @@ typedef struct red_spec {
     int loop;
     cf_reduce_kind kind;
     cf_dtype in, out, acc;
-    int block, group, vec, unroll, items;
+    int block, group, vec, unroll, items, sleep;
     int knd, rnd;
     int where, index32;
 } red_spec;
@@ -634,6 +698,7 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->vec = g->vec;
     sp->unroll = g->unroll;
     sp->items = g->items;
+    sp->sleep = p->kind == CF_SCAN_TILES ? knobs()->scan_sleep : 0;
     sp->knd = p->kept_ndim;
     sp->where = p->has_where;
     sp->index32 = p->index32;
@@ -656,9 +721,10 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
 
 static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d kn%d rn%d w%d i%d", device,
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d kn%d rn%d w%d i%d", device,
              sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
-             sp->group, sp->vec, sp->unroll, sp->items, sp->knd, sp->rnd, sp->where, sp->index32);
+             sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->knd, sp->rnd, sp->where,
+             sp->index32);
 }
 
 static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
@@ -691,8 +757,8 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
                   tout, sp->block, sp->vec, sp->unroll, sp->knd, sp->rnd, W, I);
         break;
     case CF_SCAN_TILES:
-        sb_printf(&b, "cf_scan_tiles<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
-                  sp->block, sp->items, sp->knd, I);
+        sb_printf(&b, "cf_scan_tiles<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s>(p);\n", tin,
+                  tout, sp->block, sp->items, sp->vec, sp->sleep, sp->knd, I);
         break;
     case CF_SCAN_COLS:
         sb_printf(&b, "cf_scan_cols<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
@@ -819,9 +885,11 @@ static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
 static red_scratch *scratch;
 static int nscratch, scratch_cap;
 
+/* Scan tile states: a 64-bit status word per tile, then 16-byte aggregate and inclusive slots
+ * (used by values of more than 4 bytes; smaller ones travel inside the status word). */
 static size_t scan_bytes(int64_t tiles)
 {
-    return (size_t)(((tiles * 4 + 15) / 16) * 16) + (size_t)tiles * 32;
+    return (size_t)tiles * (8 + 32);
 }
 
 /* The scratch of stream s (created on first use, ordered on s). Scratch is never freed: it is a
@@ -884,7 +952,7 @@ static cf_status get_scratch(cf_stream *s, int64_t scan_tiles, red_scratch *out)
         }
         if (++e->epoch >= (1u << 30)) {
             /* statuses hold 30 bits of epoch: start over from zeroed statuses */
-            if ((st = cf_memset8(s, e->scan, 0, (size_t)e->scan_tiles * 4)) != CF_OK)
+            if ((st = cf_memset8(s, e->scan, 0, (size_t)e->scan_tiles * 8)) != CF_OK)
                 goto done;
             e->epoch = 1;
         }
@@ -968,19 +1036,6 @@ static void fill_params(cf_red_params *pr, const cf_reduce_plan *p, const cf_red
     }
 }
 
-/* $CUFUNC_REDUCE_BLOCKS_PER_SM: blocks per multiprocessor of full reductions (a tuning knob for
- * benchmarks; 0 or unset: as many as fit). */
-static int env_blocks_per_sm(void)
-{
-    static int value = -1;
-    if (value < 0) {
-        const char *e = getenv("CUFUNC_REDUCE_BLOCKS_PER_SM");
-        int v = e ? atoi(e) : 0;
-        value = v > 0 && v <= 64 ? v : 0;
-    }
-    return value;
-}
-
 static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan *p,
                      cf_dtype in_dtype, cf_dtype out_dtype, uint64_t in, uint64_t out,
                      uint64_t where, const void *init)
@@ -1001,8 +1056,12 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
     if ((st = get_kernel(r, &sp, device, &k)))
         return st;
     int bps = k.blocks_per_sm;
-    if (p->kind == CF_REDUCE_ALL && env_blocks_per_sm())
-        bps = env_blocks_per_sm();
+    if (p->kind == CF_REDUCE_ALL) {
+        /* The same grid whatever the body: a cheap body (32 registers) would otherwise get twice
+         * the blocks of the configuration measured best (bench/REDUCE_NOTES.md). */
+        bps = knobs()->blocks_per_sm ? knobs()->blocks_per_sm
+                                     : (bps < RED_ALL_BLOCKS_PER_SM ? bps : RED_ALL_BLOCKS_PER_SM);
+    }
     if ((st = cf_reduce_geometry(p, in_dtype, r->loops[loop].acc, in, props.multiprocessor_count,
                                  bps, &g)))
         return st;
@@ -1020,7 +1079,7 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
     if (scan) {
         int64_t tiles = scr.scan_tiles;
         prm.status = scr.scan;
-        prm.aggregate = scr.scan + (uint64_t)(((tiles * 4 + 15) / 16) * 16);
+        prm.aggregate = scr.scan + (uint64_t)tiles * 8;
         prm.inclusive = prm.aggregate + (uint64_t)tiles * 16;
         prm.epoch = scr.epoch;
     }

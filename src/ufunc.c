@@ -2,15 +2,41 @@
  * specialisation and generation, launch.
  *
  * Kernels are generated as CUDA C text per specialisation key and compiled through the cache
- * (compile.h). Two shapes of kernel:
- *   - contiguous: every array operand is visited at consecutive addresses (one coalesced axis, or
- *     one element). Flat 32-bit index, VEC-wide aligned vector loads and stores, UNROLL independent
- *     vectors per thread per iteration, grid-stride loop over a grid sized to the device.
- *   - strided: ND coalesced axes (1..CF_EW_MAX_NDIM); each element's offsets come from its linear
- *     index through multiply-high divisions by the extents (32-bit when the plan allows), never a
- *     64-bit division.
+ * (compile.h). Four shapes of kernel, the first whose preconditions hold being chosen:
+ *   - flat: every array operand is visited at consecutive addresses (one coalesced axis, or one
+ *     element) and the loop is under 2^31 elements. Flat 32-bit index, VEC-wide aligned vector
+ *     loads and stores, UNROLL independent vectors per thread per iteration, grid-stride loop.
+ *     Its parameters are small (cf_ew_flat_operand): this is the kernel of small calls too.
+ *   - row-vector: on the innermost coalesced axis every array operand has stride itemsize (read
+ *     and written VEC elements at a time, aligned) or, for inputs, stride 0 (one scalar load per
+ *     VEC elements: the broadcast case); the inner extent is a multiple of VEC. One offset
+ *     computation (fast divisions) per VEC elements, UNROLL vectors per thread.
+ *   - tile: 2 or more coalesced axes, both of the last two at least a tile long, outputs with
+ *     stride itemsize on the innermost one, and some input whose stride is +-itemsize on the
+ *     next-to-innermost axis instead (a transposed operand); the others read in place. 32x32
+ *     tiles: transposed inputs are read coalesced along their own fast axis into padded shared
+ *     memory, the body runs in the outputs' order; axes outside the last two iterate over tiles.
+ *   - strided: anything else, ND coalesced axes (1..CF_EW_MAX_NDIM); each element's offsets come
+ *     from its linear index through multiply-high divisions by the extents (32-bit when the plan
+ *     allows), never a 64-bit division.
  * Scalars travel in the kernel parameters; an input array whose every stride is 0 after
  * broadcasting (a 0-d array, say) is "uniform": loaded once per thread, outside the loop.
+ *
+ * Tuning knobs, read once per process from the environment (invalid values are ignored):
+ *   CUFUNC_EW_BLOCK          threads per block of the flat, row-vector and strided kernels
+ *                            (a multiple of 32, 32..1024; default UF_DEFAULT_BLOCK)
+ *   CUFUNC_EW_UNROLL         vectors per thread per iteration, flat and row-vector (1..16)
+ *   CUFUNC_EW_BLOCKS_PER_SM  grid cap per multiprocessor (within what occupancy allows);
+ *                            0: no cap, one pass over the data (0..64)
+ *   CUFUNC_EW_TILE_ROWS      tile kernel: threads along a tile's rows, 32 / it rows each
+ *                            (1, 2, 4, 8, 16 or 32)
+ * Block size, unroll and tile rows are part of the generated source and of the specialisation.
+ *
+ * The launch path is kept short for small calls: the plan is made on the stack over pointers to
+ * the operands (no copy of cf_array views, no heap allocation) unless the loop has more than
+ * UF_PLAN_AXES axes of extent above 1, the kernel table is keyed by a zero-filled binary struct
+ * (hashed word by word, compared with memcmp) and looked up under one lock, and device properties
+ * are read only when a kernel is first entered.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -26,8 +52,16 @@
 #include "hash.h"
 
 #define UF_MAX_ARGS 32
-#define UF_BLOCK 256
-#define UF_UNROLL 2
+#define UF_NOPS (UF_MAX_ARGS + 1)       /* operands of a launch: arguments and the mask */
+#define UF_KEY_OPS 40                   /* UF_NOPS rounded up to 8 bytes, for the key struct */
+/* Defaults of the tuning knobs (see above). 4 blocks of 256 threads per multiprocessor with
+ * 16-byte accesses is what reached the copy bandwidth on an H200 in a hand-written kernel. */
+#define UF_DEFAULT_BLOCK 256
+#define UF_DEFAULT_UNROLL 2
+#define UF_DEFAULT_BLOCKS_PER_SM 4
+#define UF_DEFAULT_TILE_ROWS 8
+#define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
+#define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
 typedef struct uf_loop {
     cf_dtype types[UF_MAX_ARGS];
@@ -37,10 +71,36 @@ typedef struct uf_loop {
     int noptions;
 } uf_loop;
 
+/* Kernel shapes. */
+enum { SH_FLAT = 1, SH_STRIDED, SH_ROWVEC, SH_TILE };
+
+/* The specialisation of a kernel, and the key of the kernel table: zero-filled before it is
+ * written (prepare), so that two specs are equal exactly when their bytes are. */
+typedef struct uf_spec {
+    int32_t device;       /* set by the launch (-1 never reaches the table) */
+    int32_t loop;
+    uint8_t shape;        /* SH_* */
+    uint8_t nops;         /* nin + nout (+1 with where) */
+    uint8_t has_where;
+    uint8_t ndim;         /* strided, row-vector, tile: coalesced axes */
+    uint8_t index32;
+    uint8_t vec;          /* flat, row-vector: elements per vector access */
+    uint8_t unroll;       /* flat, row-vector: vectors per thread per iteration */
+    uint8_t tile_rows;    /* tile: blockDim.y */
+    uint16_t block;       /* threads per block */
+    uint16_t pad16;
+    uint32_t pad32;
+    char kind[UF_KEY_OPS];
+    uint8_t dtype[UF_KEY_OPS];
+} uf_spec;
+_Static_assert(sizeof(uf_spec) % 8 == 0, "uf_spec is hashed in 8-byte words");
+_Static_assert(CF_NDTYPES < 256, "dtypes fit a byte of the key");
+
 typedef struct uf_kernel {
-    char *key; /* NULL: empty slot */
+    int used;
+    uf_spec key;
     cf_function *fn;
-    int64_t max_resident; /* blocks resident on the whole device at once */
+    int64_t max_resident; /* grid cap: blocks resident on the whole device; 0 for no cap */
 } uf_kernel;
 
 struct cf_ufunc {
@@ -134,8 +194,6 @@ void cf_ufunc_free(cf_ufunc *u)
     for (int i = 0; i < u->nloops; i++)
         loop_clear(&u->loops[i]);
     cf_free(u->loops);
-    for (size_t i = 0; i < u->table_cap; i++)
-        cf_free(u->table[i].key);
     cf_free(u->table);
     pthread_mutex_destroy(&u->lock);
     cf_free(u->name);
@@ -333,75 +391,337 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
     return st;
 }
 
-/* ---- specialisation ---------------------------------------------------------------------- */
+/* ---- tuning knobs ------------------------------------------------------------------------- */
 
-/* Operand kinds in a key: scalar, uniform array (all strides 0), contiguous array, strided. */
-enum { K_SCALAR = 'S', K_UNIFORM = 'U', K_CONTIG = 'C', K_STRIDED = 'X' };
+typedef struct uf_knobs {
+    int block, unroll, blocks_per_sm, tile_rows;
+} uf_knobs;
 
-typedef struct uf_spec {
-    int loop;
-    int nops;             /* nin + nout (+1 with where) */
-    int has_where;
-    int contiguous;       /* the contiguous kernel shape */
-    int ndim;             /* strided: coalesced axes */
-    int index32;
-    int vec;              /* contiguous: elements per vector access */
-    char kind[UF_MAX_ARGS + 1];
-    cf_dtype dtype[UF_MAX_ARGS + 1];
-} uf_spec;
+static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
+                         UF_DEFAULT_TILE_ROWS};
+static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
-static void spec_key(const uf_spec *sp, int device, char *key, size_t cap)
+/* The integer value of environment variable `name` when it is one in [lo, hi], else dflt. */
+static int env_int(const char *name, int lo, int hi, int dflt)
 {
-    size_t len = (size_t)snprintf(key, cap, "d%d l%d %s nd%d i%d v%d w%d:", device, sp->loop,
-                                  sp->contiguous ? "C" : "X", sp->ndim, sp->index32, sp->vec,
-                                  sp->has_where);
-    for (int i = 0; i < sp->nops && len + 4 < cap; i++)
-        len += (size_t)snprintf(key + len, cap - len, "%c%d", sp->kind[i], (int)sp->dtype[i]);
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!end || *end || v < lo || v > hi)
+        return dflt;
+    return (int)v;
 }
 
-/* The C expression of input i's value in its loop type: from the loaded vector (contiguous kernel,
- * element `e` of vector `u`) or from memory at off[i] (strided kernel and tails). Scalars and
- * uniform inputs were converted once into v<i>. */
-static void gen_input_value(sbuf *b, const uf_spec *sp, const uf_loop *l, int i, int from_vector)
+static void knobs_read(void)
+{
+    int b = env_int("CUFUNC_EW_BLOCK", 32, 1024, UF_DEFAULT_BLOCK);
+    knobs.block = b % 32 == 0 ? b : UF_DEFAULT_BLOCK;
+    knobs.unroll = env_int("CUFUNC_EW_UNROLL", 1, 16, UF_DEFAULT_UNROLL);
+    knobs.blocks_per_sm = env_int("CUFUNC_EW_BLOCKS_PER_SM", 0, 64, UF_DEFAULT_BLOCKS_PER_SM);
+    int tr = env_int("CUFUNC_EW_TILE_ROWS", 1, UF_TILE, UF_DEFAULT_TILE_ROWS);
+    knobs.tile_rows = (tr & (tr - 1)) == 0 ? tr : UF_DEFAULT_TILE_ROWS; /* divides UF_TILE */
+}
+
+/* ---- planning on the stack ---------------------------------------------------------------- */
+
+/* The loop axes of extent above 1 that the launch plans without the heap. */
+#define UF_PLAN_AXES 16
+
+/* cf_plan's fields that a launch uses, sized for UF_NOPS operands and UF_PLAN_AXES axes (about
+ * 4 KiB, where cf_plan is 35 KiB). */
+typedef struct uf_plan {
+    int nops;
+    int ndim;
+    int index32;
+    int64_t size;
+    int64_t shape[UF_PLAN_AXES];
+    int64_t strides[UF_NOPS][UF_PLAN_AXES];
+    unsigned char contiguous[UF_NOPS];
+} uf_plan;
+
+static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
+
+/* As plan.c's outer_before. */
+static int plan_outer_before(const uf_plan *p, int a, int b)
+{
+    for (int i = 0; i < p->nops; i++) {
+        int64_t sa = abs64(p->strides[i][a]), sb = abs64(p->strides[i][b]);
+        if (sa && sb && sa != sb)
+            return sa > sb;
+    }
+    return a < b;
+}
+
+/* More than UF_PLAN_AXES axes to plan: cf_plan_elementwise on the heap, its result copied. */
+static cf_status plan_on_heap(uf_plan *p, int nops, const cf_array *const *ops, int ndim,
+                              const int64_t *shape)
+{
+    cf_plan *pl = cf_malloc(sizeof *pl);
+    cf_array *arrays = cf_malloc((size_t)(nops > 0 ? nops : 1) * sizeof *arrays);
+    cf_status st = CF_ERR_NOMEM;
+    if (!pl || !arrays)
+        goto done;
+    for (int i = 0; i < nops; i++)
+        arrays[i] = *ops[i];
+    st = cf_plan_elementwise(pl, nops, arrays, ndim, shape);
+    if (st)
+        goto done;
+    if (pl->ndim > CF_EW_MAX_NDIM) {
+        st = cf_error_set(CF_ERR_UNSUPPORTED, "the operands' layouts leave %d axes that cannot be "
+                          "merged; element-wise kernels handle at most %d (make an operand "
+                          "contiguous first)", pl->ndim, CF_EW_MAX_NDIM);
+        goto done;
+    }
+    p->nops = nops;
+    p->ndim = pl->ndim;
+    p->size = pl->size;
+    p->index32 = pl->index32;
+    for (int k = 0; k < pl->ndim; k++)
+        p->shape[k] = pl->shape[k];
+    for (int i = 0; i < nops; i++) {
+        for (int k = 0; k < pl->ndim; k++)
+            p->strides[i][k] = pl->strides[i][k];
+        p->contiguous[i] = pl->contiguous[i];
+    }
+done:
+    cf_free(arrays);
+    cf_free(pl);
+    return st;
+}
+
+/* cf_plan_elementwise (plan.c: the same steps, results and messages) over pointers to the
+ * operands, into a uf_plan. Kept in step with plan.c by test_ufunc's comparison of the two
+ * (cf_ufunc_plan_agrees_). */
+static cf_status plan_make(uf_plan *p, int nops, const cf_array *const *ops, int ndim,
+                           const int64_t *shape)
+{
+    p->nops = nops;
+    p->ndim = 0;
+    p->size = 1;
+    p->index32 = 1;
+    for (int k = 0; k < ndim; k++) {
+        if (shape[k] < 0)
+            return cf_error_set(CF_ERR_INVALID, "negative loop extent %lld", (long long)shape[k]);
+        p->size *= shape[k];
+    }
+    int axes[CF_MAX_DIMS], nax = 0;
+    for (int k = 0; k < ndim; k++)
+        if (shape[k] != 1)
+            axes[nax++] = k;
+    if (nax > UF_PLAN_AXES)
+        return plan_on_heap(p, nops, ops, ndim, shape);
+
+    /* 1. Broadcast every operand onto the loop shape, extent-1 axes dropped. */
+    for (int i = 0; i < nops; i++) {
+        const cf_array *a = ops[i];
+        if (a->ndim > ndim)
+            return cf_error_set(CF_ERR_INVALID, "operand %d has %d dimensions, more than the "
+                                "loop's %d", i, a->ndim, ndim);
+        int off = ndim - a->ndim;
+        for (int j = 0; j < nax; j++) {
+            int k = axes[j];
+            int64_t st = 0;
+            if (k >= off) {
+                int64_t e = a->shape[k - off];
+                if (e == shape[k])
+                    st = a->strides[k - off];
+                else if (e != 1)
+                    return cf_error_set(CF_ERR_INVALID, "operand %d (extent %lld in axis %d) does "
+                                        "not broadcast to the loop extent %lld", i, (long long)e,
+                                        k - off, (long long)shape[k]);
+            }
+            p->strides[i][j] = st;
+        }
+    }
+    for (int j = 0; j < nax; j++)
+        p->shape[j] = shape[axes[j]];
+    p->ndim = nax;
+    if (p->size <= 1) {
+        p->ndim = 0;
+        goto finish;
+    }
+
+    /* 2. Order axes outer-to-inner by memory order (stable insertion sort). */
+    for (int j = 1; j < p->ndim; j++) {
+        for (int m = j; m > 0 && plan_outer_before(p, m, m - 1); m--) {
+            int64_t t = p->shape[m];
+            p->shape[m] = p->shape[m - 1];
+            p->shape[m - 1] = t;
+            for (int i = 0; i < nops; i++) {
+                int64_t ts = p->strides[i][m];
+                p->strides[i][m] = p->strides[i][m - 1];
+                p->strides[i][m - 1] = ts;
+            }
+        }
+    }
+
+    /* 3. Merge an outer axis into the inner one where every operand steps through both as one. */
+    int w = p->ndim - 1;
+    for (int j = p->ndim - 2; j >= 0; j--) {
+        int mergeable = 1;
+        for (int i = 0; i < nops && mergeable; i++)
+            mergeable = p->strides[i][j] == p->strides[i][w] * p->shape[w];
+        if (mergeable) {
+            p->shape[w] *= p->shape[j];
+        } else {
+            w--;
+            p->shape[w] = p->shape[j];
+            for (int i = 0; i < nops; i++)
+                p->strides[i][w] = p->strides[i][j];
+        }
+    }
+    int kept = p->ndim - w;
+    if (w > 0) {
+        memmove(p->shape, p->shape + w, (size_t)kept * sizeof p->shape[0]);
+        for (int i = 0; i < nops; i++)
+            memmove(p->strides[i], p->strides[i] + w, (size_t)kept * sizeof p->strides[i][0]);
+    }
+    p->ndim = kept;
+
+finish:
+    /* 4. Contiguity and index width. */
+    p->index32 = p->size < ((int64_t)1 << 31);
+    for (int i = 0; i < nops; i++) {
+        int64_t item = (int64_t)cf_dtype_size(ops[i]->dtype);
+        p->contiguous[i] = (unsigned char)(p->ndim == 0 ||
+                                           (p->ndim == 1 && p->strides[i][0] == item));
+        int64_t reach = item;
+        for (int k = 0; k < p->ndim; k++)
+            reach += (p->shape[k] - 1) * abs64(p->strides[i][k]);
+        if (reach >= ((int64_t)1 << 31))
+            p->index32 = 0;
+    }
+    return CF_OK;
+}
+
+/* For tests (declared in tests/c/test_ufunc.c, not part of the API): plans `ops` with the
+ * launch's planner and with cf_plan_elementwise; CF_OK when both fail with the same status or
+ * agree on every field a launch uses, else CF_ERR_INVALID with the first difference. */
+cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape);
+cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape)
+{
+    if (nops < 1 || nops > UF_NOPS || !ops)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_plan_agrees_: bad arguments");
+    const cf_array *ptrs[UF_NOPS];
+    for (int i = 0; i < nops; i++)
+        ptrs[i] = &ops[i];
+    uf_plan *a = cf_malloc(sizeof *a);
+    cf_plan *b = cf_malloc(sizeof *b);
+    cf_status st = CF_ERR_NOMEM;
+    if (!a || !b)
+        goto done;
+    cf_status sa = plan_make(a, nops, ptrs, ndim, shape);
+    cf_status sb = cf_plan_elementwise(b, nops, ops, ndim, shape);
+    /* the launch refuses plans of more axes than the kernels take */
+    if (sa == CF_OK && a->ndim > CF_EW_MAX_NDIM)
+        sa = CF_ERR_UNSUPPORTED;
+    if (sb == CF_OK && b->ndim > CF_EW_MAX_NDIM)
+        sb = CF_ERR_UNSUPPORTED;
+    if (sa != sb) {
+        st = cf_error_set(CF_ERR_INVALID, "plans differ: status %d vs %d", (int)sa, (int)sb);
+        goto done;
+    }
+    st = CF_OK;
+    if (sa)
+        goto done;
+    if (a->ndim != b->ndim || a->size != b->size || a->index32 != b->index32) {
+        st = cf_error_set(CF_ERR_INVALID, "plans differ: ndim %d/%d size %lld/%lld index32 %d/%d",
+                          a->ndim, b->ndim, (long long)a->size, (long long)b->size, a->index32,
+                          b->index32);
+        goto done;
+    }
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != b->shape[k]) {
+            st = cf_error_set(CF_ERR_INVALID, "plans differ in extent %d", k);
+            goto done;
+        }
+    for (int i = 0; i < nops; i++) {
+        if (a->contiguous[i] != b->contiguous[i]) {
+            st = cf_error_set(CF_ERR_INVALID, "plans differ in operand %d's contiguity", i);
+            goto done;
+        }
+        for (int k = 0; k < a->ndim; k++)
+            if (a->strides[i][k] != b->strides[i][k]) {
+                st = cf_error_set(CF_ERR_INVALID, "plans differ in operand %d's stride %d", i, k);
+                goto done;
+            }
+    }
+done:
+    cf_free(a);
+    cf_free(b);
+    return st;
+}
+
+/* ---- specialisation ---------------------------------------------------------------------- */
+
+/* Operand kinds in a key: scalar, uniform array (all strides 0), contiguous (flat: the array;
+ * row-vector: its rows; read or written VEC elements at a time), strided (strided kernel: through
+ * offsets; tile kernel: read or written in place), broadcast row (row-vector: innermost stride 0,
+ * one scalar load per vector), transposed (tile: staged through shared memory). */
+enum { K_SCALAR = 'S', K_UNIFORM = 'U', K_CONTIG = 'C', K_STRIDED = 'X', K_BCAST = 'B',
+       K_TRANS = 'T' };
+
+/* How the body reads operands: from loaded vectors (flat, row-vector), from memory at off[i]
+ * (strided kernel, flat tail), or in a tile (staged operands from shared memory, the others from
+ * memory at off[i]). */
+enum { M_VEC, M_MEM, M_TILE };
+
+static int is_loaded(const uf_spec *sp, int i, int nin, int w) { return i < nin || i == w; }
+
+/* The stored value of loaded array operand i, in its own dtype. */
+static void gen_stored_value(sbuf *b, const uf_spec *sp, int i, int mode)
+{
+    const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+    if (mode == M_VEC && sp->kind[i] == K_CONTIG)
+        sb_printf(b, "in%d[u].v[e]", i);
+    else if (mode == M_VEC && sp->kind[i] == K_BCAST)
+        sb_printf(b, "b%d[u]", i);
+    else if (mode == M_TILE && sp->kind[i] == K_TRANS)
+        sb_printf(b, "sm%d[tx * %d + ly]", i, UF_TILE + 1);
+    else
+        sb_printf(b, "*(const %s *)(p.op[%d].ptr + off[%d])", st, i, i);
+}
+
+/* The C expression of input i's value in its loop type. Scalars and uniform inputs were
+ * converted once into v<i>. */
+static void gen_input_value(sbuf *b, const uf_spec *sp, const uf_loop *l, int i, int mode)
 {
     if (sp->kind[i] == K_SCALAR || sp->kind[i] == K_UNIFORM) {
         sb_printf(b, "v%d", i);
         return;
     }
-    const char *lt = cf_dtype_ctype(l->types[i]), *st = cf_dtype_ctype(sp->dtype[i]);
-    int same = l->types[i] == sp->dtype[i];
+    int same = l->types[i] == (cf_dtype)sp->dtype[i];
     if (!same)
-        sb_printf(b, "cf_cast<%s>(", lt);
-    if (from_vector)
-        sb_printf(b, "in%d[u].v[e]", i);
-    else
-        sb_printf(b, "*(const %s *)(p.op[%d].ptr + off[%d])", st, i, i);
+        sb_printf(b, "cf_cast<%s>(", cf_dtype_ctype(l->types[i]));
+    gen_stored_value(b, sp, i, mode);
     if (!same)
         sb_printf(b, ")");
 }
 
 /* `const auto r = fn(inputs...);` then the stores of r (one output) or r.f0, r.f1, ... */
-static void gen_compute(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout,
-                        int from_vector, const char *ind)
+static void gen_compute(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int mode,
+                        const char *ind)
 {
     sb_printf(b, "%sconst auto r = %s(", ind, l->fn_name);
     for (int i = 0; i < nin; i++) {
         if (i)
             sb_printf(b, ", ");
-        gen_input_value(b, sp, l, i, from_vector);
+        gen_input_value(b, sp, l, i, mode);
     }
     sb_printf(b, ");\n");
     for (int o = 0; o < nout; o++) {
         int i = nin + o;
-        const char *st = cf_dtype_ctype(sp->dtype[i]);
+        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
         char field[16] = "";
         if (nout > 1)
             snprintf(field, sizeof field, ".f%d", o);
-        if (from_vector)
+        if (mode == M_VEC)
             sb_printf(b, "%sout%d[u].v[e] = ", ind, i);
         else
             sb_printf(b, "%s*(%s *)(p.op[%d].ptr + off[%d]) = ", ind, st, i, i);
-        if (l->types[i] == sp->dtype[i])
+        if (l->types[i] == (cf_dtype)sp->dtype[i])
             sb_printf(b, "r%s;\n", field);
         else
             sb_printf(b, "cf_cast<%s>(r%s);\n", st, field);
@@ -409,16 +729,17 @@ static void gen_compute(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, i
 }
 
 /* The where-mask test, opening a block, or nothing. */
-static void gen_where_open(sbuf *b, const uf_spec *sp, int w, int from_vector, const char *ind)
+static void gen_where_open(sbuf *b, const uf_spec *sp, int w, int mode, const char *ind)
 {
     if (!sp->has_where)
         return;
-    if (sp->kind[w] == K_UNIFORM)
+    if (sp->kind[w] == K_UNIFORM) {
         sb_printf(b, "%sif (v%d) {\n", ind, w);
-    else if (from_vector)
-        sb_printf(b, "%sif (in%d[u].v[e]) {\n", ind, w);
-    else
-        sb_printf(b, "%sif (*(const cf_bool *)(p.op[%d].ptr + off[%d])) {\n", ind, w, w);
+        return;
+    }
+    sb_printf(b, "%sif (", ind);
+    gen_stored_value(b, sp, w, mode);
+    sb_printf(b, ") {\n");
 }
 
 static void gen_where_close(sbuf *b, const uf_spec *sp, const char *ind)
@@ -427,95 +748,219 @@ static void gen_where_close(sbuf *b, const uf_spec *sp, const char *ind)
         sb_printf(b, "%s}\n", ind);
 }
 
-static int is_loaded(const uf_spec *sp, int i, int nin, int w) { return i < nin || i == w; }
+/* The body of one element (mask test, call, stores) at indentation `ind`. */
+static void gen_body(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w,
+                     int mode, const char *ind)
+{
+    char inner[64];
+    snprintf(inner, sizeof inner, "%s%s", ind, sp->has_where ? "    " : "");
+    gen_where_open(b, sp, w, mode, ind);
+    gen_compute(b, sp, l, nin, nout, mode, inner);
+    gen_where_close(b, sp, ind);
+}
+
+static void gen_flat(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+{
+    const int V = sp->vec, U = sp->unroll;
+    sb_printf(b, "    const unsigned n = (unsigned)p.n;\n"
+                 "    const unsigned nvec = n / %d;\n"
+                 "    const unsigned step = gridDim.x * blockDim.x;\n"
+                 "    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;\n", V);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_CONTIG) {
+            const char *c = is_loaded(sp, i, nin, w) ? "const " : "";
+            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+            sb_printf(b, "    %scf_vec<%s, %d> *__restrict__ p%d = (%scf_vec<%s, %d> *)p.op[%d].ptr;\n",
+                      c, st, V, i, c, st, V, i);
+        }
+    sb_printf(b, "    for (unsigned base = t; base < nvec; base += %d * step) {\n", U);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_CONTIG)
+            sb_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]),
+                      V, is_loaded(sp, i, nin, w) ? "in" : "out", i, U);
+    /* loads first: U independent vectors in flight per operand (outputs too under a mask, so
+     * that masked-off elements are stored back unchanged) */
+    sb_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+                 "            const unsigned k = base + u * step;\n"
+                 "            if (k < nvec) {\n", U);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_CONTIG && (is_loaded(sp, i, nin, w) || sp->has_where))
+            sb_printf(b, "                %s%d[u] = p%d[k];\n",
+                      is_loaded(sp, i, nin, w) ? "in" : "out", i, i);
+    sb_printf(b, "            }\n        }\n"
+                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+                 "            if (base + u * step < nvec) {\n"
+                 "#pragma unroll\n                for (int e = 0; e < %d; e++) {\n", U, V);
+    gen_body(b, sp, l, nin, nout, w, M_VEC, "                    ");
+    sb_printf(b, "                }\n            }\n        }\n"
+                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+                 "            const unsigned k = base + u * step;\n"
+                 "            if (k < nvec) {\n", U);
+    for (int i = nin; i < nin + nout; i++)
+        sb_printf(b, "                p%d[k] = out%d[u];\n", i, i);
+    sb_printf(b, "            }\n        }\n    }\n");
+    if (V > 1) {
+        /* the last n % V elements, one per thread, through byte offsets */
+        sb_printf(b, "    const unsigned k = nvec * %d + t;\n    if (k < n) {\n"
+                     "        long long off[%d];\n", V, sp->nops);
+        for (int i = 0; i < sp->nops; i++) {
+            if (sp->kind[i] == K_CONTIG)
+                sb_printf(b, "        off[%d] = (long long)k * %d;\n", i,
+                          (int)cf_dtype_size((cf_dtype)sp->dtype[i]));
+            else
+                sb_printf(b, "        off[%d] = 0;\n", i);
+        }
+        gen_body(b, sp, l, nin, nout, w, M_MEM, "        ");
+        sb_printf(b, "    }\n");
+    }
+}
+
+static void gen_strided(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+{
+    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
+    const char *O = sp->index32 ? "int" : "long long";
+    sb_printf(b, "    const %s n = (%s)p.h.n;\n"
+                 "    const %s step = (%s)gridDim.x * blockDim.x;\n"
+                 "    for (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
+                 "        %s off[%d];\n"
+                 "        cf_offsets<%d, %d, %s, %s>(i, p.h, p.op, off);\n",
+              I, I, I, I, I, I, O, sp->nops, sp->ndim, sp->nops, I, O);
+    gen_body(b, sp, l, nin, nout, w, M_MEM, "        ");
+    sb_printf(b, "    }\n");
+}
+
+/* Row-vector: the header's loop shape has its innermost extent divided by VEC, and vector-loaded
+ * operands' innermost stride is VEC * itemsize, so cf_offsets of a vector index gives the byte
+ * offset of the vector's first element for every operand (broadcast rows: of their one value). */
+static void gen_rowvec(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+{
+    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
+    const char *O = sp->index32 ? "int" : "long long";
+    const int V = sp->vec, U = sp->unroll;
+    sb_printf(b, "    const %s n = (%s)p.h.n;\n"
+                 "    const %s step = (%s)gridDim.x * blockDim.x;\n"
+                 "    for (%s base = (%s)blockIdx.x * blockDim.x + threadIdx.x; base < n; "
+                 "base += (%s)%d * step) {\n"
+                 "        %s off[%d][%d];\n",
+              I, I, I, I, I, I, I, U, O, U, sp->nops);
+    for (int i = 0; i < sp->nops; i++) {
+        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+        if (sp->kind[i] == K_CONTIG)
+            sb_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", st, V,
+                      is_loaded(sp, i, nin, w) ? "in" : "out", i, U);
+        else if (sp->kind[i] == K_BCAST)
+            sb_printf(b, "        %s b%d[%d];\n", st, i, U);
+    }
+    sb_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+                 "            const %s i = base + (%s)u * step;\n"
+                 "            if (i < n) {\n"
+                 "                cf_offsets<%d, %d, %s, %s>(i, p.h, p.op, off[u]);\n",
+              U, I, I, sp->ndim, sp->nops, I, O);
+    for (int i = 0; i < sp->nops; i++) {
+        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+        int loaded = is_loaded(sp, i, nin, w);
+        if (sp->kind[i] == K_CONTIG && (loaded || sp->has_where))
+            sb_printf(b, "                %s%d[u] = *(const cf_vec<%s, %d> *)(p.op[%d].ptr + "
+                         "off[u][%d]);\n", loaded ? "in" : "out", i, st, V, i, i);
+        else if (sp->kind[i] == K_BCAST)
+            sb_printf(b, "                b%d[u] = *(const %s *)(p.op[%d].ptr + off[u][%d]);\n",
+                      i, st, i, i);
+    }
+    sb_printf(b, "            }\n        }\n"
+                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+                 "            if (base + (%s)u * step < n) {\n"
+                 "#pragma unroll\n                for (int e = 0; e < %d; e++) {\n", U, I, V);
+    gen_body(b, sp, l, nin, nout, w, M_VEC, "                    ");
+    sb_printf(b, "                }\n            }\n        }\n"
+                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+                 "            if (base + (%s)u * step < n) {\n", U, I);
+    for (int i = nin; i < nin + nout; i++)
+        sb_printf(b, "                *(cf_vec<%s, %d> *)(p.op[%d].ptr + off[u][%d]) = out%d[u];\n",
+                  cf_dtype_ctype((cf_dtype)sp->dtype[i]), V, i, i, i);
+    sb_printf(b, "            }\n        }\n    }\n");
+}
+
+/* Tile: block (UF_TILE, TR); tile t of the header's n covers rows r0.. and columns c0.. of the
+ * last two axes (extents R, C) at outer index q (the axes before them). Staged operands are read
+ * with consecutive threads on consecutive rows (their fast axis) into sm[col][row] (a padded row
+ * of UF_TILE + 1, so the body's column-wise reads hit distinct banks), the body then runs with
+ * consecutive threads on consecutive columns, the outputs' fast axis. */
+static void gen_tile(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+{
+    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
+    const char *O = sp->index32 ? "int" : "long long";
+    const int T = UF_TILE, P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
+    const int nd = sp->ndim;
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_TRANS) {
+            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+            sb_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
+                         "    %s *const sm%d = (%s *)sm%d_bytes;\n",
+                      i, T * P, st, st, i, st, i);
+        }
+    sb_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
+                 "    const %s ntiles = (%s)p.h.n;\n"
+                 "    const unsigned tx = threadIdx.x, ty = threadIdx.y;\n"
+                 "    for (%s t = blockIdx.x; t < ntiles; t += gridDim.x) {\n"
+                 "        const %s q = cf_divi<%s>(t, p.h.div[%d]);\n"
+                 "        const %s c0 = (t - q * (%s)p.h.div[%d].divisor) * %d;\n"
+                 "        const %s q2 = cf_divi<%s>(q, p.h.div[%d]);\n"
+                 "        const %s r0 = (q - q2 * (%s)p.h.div[%d].divisor) * %d;\n"
+                 "        %s boff[%d];\n"
+                 "        cf_offsets<%d, %d, %s, %s>(q2, p.h, p.op, boff);\n",
+              I, I, nd - 2, I, nd - 1, I, I, I, I, I, nd - 1, I, I, nd - 1, T, I, I, nd - 2, I, I,
+              nd - 2, T, O, sp->nops, nd - 2, sp->nops, I, O);
+    sb_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
+                 "            const %s r = r0 + tx, c = c0 + ty + j * %d;\n"
+                 "            if (r < R && c < C) {\n", RPT, I, TR);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_TRANS)
+            sb_printf(b, "                sm%d[(ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr"
+                         " + boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + (%s)c * (%s)p.op[%d]"
+                         ".strides[%d]);\n", i, TR, P, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i,
+                      i, O, O, i, nd - 2, O, O, i, nd - 1);
+    sb_printf(b, "            }\n        }\n        __syncthreads();\n"
+                 "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
+                 "            const unsigned ly = ty + j * %d;\n"
+                 "            const %s r = r0 + ly, c = c0 + tx;\n"
+                 "            if (r < R && c < C) {\n"
+                 "                %s off[%d];\n", RPT, TR, I, O, sp->nops);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_STRIDED)
+            sb_printf(b, "                off[%d] = boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + "
+                         "(%s)c * (%s)p.op[%d].strides[%d];\n", i, i, O, O, i, nd - 2, O, O, i,
+                      nd - 1);
+    gen_body(b, sp, l, nin, nout, w, M_TILE, "                ");
+    /* the second barrier: the next tile's staging must not overwrite what this one still reads */
+    sb_printf(b, "            }\n        }\n        __syncthreads();\n    }\n");
+}
 
 static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
 {
     const uf_loop *l = &u->loops[sp->loop];
     int nin = u->nin, nout = u->nout, w = sp->has_where ? nin + nout : -1;
     sbuf b = {0};
-    sb_printf(&b, "%s\n#include \"cufunc/elementwise.cuh\"\n\n"
-                  "struct cf_params { cf_ew_header h; cf_ew_operand op[%d]; };\n\n"
-                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                  "cf_ew(const __grid_constant__ cf_params p)\n{\n",
-              l->source, sp->nops, UF_BLOCK);
+    sb_printf(&b, "%s\n#include \"cufunc/elementwise.cuh\"\n\n", l->source);
+    if (sp->shape == SH_FLAT)
+        sb_printf(&b, "struct cf_params { cf_ka_i64 n; cf_ew_flat_operand op[%d]; };\n\n", sp->nops);
+    else
+        sb_printf(&b, "struct cf_params { cf_ew_header h; cf_ew_operand op[%d]; };\n\n", sp->nops);
+    sb_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                  "cf_ew(const __grid_constant__ cf_params p)\n{\n", (int)sp->block);
     /* scalars and uniform inputs (and a uniform mask): converted once, before the loop */
     for (int i = 0; i < sp->nops; i++) {
         if (!is_loaded(sp, i, nin, w) || (sp->kind[i] != K_SCALAR && sp->kind[i] != K_UNIFORM))
             continue;
         const char *lt = i == w ? "cf_bool" : cf_dtype_ctype(l->types[i]);
-        const char *st = cf_dtype_ctype(sp->dtype[i]);
+        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
         sb_printf(&b, "    const %s v%d = cf_cast<%s>(*(const %s *)p.op[%d].%s);\n", lt, i, lt,
                   st, i, sp->kind[i] == K_SCALAR ? "scalar" : "ptr");
     }
-    if (sp->contiguous) {
-        const int V = sp->vec, U = UF_UNROLL;
-        sb_printf(&b, "    const unsigned n = (unsigned)p.h.n;\n"
-                      "    const unsigned nvec = n / %d;\n"
-                      "    const unsigned step = gridDim.x * blockDim.x;\n"
-                      "    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;\n", V);
-        for (int i = 0; i < sp->nops; i++)
-            if (sp->kind[i] == K_CONTIG)
-                sb_printf(&b, "    %scf_vec<%s, %d> *__restrict__ p%d = (%scf_vec<%s, %d> *)p.op[%d].ptr;\n",
-                          is_loaded(sp, i, nin, w) ? "const " : "", cf_dtype_ctype(sp->dtype[i]), V,
-                          i, is_loaded(sp, i, nin, w) ? "const " : "", cf_dtype_ctype(sp->dtype[i]),
-                          V, i);
-        sb_printf(&b, "    for (unsigned base = t; base < nvec; base += %d * step) {\n", U);
-        for (int i = 0; i < sp->nops; i++)
-            if (sp->kind[i] == K_CONTIG)
-                sb_printf(&b, "        cf_vec<%s, %d> %s%d[%d];\n", cf_dtype_ctype(sp->dtype[i]), V,
-                          is_loaded(sp, i, nin, w) ? "in" : "out", i, U);
-        /* loads first: U independent vectors in flight per operand */
-        sb_printf(&b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                      "            const unsigned k = base + u * step;\n"
-                      "            if (k < nvec) {\n", U);
-        for (int i = 0; i < sp->nops; i++)
-            if (sp->kind[i] == K_CONTIG && (is_loaded(sp, i, nin, w) || sp->has_where))
-                sb_printf(&b, "                %s%d[u] = p%d[k];\n",
-                          is_loaded(sp, i, nin, w) ? "in" : "out", i, i);
-        sb_printf(&b, "            }\n        }\n"
-                      "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                      "#pragma unroll\n            for (int e = 0; e < %d; e++) {\n", U, V);
-        gen_where_open(&b, sp, w, 1, "                ");
-        gen_compute(&b, sp, l, nin, nout, 1, sp->has_where ? "                    " :
-                    "                ");
-        gen_where_close(&b, sp, "                ");
-        sb_printf(&b, "            }\n        }\n"
-                      "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                      "            const unsigned k = base + u * step;\n"
-                      "            if (k < nvec) {\n", U);
-        for (int i = nin; i < nin + nout; i++)
-            sb_printf(&b, "                p%d[k] = out%d[u];\n", i, i);
-        sb_printf(&b, "            }\n        }\n    }\n");
-        if (V > 1) {
-            /* the last n % V elements, one per thread, through byte offsets */
-            sb_printf(&b, "    const unsigned k = nvec * %d + t;\n    if (k < n) {\n"
-                          "        long long off[%d];\n", V, sp->nops);
-            for (int i = 0; i < sp->nops; i++) {
-                if (sp->kind[i] == K_CONTIG)
-                    sb_printf(&b, "        off[%d] = (long long)k * %d;\n", i,
-                              (int)cf_dtype_size(sp->dtype[i]));
-                else
-                    sb_printf(&b, "        off[%d] = 0;\n", i);
-            }
-            gen_where_open(&b, sp, w, 0, "        ");
-            gen_compute(&b, sp, l, nin, nout, 0, sp->has_where ? "            " : "        ");
-            gen_where_close(&b, sp, "        ");
-            sb_printf(&b, "    }\n");
-        }
-    } else {
-        const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-        const char *O = sp->index32 ? "int" : "long long";
-        sb_printf(&b, "    const %s n = (%s)p.h.n;\n"
-                      "    const %s step = (%s)gridDim.x * blockDim.x;\n"
-                      "    for (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
-                      "        %s off[%d];\n"
-                      "        cf_offsets<%d, %d, %s, %s>(i, p.h, p.op, off);\n",
-                  I, I, I, I, I, I, O, sp->nops, sp->ndim, sp->nops, I, O);
-        gen_where_open(&b, sp, w, 0, "        ");
-        gen_compute(&b, sp, l, nin, nout, 0, sp->has_where ? "            " : "        ");
-        gen_where_close(&b, sp, "        ");
-        sb_printf(&b, "    }\n");
+    switch (sp->shape) {
+    case SH_FLAT: gen_flat(&b, sp, l, nin, nout, w); break;
+    case SH_ROWVEC: gen_rowvec(&b, sp, l, nin, nout, w); break;
+    case SH_TILE: gen_tile(&b, sp, l, nin, nout, w); break;
+    default: gen_strided(&b, sp, l, nin, nout, w); break;
     }
     sb_printf(&b, "}\n");
     if (b.failed) {
@@ -529,13 +974,102 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
 /* ---- planning a launch ------------------------------------------------------------------- */
 
 /* Everything a launch derives from its operands: the plan, which plan operand each launch operand
- * is (-1 for scalars), and the specialisation. */
+ * is (-1 for scalars), the views (not copied), and the specialisation. */
 typedef struct uf_launch {
-    cf_plan plan;
-    int plan_of[UF_MAX_ARGS + 1];
-    const cf_array *array[UF_MAX_ARGS + 1];
+    uf_plan plan;
+    int plan_of[UF_NOPS];
+    const cf_array *array[UF_NOPS];
     uf_spec spec;
 } uf_launch;
+
+/* Row-vector preconditions (see the top of the file); on success the kinds and VEC are set. */
+static int choose_rowvec(uf_launch *L, int nin, int w)
+{
+    const uf_plan *pl = &L->plan;
+    uf_spec *sp = &L->spec;
+    const int nd = pl->ndim;
+    if (nd < 1)
+        return 0;
+    char kind[UF_NOPS];
+    int maxsize = 0;
+    for (int i = 0; i < sp->nops; i++) {
+        kind[i] = sp->kind[i];
+        int j = L->plan_of[i];
+        if (j < 0 || sp->kind[i] == K_UNIFORM)
+            continue;
+        int64_t item = (int64_t)cf_dtype_size((cf_dtype)sp->dtype[i]);
+        int64_t s = pl->strides[j][nd - 1];
+        if (s == item) {
+            kind[i] = K_CONTIG;
+            if (item > maxsize)
+                maxsize = (int)item;
+        } else if (s == 0 && is_loaded(sp, i, nin, w)) {
+            kind[i] = K_BCAST;
+        } else {
+            return 0;
+        }
+    }
+    if (maxsize == 0)
+        return 0;
+    for (int vec = 16 / maxsize; vec >= 2; vec /= 2) {
+        if (pl->shape[nd - 1] % vec)
+            continue;
+        int ok = 1;
+        for (int i = 0; i < sp->nops && ok; i++) {
+            if (kind[i] != K_CONTIG)
+                continue;
+            int64_t bytes = vec * (int64_t)cf_dtype_size((cf_dtype)sp->dtype[i]);
+            ok = L->array[i]->data % (uint64_t)bytes == 0;
+            for (int k = 0; k < nd - 1 && ok; k++)
+                ok = abs64(pl->strides[L->plan_of[i]][k]) % bytes == 0;
+        }
+        if (ok) {
+            memcpy(sp->kind, kind, (size_t)sp->nops);
+            sp->vec = (uint8_t)vec;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Tile preconditions (see the top of the file); on success the kinds are set. */
+static int choose_tile(uf_launch *L, int nin, int w)
+{
+    const uf_plan *pl = &L->plan;
+    uf_spec *sp = &L->spec;
+    const int nd = pl->ndim;
+    /* both tile axes at least a tile long: otherwise most threads of a tile would idle */
+    if (nd < 2 || pl->shape[nd - 1] < UF_TILE || pl->shape[nd - 2] < UF_TILE)
+        return 0;
+    char kind[UF_NOPS];
+    int staged = 0;
+    int64_t smem = 0;
+    for (int i = 0; i < sp->nops; i++) {
+        kind[i] = sp->kind[i];
+        int j = L->plan_of[i];
+        if (j < 0 || sp->kind[i] == K_UNIFORM)
+            continue;
+        int64_t item = (int64_t)cf_dtype_size((cf_dtype)sp->dtype[i]);
+        int64_t s_col = pl->strides[j][nd - 1], s_row = pl->strides[j][nd - 2];
+        if (!is_loaded(sp, i, nin, w)) {
+            if (s_col != item)
+                return 0;
+            kind[i] = K_STRIDED;
+        } else if (s_col == item || s_col == 0) {
+            kind[i] = K_STRIDED;
+        } else if (s_row == item || s_row == -item) {
+            kind[i] = K_TRANS; /* consecutive threads read consecutive addresses, either way */
+            staged++;
+            smem += (int64_t)UF_TILE * (UF_TILE + 1) * item;
+        } else {
+            return 0;
+        }
+    }
+    if (!staged || smem > UF_TILE_SMEM_MAX)
+        return 0;
+    memcpy(sp->kind, kind, (size_t)sp->nops);
+    return 1;
+}
 
 static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, const cf_array *where,
                          int ndim, const int64_t *shape, uf_launch *L)
@@ -544,19 +1078,21 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: bad ufunc, loop or operands");
     if (ndim < 0 || ndim > CF_MAX_DIMS || (ndim && !shape))
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: bad loop shape (ndim %d)", ndim);
+    pthread_once(&knobs_once, knobs_read);
     int nin = u->nin, nout = u->nout, nops = nin + nout + (where ? 1 : 0);
+    int w = where ? nin + nout : -1;
     uf_spec *sp = &L->spec;
     memset(sp, 0, sizeof *sp);
     sp->loop = loop;
-    sp->nops = nops;
+    sp->nops = (uint8_t)nops;
     sp->has_where = where != NULL;
 
     /* Plan order: outputs first (their memory order decides the axis order), inputs, mask. */
-    cf_array plan_ops[UF_MAX_ARGS + 1];
+    const cf_array *plan_ops[UF_NOPS];
     int np = 0;
     for (int pass = 0; pass < 3; pass++)
         for (int i = 0; i < nops; i++) {
-            int is_out = i >= nin && i < nin + nout, is_where = i == nin + nout;
+            int is_out = i >= nin && i < nin + nout, is_where = i == w;
             if ((pass == 0) != is_out || (pass == 2) != is_where)
                 continue;
             const cf_array *a = is_where ? where : ops[i].is_scalar ? NULL : &ops[i].array;
@@ -568,7 +1104,7 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
                 if (!valid_dtype(ops[i].scalar_dtype))
                     return cf_error_set(CF_ERR_TYPE, "input %d: invalid scalar dtype", i);
                 sp->kind[i] = K_SCALAR;
-                sp->dtype[i] = ops[i].scalar_dtype;
+                sp->dtype[i] = (uint8_t)ops[i].scalar_dtype;
                 continue;
             }
             if (!valid_dtype(a->dtype))
@@ -587,21 +1123,21 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
                     return cf_error_set(CF_ERR_INVALID, "output %d does not have the loop's shape",
                                         i - nin);
             }
-            sp->dtype[i] = a->dtype;
+            sp->dtype[i] = (uint8_t)a->dtype;
             L->plan_of[i] = np;
-            plan_ops[np++] = *a;
+            plan_ops[np++] = a;
         }
-    cf_status st = cf_plan_elementwise(&L->plan, np, plan_ops, ndim, shape);
+    cf_status st = plan_make(&L->plan, np, plan_ops, ndim, shape);
     if (st)
         return st;
-    const cf_plan *pl = &L->plan;
+    const uf_plan *pl = &L->plan;
     if (pl->ndim > CF_EW_MAX_NDIM)
         return cf_error_set(CF_ERR_UNSUPPORTED, "the operands' layouts leave %d axes that cannot "
                             "be merged; element-wise kernels handle at most %d (make an operand "
                             "contiguous first)", pl->ndim, CF_EW_MAX_NDIM);
 
     /* Kinds and the kernel shape. */
-    int contiguous = pl->index32, maxsize = 1;
+    int flat = pl->index32, maxsize = 1;
     for (int i = 0; i < nops; i++) {
         int j = L->plan_of[i];
         if (j < 0)
@@ -609,35 +1145,49 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
         int all_zero = pl->ndim > 0;
         for (int k = 0; k < pl->ndim; k++)
             all_zero &= pl->strides[j][k] == 0;
-        int loaded = i < nin || i == nin + nout;
-        if (all_zero && !loaded)
+        if (all_zero && !is_loaded(sp, i, nin, w))
             return cf_error_set(CF_ERR_INVALID, "output %d has a zero stride: its elements "
                                 "overlap", i - nin);
         sp->kind[i] = all_zero ? K_UNIFORM : pl->contiguous[j] ? K_CONTIG : K_STRIDED;
         if (sp->kind[i] == K_STRIDED)
-            contiguous = 0;
-        if (sp->kind[i] == K_CONTIG && (int)cf_dtype_size(sp->dtype[i]) > maxsize)
-            maxsize = (int)cf_dtype_size(sp->dtype[i]);
+            flat = 0;
+        if (sp->kind[i] == K_CONTIG && (int)cf_dtype_size((cf_dtype)sp->dtype[i]) > maxsize)
+            maxsize = (int)cf_dtype_size((cf_dtype)sp->dtype[i]);
     }
-    sp->contiguous = contiguous;
-    sp->index32 = pl->index32;
-    if (contiguous) {
-        sp->ndim = 0;
+    sp->index32 = (uint8_t)pl->index32;
+    sp->block = (uint16_t)knobs.block;
+    sp->unroll = (uint8_t)knobs.unroll;
+    if (flat) {
+        sp->shape = SH_FLAT;
         int vec = 16 / maxsize;
         for (int i = 0; i < nops && vec > 1; i++)
             if (sp->kind[i] == K_CONTIG &&
-                L->array[i]->data % ((uint64_t)vec * cf_dtype_size(sp->dtype[i])) != 0)
+                L->array[i]->data % ((uint64_t)vec * cf_dtype_size((cf_dtype)sp->dtype[i])) != 0)
                 vec = 1;
-        sp->vec = vec < 1 ? 1 : vec;
-    } else {
-        /* the strided kernel walks at least one axis, also when the plan merged all of them
-         * (a contiguous plan over more than 2^31 elements) */
-        sp->ndim = pl->ndim > 0 ? pl->ndim : 1;
-        sp->vec = 1;
-        for (int i = 0; i < nops; i++)
-            if (sp->kind[i] == K_CONTIG)
-                sp->kind[i] = K_STRIDED;
+        sp->vec = (uint8_t)(vec < 1 ? 1 : vec);
+        return CF_OK;
     }
+    sp->ndim = (uint8_t)pl->ndim;
+    if (choose_rowvec(L, nin, w)) {
+        sp->shape = SH_ROWVEC;
+        return CF_OK;
+    }
+    if (choose_tile(L, nin, w)) {
+        sp->shape = SH_TILE;
+        sp->unroll = 1;
+        sp->tile_rows = (uint8_t)knobs.tile_rows;
+        sp->block = (uint16_t)(UF_TILE * knobs.tile_rows);
+        return CF_OK;
+    }
+    /* the strided kernel walks at least one axis, also when the plan merged all of them
+     * (a contiguous plan over more than 2^31 elements) */
+    sp->shape = SH_STRIDED;
+    sp->ndim = (uint8_t)(pl->ndim > 0 ? pl->ndim : 1);
+    sp->vec = 1;
+    sp->unroll = 1;
+    for (int i = 0; i < nops; i++)
+        if (sp->kind[i] == K_CONTIG)
+            sp->kind[i] = K_STRIDED;
     return CF_OK;
 }
 
@@ -647,6 +1197,7 @@ cf_status cf_ufunc_kernel_source(cf_ufunc *u, int loop, const cf_operand *ops,
 {
     if (!source)
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_kernel_source: source is NULL");
+    *source = NULL;
     uf_launch *L = cf_malloc(sizeof *L);
     if (!L)
         return CF_ERR_NOMEM;
@@ -659,28 +1210,34 @@ cf_status cf_ufunc_kernel_source(cf_ufunc *u, int loop, const cf_operand *ops,
 
 /* ---- the kernel table --------------------------------------------------------------------- */
 
-static uint64_t fnv1a(const char *s)
+static uint64_t spec_hash(const uf_spec *sp)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    const unsigned char *bytes = (const unsigned char *)sp;
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < sizeof *sp; i += 8) {
+        uint64_t w;
+        memcpy(&w, bytes + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
     return h;
 }
 
-static uf_kernel *table_find(cf_ufunc *u, const char *key)
+static uf_kernel *table_find(cf_ufunc *u, const uf_spec *key)
 {
     if (!u->table_cap)
         return NULL;
     size_t mask = u->table_cap - 1;
-    for (size_t i = fnv1a(key) & mask;; i = (i + 1) & mask) {
-        if (!u->table[i].key)
+    for (size_t i = spec_hash(key) & mask;; i = (i + 1) & mask) {
+        if (!u->table[i].used)
             return NULL;
-        if (strcmp(u->table[i].key, key) == 0)
+        if (memcmp(&u->table[i].key, key, sizeof *key) == 0)
             return &u->table[i];
     }
 }
 
-static cf_status table_insert(cf_ufunc *u, const char *key, cf_function *fn, int64_t max_resident)
+static cf_status table_insert(cf_ufunc *u, const uf_spec *key, cf_function *fn,
+                              int64_t max_resident)
 {
     if ((u->table_count + 1) * 2 > u->table_cap) {
         size_t cap = u->table_cap ? 2 * u->table_cap : 16;
@@ -688,9 +1245,9 @@ static cf_status table_insert(cf_ufunc *u, const char *key, cf_function *fn, int
         if (!t)
             return CF_ERR_NOMEM;
         for (size_t i = 0; i < u->table_cap; i++)
-            if (u->table[i].key) {
-                size_t j = fnv1a(u->table[i].key) & (cap - 1);
-                while (t[j].key)
+            if (u->table[i].used) {
+                size_t j = spec_hash(&u->table[i].key) & (cap - 1);
+                while (t[j].used)
                     j = (j + 1) & (cap - 1);
                 t[j] = u->table[i];
             }
@@ -698,27 +1255,23 @@ static cf_status table_insert(cf_ufunc *u, const char *key, cf_function *fn, int
         u->table = t;
         u->table_cap = cap;
     }
-    char *k = cf_strdup(key);
-    if (!k)
-        return CF_ERR_NOMEM;
-    size_t j = fnv1a(key) & (u->table_cap - 1);
-    while (u->table[j].key)
+    size_t j = spec_hash(key) & (u->table_cap - 1);
+    while (u->table[j].used)
         j = (j + 1) & (u->table_cap - 1);
-    u->table[j].key = k;
+    u->table[j].used = 1;
+    u->table[j].key = *key;
     u->table[j].fn = fn;
     u->table[j].max_resident = max_resident;
     u->table_count++;
     return CF_OK;
 }
 
-/* The kernel for a spec on a device: from the table, else generated, compiled (through the
- * compile cache) and entered. */
-static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int device, uf_kernel *out)
+/* The kernel for a spec (its device set) from the table, else generated, compiled (through the
+ * compile cache) and entered; one lock acquisition either way. */
+static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, uf_kernel *out)
 {
-    char key[512];
-    spec_key(sp, device, key, sizeof key);
     pthread_mutex_lock(&u->lock);
-    uf_kernel *k = table_find(u, key);
+    uf_kernel *k = table_find(u, sp);
     if (k) {
         *out = *k;
         pthread_mutex_unlock(&u->lock);
@@ -727,26 +1280,29 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int device, uf_kerne
     char *src = NULL;
     cf_module *m = NULL;
     cf_function *fn = NULL;
-    cf_function_attrs attrs;
     cf_device_props props;
     int per_sm = 0;
     const uf_loop *l = &u->loops[sp->loop];
     cf_status st = generate(u, sp, &src);
     if (!st)
-        st = cf_module_load(device, src, (const char *const *)l->options, l->noptions, &m);
+        st = cf_module_load(sp->device, src, (const char *const *)l->options, l->noptions, &m);
     if (!st)
         st = cf_module_function(m, "cf_ew", &fn);
     if (!st)
-        st = cf_function_attrs_get(fn, &attrs);
+        st = cf_function_max_active_blocks(fn, sp->block, 0, &per_sm);
     if (!st)
-        st = cf_function_max_active_blocks(fn, UF_BLOCK, 0, &per_sm);
-    if (!st)
-        st = cf_device_props_get(device, &props);
+        st = cf_device_props_get(sp->device, &props);
     if (!st) {
-        int64_t resident = (int64_t)props.multiprocessor_count * (per_sm > 0 ? per_sm : 1);
-        st = table_insert(u, key, fn, resident);
+        if (per_sm < 1)
+            per_sm = 1;
+        if (knobs.blocks_per_sm > 0 && per_sm > knobs.blocks_per_sm)
+            per_sm = knobs.blocks_per_sm;
+        int64_t resident = knobs.blocks_per_sm > 0
+                               ? (int64_t)props.multiprocessor_count * per_sm
+                               : 0; /* no cap: one pass over the data */
+        st = table_insert(u, sp, fn, resident);
         if (!st)
-            *out = *table_find(u, key);
+            *out = *table_find(u, sp);
     }
     pthread_mutex_unlock(&u->lock);
     cf_free(src);
@@ -770,51 +1326,39 @@ static void fastdiv_init(cf_ew_fastdiv *d, uint64_t divisor, int index32)
                                (((unsigned __int128)1 << shift) - divisor)) / divisor + 1);
 }
 
-cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
-                          const cf_array *where, int ndim, const int64_t *shape)
+/* The header and operand records of the strided, row-vector and tile kernels; returns the items
+ * the grid covers (elements, vectors or tiles). */
+static int64_t pack_strided(const uf_launch *L, const cf_operand *ops, cf_ew_header *h,
+                            cf_ew_operand *op)
 {
-    if (!s)
-        return cf_error_set(CF_ERR_INVALID, "ufunc launch: stream is NULL");
-    uf_launch *L = cf_malloc(sizeof *L);
-    if (!L)
-        return CF_ERR_NOMEM;
-    cf_status st = prepare(u, loop, ops, where, ndim, shape, L);
-    if (st)
-        goto done;
-    const cf_plan *pl = &L->plan;
+    const uf_plan *pl = &L->plan;
     const uf_spec *sp = &L->spec;
-    if (pl->size == 0)
-        goto done;
-    int device = cf_stream_device(s);
-    for (int i = 0; i < sp->nops; i++)
-        if (L->array[i] && L->array[i]->device != device) {
-            st = cf_error_set(CF_ERR_INVALID, "operand %d is on device %d, the launch on device %d",
-                              i, L->array[i]->device, device);
-            goto done;
+    const int nd = sp->ndim;
+    int64_t items = pl->size;
+    h->ndim = nd;
+    if (pl->ndim == 0) { /* strided kernel over one merged axis */
+        h->shape[0] = pl->size;
+        fastdiv_init(&h->div[0], (uint64_t)pl->size, sp->index32);
+    } else {
+        for (int k = 0; k < nd; k++)
+            h->shape[k] = pl->shape[k];
+        if (sp->shape == SH_ROWVEC) {
+            h->shape[nd - 1] /= sp->vec;
+            items = pl->size / sp->vec;
         }
-    uf_kernel k;
-    st = get_kernel(u, sp, device, &k);
-    if (st)
-        goto done;
-
-    /* The parameter block: header, then one operand record per operand. */
-    union {
-        unsigned char bytes[CF_EW_HEADER_BYTES + (UF_MAX_ARGS + 1) * CF_EW_OPERAND_BYTES];
-        uint64_t align;
-    } params;
-    size_t nbytes = CF_EW_HEADER_BYTES + (size_t)sp->nops * CF_EW_OPERAND_BYTES;
-    memset(params.bytes, 0, nbytes);
-    cf_ew_header *h = (cf_ew_header *)params.bytes;
-    cf_ew_operand *op = (cf_ew_operand *)(params.bytes + CF_EW_HEADER_BYTES);
-    h->n = pl->size;
-    h->ndim = sp->contiguous ? 0 : sp->ndim;
-    if (!sp->contiguous) {
-        for (int k2 = 0; k2 < sp->ndim; k2++) {
-            int64_t extent = pl->ndim ? pl->shape[k2] : pl->size;
-            h->shape[k2] = extent;
-            fastdiv_init(&h->div[k2], (uint64_t)extent, sp->index32);
+        for (int k = 0; k < nd; k++)
+            fastdiv_init(&h->div[k], (uint64_t)h->shape[k], sp->index32);
+        if (sp->shape == SH_TILE) {
+            int64_t tr = (pl->shape[nd - 2] + UF_TILE - 1) / UF_TILE;
+            int64_t tc = (pl->shape[nd - 1] + UF_TILE - 1) / UF_TILE;
+            fastdiv_init(&h->div[nd - 2], (uint64_t)tr, sp->index32);
+            fastdiv_init(&h->div[nd - 1], (uint64_t)tc, sp->index32);
+            items = tr * tc;
+            for (int k = 0; k < nd - 2; k++)
+                items *= pl->shape[k];
         }
     }
+    h->n = items;
     for (int i = 0; i < sp->nops; i++) {
         int j = L->plan_of[i];
         if (j < 0) {
@@ -822,22 +1366,101 @@ cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand 
             continue;
         }
         op[i].ptr = L->array[i]->data;
-        if (!sp->contiguous) {
-            if (pl->ndim)
-                for (int k2 = 0; k2 < pl->ndim; k2++)
-                    op[i].strides[k2] = pl->strides[j][k2];
-            else
-                op[i].strides[0] = (int64_t)cf_dtype_size(sp->dtype[i]);
+        if (pl->ndim == 0) {
+            op[i].strides[0] = (int64_t)cf_dtype_size((cf_dtype)sp->dtype[i]);
+            continue;
         }
+        for (int k = 0; k < nd; k++)
+            op[i].strides[k] = pl->strides[j][k];
+        if (sp->shape == SH_ROWVEC && sp->kind[i] == K_CONTIG)
+            op[i].strides[nd - 1] *= sp->vec;
     }
-    int64_t items = sp->contiguous ? (pl->size / sp->vec + UF_UNROLL - 1) / UF_UNROLL : pl->size;
+    return items;
+}
+
+/* The parameter block of a launch: a header, then one operand record per operand. */
+typedef union uf_params {
+    unsigned char bytes[CF_EW_HEADER_BYTES + UF_NOPS * CF_EW_OPERAND_BYTES];
+    uint64_t align;
+} uf_params;
+
+/* The parameters, grid and block of a prepared launch whose kernel has this grid cap. */
+static void pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_resident,
+                        uf_params *params, unsigned grid[3], unsigned block[3])
+{
+    const uf_plan *pl = &L->plan;
+    const uf_spec *sp = &L->spec;
+    int64_t items;
+    if (sp->shape == SH_FLAT) {
+        size_t nbytes = CF_EW_FLAT_HEADER_BYTES + (size_t)sp->nops * CF_EW_FLAT_OPERAND_BYTES;
+        memset(params->bytes, 0, nbytes);
+        int64_t n = pl->size;
+        memcpy(params->bytes, &n, sizeof n);
+        cf_ew_flat_operand *op = (cf_ew_flat_operand *)(params->bytes + CF_EW_FLAT_HEADER_BYTES);
+        for (int i = 0; i < sp->nops; i++) {
+            if (L->plan_of[i] < 0)
+                memcpy(op[i].scalar, ops[i].scalar, sizeof op[i].scalar);
+            else
+                op[i].ptr = L->array[i]->data;
+        }
+        items = (pl->size / sp->vec + sp->unroll - 1) / sp->unroll;
+    } else {
+        size_t nbytes = CF_EW_HEADER_BYTES + (size_t)sp->nops * CF_EW_OPERAND_BYTES;
+        memset(params->bytes, 0, nbytes);
+        items = pack_strided(L, ops, (cf_ew_header *)params->bytes,
+                             (cf_ew_operand *)(params->bytes + CF_EW_HEADER_BYTES));
+        if (sp->shape == SH_ROWVEC)
+            items = (items + sp->unroll - 1) / sp->unroll;
+    }
     if (items < 1)
         items = 1;
-    unsigned grid[3] = {cf_plan_grid(items, UF_BLOCK, k.max_resident), 1, 1};
-    unsigned block[3] = {UF_BLOCK, 1, 1};
+    block[0] = sp->block;
+    block[1] = block[2] = 1;
+    int64_t per_block = sp->block;
+    if (sp->shape == SH_TILE) {
+        block[0] = UF_TILE;
+        block[1] = sp->tile_rows;
+        per_block = 1; /* one tile per block per iteration */
+    }
+    grid[0] = cf_plan_grid(items, per_block, max_resident);
+    grid[1] = grid[2] = 1;
+    if (sp->index32 && sp->shape != SH_TILE) {
+        /* 32-bit grid-stride loops: base + unroll * gridDim.x * blockDim.x stays below 2^32 */
+        uint64_t cap = ((uint64_t)1 << 31) / ((uint64_t)sp->block * sp->unroll);
+        if (grid[0] > cap)
+            grid[0] = (unsigned)cap;
+    }
+}
+
+cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
+                          const cf_array *where, int ndim, const int64_t *shape)
+{
+    if (!s)
+        return cf_error_set(CF_ERR_INVALID, "ufunc launch: stream is NULL");
+    uf_launch L;
+    cf_status st = prepare(u, loop, ops, where, ndim, shape, &L);
+    if (st)
+        return st;
+    const uf_plan *pl = &L.plan;
+    uf_spec *sp = &L.spec;
+    if (pl->size == 0)
+        return CF_OK;
+    int device = cf_stream_device(s);
+    if (device < 0)
+        return cf_error_set(CF_ERR_INVALID, "ufunc launch: s is not a live stream");
+    for (int i = 0; i < sp->nops; i++)
+        if (L.array[i] && L.array[i]->device != device)
+            return cf_error_set(CF_ERR_INVALID, "operand %d is on device %d, the launch on "
+                                "device %d", i, L.array[i]->device, device);
+    sp->device = device;
+    uf_kernel k;
+    st = get_kernel(u, sp, &k);
+    if (st)
+        return st;
+
+    uf_params params;
+    unsigned grid[3], block[3];
+    pack_launch(&L, ops, k.max_resident, &params, grid, block);
     void *args[1] = {params.bytes};
-    st = cf_launch(k.fn, grid, block, 0, s, args);
-done:
-    cf_free(L);
-    return st;
+    return cf_launch(k.fn, grid, block, 0, s, args);
 }

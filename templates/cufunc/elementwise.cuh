@@ -22,9 +22,19 @@ __device__ __forceinline__ unsigned long long cf_div64(unsigned long long n, con
     return (__umul64hi(n, d.magic) + n) >> d.shift;
 }
 
+/* n / d in the index type I (32- or 64-bit). */
+template <typename I> __device__ __forceinline__ I cf_divi(I n, const cf_ew_fastdiv &d)
+{
+    if (sizeof(I) == 4)
+        return (I)cf_div32((unsigned)n, d);
+    return (I)cf_div64((unsigned long long)n, d);
+}
+
 /* Byte offsets of linear element i for NOPS operands over ND coalesced axes (row-major, innermost
- * last). I is the unsigned index type and O the signed offset type: (unsigned, int) when the plan
- * allows 32-bit indexing, so the per-axis divisions are 32-bit multiply-highs and the offset sums
+ * last; ND == 0 gives zeros). The row-vector kernels pass a vector index over the loop shape with
+ * its innermost extent divided by VEC; the tile kernels pass a tile's index over the outer axes.
+ * I is the unsigned index type and O the signed offset type: (unsigned, int) when the plan allows
+ * 32-bit indexing, so the per-axis divisions are 32-bit multiply-highs and the offset sums
  * 32-bit adds; (unsigned long long, long long) otherwise. */
 template <int ND, int NOPS, typename I, typename O>
 __device__ __forceinline__ void cf_offsets(I i, const cf_ew_header &h, const cf_ew_operand *op,
@@ -40,10 +50,7 @@ __device__ __forceinline__ void cf_offsets(I i, const cf_ew_header &h, const cf_
             c = i;
             q = 0;
         } else {
-            if (sizeof(I) == 4)
-                q = (I)cf_div32((unsigned)i, h.div[k]);
-            else
-                q = (I)cf_div64((unsigned long long)i, h.div[k]);
+            q = cf_divi<I>(i, h.div[k]);
             c = i - q * (I)h.shape[k];
         }
 #pragma unroll

@@ -3,8 +3,13 @@
  * Every field is 8 bytes or a multiple, so C and C++ lay the structs out identically with no
  * padding; both sides check the sizes with static asserts.
  *
- * A launch passes one `cf_ew_header` followed by one `cf_ew_operand` per operand (inputs, then
- * outputs, then the `where=` mask if any) as a single by-value parameter. */
+ * Every launch passes a single by-value parameter holding, for each operand in order (inputs, then
+ * outputs, then the `where=` mask if any), one operand record after a header:
+ *   - the flat (contiguous) kernel: `cf_ka_i64 n` (elements) then one `cf_ew_flat_operand` per
+ *     operand. Kept small because the launch cost grows with the parameter bytes and this is the
+ *     kernel of small calls.
+ *   - the strided, row-vector and tile kernels: one `cf_ew_header` then one `cf_ew_operand` per
+ *     operand. What the header's fields hold per kernel shape is written beside them. */
 #ifndef CUFUNC_KERNEL_ARGS_H
 #define CUFUNC_KERNEL_ARGS_H
 
@@ -29,27 +34,44 @@ typedef struct cf_ew_fastdiv {
 } cf_ew_fastdiv;
 
 typedef struct cf_ew_header {
-    cf_ka_i64 n;                          /* elements in the loop */
+    /* strided: elements in the loop; row-vector: VEC-element vectors in the loop (the loop size
+     * over VEC); tile: tiles in the loop (tiles per 2-D slice times the outer axes' product) */
+    cf_ka_i64 n;
     cf_ka_i64 ndim;                       /* coalesced axes, innermost last */
+    /* the loop extents; row-vector: the innermost one divided by VEC */
     cf_ka_i64 shape[CF_EW_MAX_NDIM];
-    cf_ew_fastdiv div[CF_EW_MAX_NDIM];    /* one per axis: divides by shape[k] */
+    /* one per axis: divides by shape[k]; tile kernels: div[ndim - 2] and div[ndim - 1] divide by
+     * the number of tiles along those two axes instead */
+    cf_ew_fastdiv div[CF_EW_MAX_NDIM];
 } cf_ew_header;
 
 typedef struct cf_ew_operand {
     cf_ka_u64 ptr;                        /* array: address of element (0, ..., 0) */
-    cf_ka_i64 strides[CF_EW_MAX_NDIM];    /* array: byte strides over the coalesced axes */
+    /* array: byte strides over the coalesced axes (0 for scalars); row-vector kernels: the
+     * innermost one is VEC * itemsize for vector-loaded operands */
+    cf_ka_i64 strides[CF_EW_MAX_NDIM];
     cf_ka_u64 scalar[2];                  /* scalar operand: its value's bytes (up to complex128) */
 } cf_ew_operand;
 
+/* An operand of the flat kernel: an array's first element or a scalar's value. */
+typedef struct cf_ew_flat_operand {
+    cf_ka_u64 ptr;
+    cf_ka_u64 scalar[2];
+} cf_ew_flat_operand;
+
 #define CF_EW_HEADER_BYTES (8 * (2 + CF_EW_MAX_NDIM + 3 * CF_EW_MAX_NDIM))
 #define CF_EW_OPERAND_BYTES (8 * (1 + CF_EW_MAX_NDIM + 2))
+#define CF_EW_FLAT_HEADER_BYTES 8
+#define CF_EW_FLAT_OPERAND_BYTES 24
 
 #ifdef __cplusplus
 static_assert(sizeof(cf_ew_header) == CF_EW_HEADER_BYTES, "cf_ew_header layout");
 static_assert(sizeof(cf_ew_operand) == CF_EW_OPERAND_BYTES, "cf_ew_operand layout");
+static_assert(sizeof(cf_ew_flat_operand) == CF_EW_FLAT_OPERAND_BYTES, "cf_ew_flat_operand layout");
 #else
 _Static_assert(sizeof(cf_ew_header) == CF_EW_HEADER_BYTES, "cf_ew_header layout");
 _Static_assert(sizeof(cf_ew_operand) == CF_EW_OPERAND_BYTES, "cf_ew_operand layout");
+_Static_assert(sizeof(cf_ew_flat_operand) == CF_EW_FLAT_OPERAND_BYTES, "cf_ew_flat_operand layout");
 #endif
 
 #endif

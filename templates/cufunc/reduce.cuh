@@ -26,9 +26,12 @@
  *                 reduced range is split over gridDim.y when there are too few outputs to fill the
  *                 card, the last block of a column tile combining the partials.
  *   cf_scan_tiles inclusive scan in one pass with decoupled look-back (Merrill & Garland, as CUB's
- *                 single-pass scan): each block takes the next tile (atomic counter), publishes its
- *                 aggregate, looks back over its predecessors' published aggregates / inclusive
- *                 prefixes a warp-wide window at a time, publishes its inclusive prefix.
+ *                 single-pass scan): each block takes the next tile (atomic counter) of BLOCK x
+ *                 ITEMS elements, loads it with 16-byte vectors into registers (V consecutive
+ *                 elements per lane per round), scans it with warp shuffles, publishes its
+ *                 aggregate (value and flag in one 64-bit word for values of <= 4 bytes), looks
+ *                 back over its predecessors' aggregates / inclusive prefixes 32 tiles at a time,
+ *                 publishes its inclusive prefix and stores the tile with 16-byte vectors.
  *   cf_scan_cols  scan along a strided axis: a thread per column, sequential along the axis.
  */
 #ifndef CUFUNC_REDUCE_CUH
@@ -47,7 +50,7 @@ typedef struct cf_red_params {
     cf_ka_u64 tickets;                /* unsigned[CF_RED_NTICKETS], all 0 between launches */
     cf_ka_u64 partials;               /* ACC values of blocks / splits */
     cf_ka_u64 partial_ok;             /* unsigned char per partial: holds a value */
-    cf_ka_u64 status;                 /* scans: unsigned per tile, (epoch << 2) | flag */
+    cf_ka_u64 status;                 /* scans: 64-bit word per tile, low half (epoch << 2) | flag */
     cf_ka_u64 aggregate, inclusive;   /* scans: ACC per tile */
     cf_ka_u64 tile_counter;           /* scans: unsigned long long, 0 between launches */
     cf_ka_i64 n_out;                  /* outputs (rows, columns); 1 for a full reduction */
@@ -274,68 +277,50 @@ __device__ __forceinline__ void cf_red_offsets(I i, const cf_ka_i64 *shape, cons
 
 /* ---- the per-thread loops ---------------------------------------------------------------------- */
 
-/* Vectors first, first + stride, ... below nvec of a V-wide aligned run, U independent
- * accumulators of V lanes each; folds the thread's total into (v, ok). */
+/* Vectors first, first + stride, ... below nvec of a V-wide aligned run, U vectors in flight per
+ * round; folds the thread's total into (v, ok). A round loads its U vectors first, then combines
+ * them lane-wise and folds that into V accumulators: few live registers whatever the body costs,
+ * so ptxas keeps all U loads of a round in flight (with U x V accumulators it pipelined the loads
+ * two at a time to save registers, halving the bytes in flight). A thread with fewer than U
+ * vectors takes them one at a time. The hot loop carries no "holds a value" flags. */
 template <class Op, typename TIn, int V, int U, typename I>
 __device__ __forceinline__ void cf_red_vec_loop(const cf_vec<TIn, V> *__restrict__ src, I nvec,
                                                 I first, I stride, typename Op::T &v, bool &ok)
 {
     typedef typename Op::T T;
-    T acc[U][V];
-    bool aok[U];
-    cf_vec<TIn, V> x[U];
-    /* the first round initialises the accumulators: no test of "holds a value" in the hot loop */
+    I base = first;
+    if (first + (I)(U - 1) * stride < nvec) {
+        T acc[V];
+        bool started = false;
+        /* whole rounds: U loads in flight, no bounds tests */
+        for (; base + (I)(U - 1) * stride < nvec; base += (I)U * stride) {
+            cf_vec<TIn, V> x[U];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        const I k = first + (I)u * stride;
-        aok[u] = k < nvec;
-        if (aok[u])
-            x[u] = src[k];
-    }
+            for (int u = 0; u < U; u++)
+                x[u] = src[base + (I)u * stride];
 #pragma unroll
-    for (int u = 0; u < U; u++)
-        if (aok[u]) {
+            for (int e = 0; e < V; e++) {
+                T s = cf_cast<T>(x[0].v[e]);
 #pragma unroll
-            for (int e = 0; e < V; e++)
-                acc[u][e] = cf_cast<T>(x[u].v[e]);
+                for (int u = 1; u < U; u++)
+                    s = Op::apply(s, cf_cast<T>(x[u].v[e]));
+                acc[e] = started ? Op::apply(acc[e], s) : s;
+            }
+            started = true;
         }
-    I base = first + (I)U * stride;
-    /* whole rounds: U loads in flight, no bounds tests */
-    for (; aok[U - 1] && base + (I)(U - 1) * stride < nvec; base += (I)U * stride) {
+        T s = acc[0];
 #pragma unroll
-        for (int u = 0; u < U; u++)
-            x[u] = src[base + (I)u * stride];
-#pragma unroll
-        for (int u = 0; u < U; u++)
-#pragma unroll
-            for (int e = 0; e < V; e++)
-                acc[u][e] = Op::apply(acc[u][e], cf_cast<T>(x[u].v[e]));
+        for (int e = 1; e < V; e++)
+            s = Op::apply(s, acc[e]);
+        cf_red_fold<Op>(v, ok, s, true);
     }
-    /* the last partial round */
+    /* the rest, fewer than U vectors: one at a time */
+    for (I k = base; k < nvec; k += stride) {
+        const cf_vec<TIn, V> x = src[k];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        const I k = base + (I)u * stride;
-        if (k < nvec && aok[u])
-            x[u] = src[k];
+        for (int e = 0; e < V; e++)
+            cf_red_fold<Op>(v, ok, cf_cast<T>(x.v[e]), true);
     }
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const I k = base + (I)u * stride;
-        if (k < nvec && aok[u]) {
-#pragma unroll
-            for (int e = 0; e < V; e++)
-                acc[u][e] = Op::apply(acc[u][e], cf_cast<T>(x[u].v[e]));
-        }
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++)
-        if (aok[u]) {
-            T s = acc[u][0];
-#pragma unroll
-            for (int e = 1; e < V; e++)
-                s = Op::apply(s, acc[u][e]);
-            cf_red_fold<Op>(v, ok, s, true);
-        }
 }
 
 /* Elements first, first + stride, ... below end, of a run whose element i lies at
@@ -634,196 +619,336 @@ __device__ __forceinline__ void cf_red_cols(const cf_red_params &p)
 
 /* ---- scans ------------------------------------------------------------------------------------- */
 
-__device__ __forceinline__ int cf_scan_pad(int i) { return i + (i >> 5); }
+/* Tile states of the decoupled look-back, one 64-bit word per tile: the low 32 bits are
+ * (epoch << 2) | flag, a word from another launch (another epoch) reads as "not yet". Values of
+ * at most 4 bytes travel in the high 32 bits of the same word, so one 8-byte store publishes value
+ * and flag together and one 8-byte load reads both (single-copy atomic); larger values go to the
+ * per-tile arrays `aggregate` / `inclusive`, written before a __threadfence that precedes the
+ * flag, and read (from L2) after a __threadfence that follows it. */
+enum { CF_SCAN_AGGREGATE = 1, CF_SCAN_PREFIX = 2, CF_SCAN_ROW_START = 3 };
 
-enum { CF_SCAN_AGGREGATE = 1, CF_SCAN_PREFIX = 2 };
+template <typename T> struct cf_scan_packed { enum { value = sizeof(T) <= 4 }; };
 
-/* One tile of one row per block, in the order blocks start (atomic tile counter), so that every
- * tile a block waits for belongs to a block already running. */
-template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int KND, typename I>
-__device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
+template <typename T>
+__device__ __forceinline__ void cf_scan_publish(const cf_red_params &p, long long tile,
+                                                unsigned flag, const T &v)
+{
+    volatile unsigned long long *status = (volatile unsigned long long *)p.status;
+    const unsigned lo = ((unsigned)p.epoch << 2) | flag;
+    if (cf_scan_packed<T>::value) {
+        unsigned bits = 0;
+        memcpy(&bits, &v, sizeof(T));
+        status[tile] = ((unsigned long long)bits << 32) | lo;
+    } else {
+        T *dst = flag == CF_SCAN_AGGREGATE ? (T *)p.aggregate : (T *)p.inclusive;
+        dst[tile] = v;
+        __threadfence(); /* the value is visible in L2 before the flag says so */
+        status[tile] = lo;
+    }
+}
+
+/* The value of a tile whose state word `w` this thread read with a valid flag. */
+template <typename T>
+__device__ __forceinline__ T cf_scan_value(const cf_red_params &p, long long tile,
+                                           unsigned long long w, unsigned flag)
+{
+    T v;
+    if (cf_scan_packed<T>::value) {
+        const unsigned bits = (unsigned)(w >> 32);
+        memcpy(&v, &bits, sizeof(T));
+    } else {
+        v = cf_red_load_cg((flag == CF_SCAN_AGGREGATE ? (const T *)p.aggregate
+                                                       : (const T *)p.inclusive) + tile);
+    }
+    return v;
+}
+
+/* Inclusive scan of one value per lane in lane order (lane 0 first). HAS_OK: some lanes may hold
+ * no value (ok false); without it every lane holds one. */
+template <class Op, bool HAS_OK>
+__device__ __forceinline__ void cf_scan_warp(typename Op::T &v, bool &ok, unsigned lane)
+{
+#pragma unroll
+    for (unsigned d = 1; d < 32; d <<= 1) {
+        const typename Op::T o = cf_red_shfl_up(v, d);
+        if (HAS_OK) {
+            const bool ook = __shfl_up_sync(CF_RED_FULL, (int)ok, d) != 0;
+            if (lane >= d)
+                cf_red_fold_before<Op>(v, ok, o, ook);
+        } else if (lane >= d) {
+            v = Op::apply(o, v);
+        }
+    }
+}
+
+/* Exclusive prefix of the tile `tile` of a row whose first tile is `first` (< tile), by warp 0:
+ * lane k inspects tile - 1 - k, then the next 32 older tiles, until a tile with its inclusive prefix
+ * (or the row's start) is in the window. Each window is combined in tile order. The result is in
+ * every lane. The tiles waited for were drawn before this one (atomic tile counter), so their
+ * blocks are running and never wait for this one: no deadlock. */
+template <class Op, int SLEEP>
+__device__ __forceinline__ typename Op::T cf_scan_look_back(const cf_red_params &p, long long tile,
+                                                            long long first, unsigned lane)
 {
     typedef typename Op::T T;
-    typedef typename cf_red_off_t<I>::type O;
-    constexpr int TILE = BLOCK * ITEMS;
-    constexpr int NW = BLOCK / 32;
-    __shared__ T s_items[TILE + TILE / 32];
-    __shared__ T s_warp[NW];
-    __shared__ bool s_warp_ok[NW];
-    __shared__ T s_prefix;
-    __shared__ bool s_prefix_ok;
-    __shared__ unsigned long long s_tile;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const volatile unsigned long long *status = (const volatile unsigned long long *)p.status;
     const unsigned epoch = (unsigned)p.epoch;
-    volatile unsigned *status = (volatile unsigned *)p.status;
-    T *agg = (T *)p.aggregate, *incl = (T *)p.inclusive;
+    T ex;
+    bool exok = false;
+    for (long long base = tile - 1;; base -= 32) {
+        const long long pred = base - (long long)lane;
+        unsigned long long w = 0;
+        bool valid = pred < first;
+        unsigned flag = CF_SCAN_ROW_START;
+        for (;;) {
+            if (!valid) {
+                w = status[pred];
+                valid = ((unsigned)w >> 2) == epoch;
+            }
+            if (__all_sync(CF_RED_FULL, valid))
+                break;
+#if __CUDA_ARCH__ >= 700
+            if (SLEEP > 0)
+                __nanosleep(SLEEP); /* back off: fewer polls of the same L2 line */
+#endif
+        }
+        if (pred >= first) {
+            flag = (unsigned)w & 3u;
+            if (!cf_scan_packed<T>::value)
+                __threadfence(); /* the flag was read before the value */
+        }
+        const unsigned stops = __ballot_sync(CF_RED_FULL, flag >= CF_SCAN_PREFIX);
+        const unsigned stop = stops ? (unsigned)(__ffs(stops) - 1) : 32u;
+        T v;
+        bool vok = pred >= first && lane <= stop;
+        if (vok)
+            v = cf_scan_value<T>(p, pred, w, flag);
+        cf_red_warp_rev<Op>(v, vok); /* lane 0: the window, oldest tile first */
+        if (lane == 0)
+            cf_red_fold_before<Op>(ex, exok, v, vok);
+        if (stops)
+            break;
+    }
+    /* tile > first: at least the previous tile contributed, so lane 0 holds a value */
+    return cf_red_shfl_idx(ex, 0);
+}
 
-    if (tid == 0) {
+/* Store V consecutive results at dst (byte stride `so` between elements; VEC: contiguous and
+ * aligned to 16 bytes when V * sizeof(TOut) is a multiple of 16). */
+template <typename TOut, int V>
+__device__ __forceinline__ void cf_scan_store(cf_ka_u64 dst, long long so, const TOut (&y)[V],
+                                              bool vec, int cnt)
+{
+    if ((V * sizeof(TOut)) % 16 == 0 && vec && cnt == V) {
+        uint4 u[V * sizeof(TOut) / 16];
+        memcpy(u, y, sizeof u);
+#pragma unroll
+        for (int i = 0; i < (int)(V * sizeof(TOut) / 16); i++)
+            __stcs((uint4 *)dst + i, u[i]);
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            if (e < cnt)
+                *(TOut *)(dst + (cf_ka_u64)(e * so)) = y[e];
+    }
+}
+
+/* One tile of BLOCK * ITEMS elements. Warp w owns the contiguous segment [w * SEG, (w + 1) * SEG),
+ * SEG = 32 * ITEMS; in round r (of R = ITEMS / V) lane l holds the V consecutive elements starting
+ * at w * SEG + (r * 32 + l) * V: one 16-byte vector per lane per round when the input is
+ * contiguous, so every load instruction reads 512 contiguous bytes, and the same for stores.
+ * FULL: the tile has all its elements (no "holds a value" flags anywhere). */
+template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, bool FULL,
+          typename O>
+__device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long tile,
+                                             long long first, cf_ka_u64 in, cf_ka_u64 out, O sin,
+                                             O sout, int count, bool vec_in, bool vec_out)
+{
+    typedef typename Op::T T;
+    constexpr int R = ITEMS / V, NW = BLOCK / 32, SEG = 32 * ITEMS;
+    __shared__ T s_val[NW];
+    __shared__ bool s_ok[NW];
+    const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+    T x[R][V];
+    int cnt[R]; /* elements this lane holds in round r: a prefix of its V */
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int idx = (int)warp * SEG + (r * 32 + (int)lane) * V;
+        cnt[r] = FULL ? V : (count - idx <= 0 ? 0 : count - idx >= V ? V : count - idx);
+    }
+    /* loads: every round's load is issued before any is used */
+    if (FULL && V * sizeof(TIn) == 16 && vec_in) {
+        uint4 u[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            u[r] = __ldcs((const uint4 *)in + ((int)warp * (SEG / V) + r * 32 + (int)lane));
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            cf_vec<TIn, V> y;
+            memcpy(&y, &u[r], sizeof y);
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                x[r][e] = cf_cast<T>(y.v[e]);
+        }
+    } else {
+        TIn y[R][V];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                const int idx = (int)warp * SEG + (r * 32 + (int)lane) * V + e;
+                if (e < cnt[r])
+                    y[r][e] = *(const TIn *)(in + (cf_ka_u64)((long long)((O)idx * sin)));
+            }
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                if (e < cnt[r])
+                    x[r][e] = cf_cast<T>(y[r][e]);
+    }
+
+    /* per round: the lane's V elements in order, then the lanes' totals across the warp; pre[r]
+     * is what comes before the lane's elements within the warp's segment */
+    T pre[R];
+    bool pre_ok[R];
+    T carry;
+    bool carry_ok = false;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        T t = x[r][0]; /* the lane's total: its last element once scanned */
+#pragma unroll
+        for (int e = 1; e < V; e++)
+            if (e < cnt[r]) {
+                x[r][e] = Op::apply(x[r][e - 1], x[r][e]);
+                t = x[r][e];
+            }
+        bool tok = FULL || cnt[r] > 0;
+        cf_scan_warp<Op, !FULL>(t, tok, lane);
+        T ex = cf_red_shfl_up(t, 1);
+        bool exok = lane > 0;
+        if (!FULL)
+            exok = exok && __shfl_up_sync(CF_RED_FULL, (int)tok, 1) != 0;
+        const T total = cf_red_shfl_idx(t, 31);
+        const bool total_ok = FULL ? true : __shfl_sync(CF_RED_FULL, (int)tok, 31) != 0;
+        pre[r] = carry;
+        pre_ok[r] = carry_ok;
+        if (exok) {
+            pre[r] = pre_ok[r] ? Op::apply(pre[r], ex) : ex;
+            pre_ok[r] = true;
+        }
+        cf_red_fold<Op>(carry, carry_ok, total, total_ok);
+    }
+    if (lane == 0) {
+        s_ok[warp] = carry_ok;
+        if (carry_ok)
+            s_val[warp] = carry;
+    }
+    __syncthreads();
+
+    /* warp 0: the warps' totals in order, the tile's aggregate, the look-back, each warp's prefix */
+    if (warp == 0) {
+        T wt;
+        bool wok = lane < (unsigned)NW && s_ok[lane];
+        if (wok)
+            wt = s_val[lane];
+        cf_scan_warp<Op, true>(wt, wok, lane);
+        const T agg = cf_red_shfl_idx(wt, NW - 1); /* warp 0 is never empty: a value */
+        T wex = cf_red_shfl_up(wt, 1);
+        bool wexok = lane > 0 && __shfl_up_sync(CF_RED_FULL, (int)wok, 1) != 0;
+        if (tile == first) {
+            if (lane == 0)
+                cf_scan_publish<T>(p, tile, CF_SCAN_PREFIX, agg);
+        } else {
+            if (lane == 0)
+                cf_scan_publish<T>(p, tile, CF_SCAN_AGGREGATE, agg);
+            const T ex = cf_scan_look_back<Op, SLEEP>(p, tile, first, lane);
+            if (lane == 0)
+                cf_scan_publish<T>(p, tile, CF_SCAN_PREFIX, Op::apply(ex, agg));
+            wex = wexok ? Op::apply(ex, wex) : ex;
+            wexok = true;
+        }
+        __syncwarp();
+        if (lane < (unsigned)NW) {
+            s_ok[lane] = wexok;
+            if (wexok)
+                s_val[lane] = wex;
+        }
+    }
+    __syncthreads();
+
+    const bool wpre_ok = s_ok[warp];
+    T wpre;
+    if (wpre_ok)
+        wpre = s_val[warp];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        T f = wpre;
+        bool fok = wpre_ok;
+        cf_red_fold<Op>(f, fok, pre[r], pre_ok[r]);
+        if (fok) {
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                if (e < cnt[r])
+                    x[r][e] = Op::apply(f, x[r][e]);
+        }
+        TOut y[V];
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            if (e < cnt[r])
+                y[e] = cf_cast<TOut>(x[r][e]);
+        const int idx = (int)warp * SEG + (r * 32 + (int)lane) * V;
+        cf_scan_store<TOut, V>(out + (cf_ka_u64)((long long)((O)idx * sout)), (long long)sout, y,
+                               vec_out, cnt[r]);
+    }
+}
+
+/* Inclusive scan along rows of n_red elements, tiles_per_row tiles each: one tile per block, in
+ * the order blocks draw them from an atomic counter (not blockIdx), so that every tile a block
+ * waits for belongs to a block already running. The block that draws the launch's last tile
+ * resets the counter, so the next launch on this stream needs no memset; tile states carry the
+ * launch's epoch for the same reason. */
+template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, int KND,
+          typename I>
+__device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
+{
+    typedef typename cf_red_off_t<I>::type O;
+    static_assert(ITEMS % V == 0 && BLOCK % 32 == 0 && BLOCK <= 1024, "scan tile shape");
+    constexpr int TILE = BLOCK * ITEMS;
+    __shared__ unsigned long long s_tile;
+    if (threadIdx.x == 0) {
         const unsigned long long t = atomicAdd((unsigned long long *)p.tile_counter, 1ull);
-        /* the draw of the last tile is the last draw of this launch: reset for the next one */
+        /* the draw of the last tile is the last draw of this launch */
         if (t == (unsigned long long)gridDim.x - 1)
             *(volatile unsigned long long *)p.tile_counter = 0;
         s_tile = t;
     }
     __syncthreads();
-    const unsigned long long tile = s_tile;
-    const unsigned long long tpr = (unsigned long long)p.tiles_per_row;
-    const I row = (I)(tile / tpr), tj = (I)(tile % tpr);
-    const I n = (I)p.n_red;
+    const long long tile = (long long)s_tile;
+    const long long tpr = (long long)p.tiles_per_row;
+    const long long row = tile / tpr, tj = tile - row * tpr;
     O oin = 0, oout = 0, unused = 0;
     if (KND > 0)
-        cf_red_offsets<(KND > 0 ? KND : 1), I, O>(row, p.kept_shape, p.kept_div, p.in_kept,
+        cf_red_offsets<(KND > 0 ? KND : 1), I, O>((I)row, p.kept_shape, p.kept_div, p.in_kept,
                                                   p.out_kept, p.in_kept, oin, oout, unused);
-    const I start = tj * (I)TILE;
-    const int count = n - start < (I)TILE ? (int)(n - start) : TILE;
+    const long long start = tj * (long long)TILE;
+    const long long rest = (long long)p.n_red - start;
+    const int count = rest < (long long)TILE ? (int)rest : TILE;
     const O sin = (O)p.in_red[0], sout = (O)p.out_red[0];
     const cf_ka_u64 in = p.in + (cf_ka_u64)(long long)(oin + (O)start * sin);
     const cf_ka_u64 out = p.out + (cf_ka_u64)(long long)(oout + (O)start * sout);
-
-    /* striped loads (coalesced), transposed through shared memory to ITEMS consecutive per thread */
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-        const int idx = i * BLOCK + tid;
-        if (idx < count)
-            s_items[cf_scan_pad(idx)] = cf_cast<T>(*(const TIn *)(in + (O)idx * sin));
-    }
-    __syncthreads();
-    int mine = count - tid * ITEMS;
-    mine = mine < 0 ? 0 : mine > ITEMS ? ITEMS : mine;
-    T x[ITEMS];
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++)
-        if (i < mine)
-            x[i] = s_items[cf_scan_pad(tid * ITEMS + i)];
-#pragma unroll
-    for (int i = 1; i < ITEMS; i++)
-        if (i < mine)
-            x[i] = Op::apply(x[i - 1], x[i]);
-    T tv;
-    bool tok = mine > 0;
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++)
-        if (i == mine - 1)
-            tv = x[i];
-
-    /* inclusive scan of the thread totals within the warp */
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const T o = cf_red_shfl_up(tv, d);
-        const bool ook = __shfl_up_sync(CF_RED_FULL, (int)tok, d) != 0;
-        if (lane >= d)
-            cf_red_fold_before<Op>(tv, tok, o, ook);
-    }
-    T wex = cf_red_shfl_up(tv, 1); /* this thread's exclusive prefix within the warp */
-    bool wexok = (__shfl_up_sync(CF_RED_FULL, (int)tok, 1) != 0) && lane > 0;
-    if (lane == 31) {
-        s_warp_ok[warp] = tok;
-        if (tok)
-            s_warp[warp] = tv;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        T wt;
-        bool wtok = lane < NW ? s_warp_ok[lane] : false;
-        if (wtok)
-            wt = s_warp[lane];
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const T o = cf_red_shfl_up(wt, d);
-            const bool ook = __shfl_up_sync(CF_RED_FULL, (int)wtok, d) != 0;
-            if (lane >= d)
-                cf_red_fold_before<Op>(wt, wtok, o, ook);
-        }
-        const T e = cf_red_shfl_up(wt, 1);
-        const bool eok = (__shfl_up_sync(CF_RED_FULL, (int)wtok, 1) != 0) && lane > 0;
-        if (lane < NW) {
-            s_warp_ok[lane] = eok;
-            if (eok)
-                s_warp[lane] = e;
-        }
-        const T total = cf_red_shfl_idx(wt, NW - 1); /* the tile's aggregate; never empty */
-        if (tj == 0) {
-            if (lane == 0) {
-                incl[tile] = total;
-                __threadfence();
-                status[tile] = (epoch << 2) | CF_SCAN_PREFIX;
-                s_prefix_ok = false;
-            }
-        } else {
-            if (lane == 0) {
-                agg[tile] = total;
-                __threadfence();
-                status[tile] = (epoch << 2) | CF_SCAN_AGGREGATE;
-            }
-            /* look back over 32 predecessors at a time; lane k sees tile - 1 - k */
-            T ex;
-            bool exok = false;
-            const long long first = (long long)tile - (long long)tj;
-            long long pred = (long long)tile - 1 - lane;
-            for (;;) {
-                unsigned flag = 3; /* before the row's first tile: stop, nothing to add */
-                if (pred >= first) {
-                    unsigned st;
-                    do {
-                        st = status[pred];
-                    } while ((st >> 2) != epoch);
-                    flag = st & 3u;
-                }
-                __threadfence();
-                T val;
-                bool vok = false;
-                if (flag == CF_SCAN_AGGREGATE) {
-                    val = cf_red_load_cg(agg + pred);
-                    vok = true;
-                } else if (flag == CF_SCAN_PREFIX) {
-                    val = cf_red_load_cg(incl + pred);
-                    vok = true;
-                }
-                const unsigned stops = __ballot_sync(CF_RED_FULL, flag >= CF_SCAN_PREFIX);
-                const int stop = stops ? __ffs(stops) - 1 : 32;
-                if (lane > stop)
-                    vok = false;
-                cf_red_warp_rev<Op>(val, vok); /* lane 0: the window, oldest tile first */
-                if (lane == 0)
-                    cf_red_fold_before<Op>(ex, exok, val, vok);
-                if (stops)
-                    break;
-                pred -= 32;
-            }
-            if (lane == 0) {
-                incl[tile] = exok ? Op::apply(ex, total) : total;
-                __threadfence();
-                status[tile] = (epoch << 2) | CF_SCAN_PREFIX;
-                s_prefix_ok = exok;
-                if (exok)
-                    s_prefix = ex;
-            }
-        }
-    }
-    __syncthreads();
-    T pre;
-    bool pok = s_prefix_ok;
-    if (pok)
-        pre = s_prefix;
-    cf_red_fold<Op>(pre, pok, s_warp[warp], s_warp_ok[warp]);
-    cf_red_fold<Op>(pre, pok, wex, wexok);
-    if (pok) {
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++)
-            if (i < mine)
-                x[i] = Op::apply(pre, x[i]);
-    }
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++)
-        if (i < mine)
-            s_items[cf_scan_pad(tid * ITEMS + i)] = x[i];
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-        const int idx = i * BLOCK + tid;
-        if (idx < count)
-            *(TOut *)(out + (O)idx * sout) = cf_cast<TOut>(s_items[cf_scan_pad(idx)]);
-    }
+    /* tiles start at multiples of TILE elements: one test of the tile's address decides */
+    const bool vec_in = sin == (O)sizeof(TIn) && in % 16 == 0;
+    const bool vec_out = sout == (O)sizeof(TOut) && out % 16 == 0;
+    if (count == TILE)
+        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, true, O>(p, tile, tile - tj, in, out,
+                                                                     sin, sout, count, vec_in,
+                                                                     vec_out);
+    else
+        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, false, O>(p, tile, tile - tj, in, out,
+                                                                      sin, sout, count, vec_in,
+                                                                      vec_out);
 }
 
 /* A thread per column (kept index), sequential along the scanned axis; U loads ahead. */

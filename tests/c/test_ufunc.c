@@ -1,5 +1,7 @@
-/* Unit tests of the element-wise engine: casting table, loop resolution, kernel specialisation.
- * Every generated kernel is compiled with NVRTC (no GPU needed); launches run behind NEED_GPU(). */
+/* Unit tests of the element-wise engine: casting table, loop resolution, kernel specialisation
+ * (flat, row-vector, tile and strided kernels), the launch's planner against plan.c's.
+ * Every generated kernel is compiled with NVRTC (no GPU needed); launches run behind NEED_GPU(),
+ * each case against a host loop with poisoned outputs and guard bytes. */
 #include <math.h>
 #include <stdint.h>
 
@@ -122,23 +124,29 @@ static void test_kernel_shapes(void)
     cf_ufunc *u = make_add();
     int64_t shape[2] = {64, 100};
     cf_operand ops[3];
-    /* contiguous, 16-byte aligned: float4 vectors */
+    /* contiguous, 16-byte aligned: the flat kernel with float4 vectors and its small parameters */
     ops[0] = arr(CF_FLOAT32, 2, shape, 0x100000, 'C');
     ops[1] = arr(CF_FLOAT32, 2, shape, 0x200000, 'C');
     ops[2] = arr(CF_FLOAT32, 2, shape, 0x300000, 'C');
     check_kernel(u, 0, ops, NULL, 2, shape, "cf_vec<cf_float32, 4>");
+    check_kernel(u, 0, ops, NULL, 2, shape, "cf_ew_flat_operand op[3]");
     /* a misaligned operand: scalar accesses */
     ops[1].array.data += 4;
     check_kernel(u, 0, ops, NULL, 2, shape, "cf_vec<cf_float32, 1>");
     ops[1].array.data -= 4;
-    /* transposed input: the strided kernel over 2 axes, 32-bit index */
+    /* transposed input: the tile kernel stages it through shared memory */
     int64_t tshape[2] = {100, 64};
     ops[1] = arr(CF_FLOAT32, 2, tshape, 0x200000, 'C');
     int64_t t0 = ops[1].array.strides[0];
     ops[1].array.shape[0] = 64; ops[1].array.shape[1] = 100;
     ops[1].array.strides[0] = ops[1].array.strides[1];
     ops[1].array.strides[1] = t0;
-    check_kernel(u, 0, ops, NULL, 2, shape, "cf_offsets<2, 3, unsigned, int>");
+    check_kernel(u, 0, ops, NULL, 2, shape, "sm1[(ty + j * ");
+    /* every other element of a row: the strided kernel */
+    ops[1] = arr(CF_FLOAT32, 2, shape, 0x200000, 'C');
+    ops[1].array.strides[1] = 8;
+    ops[1].array.strides[0] = 8 * 100;
+    check_kernel(u, 0, ops, NULL, 2, shape, "cf_offsets<1, 3, unsigned, int>(i, p.h, p.op, off);");
     /* a Python scalar operand and in-kernel casting (int32 array into the float64 loop) */
     ops[0] = arr(CF_INT32, 2, shape, 0x100000, 'C');
     memset(&ops[1], 0, sizeof ops[1]);
@@ -152,18 +160,22 @@ static void test_kernel_shapes(void)
     /* a 0-d device array input is uniform: loaded once */
     ops[1] = arr(CF_FLOAT64, 0, NULL, 0x400000, 'C');
     check_kernel(u, 1, ops, NULL, 2, shape, "const cf_float64 v1 = cf_cast<cf_float64>(*(const cf_float64 *)p.op[1].ptr);");
-    /* where= mask, broadcast row */
+    /* where= mask, broadcast row: contiguous rows, the row-vector kernel loads the mask as vectors */
     int64_t row[1] = {100};
     cf_array mask;
     cf_array_init_contiguous(&mask, 0x500000, CF_BOOL, 1, row, 'C', 0);
     ops[1] = arr(CF_FLOAT64, 2, shape, 0x200000, 'C');
-    check_kernel(u, 1, ops, &mask, 2, shape, "if (*(const cf_bool *)(p.op[3].ptr + off[3]))");
-    /* more than 2^31 elements: the 64-bit strided kernel */
+    check_kernel(u, 1, ops, &mask, 2, shape, "if (in3[u].v[e])");
+    check_kernel(u, 1, ops, &mask, 2, shape, "in3[u] = *(const cf_vec<cf_bool, 2> *)");
+    /* more than 2^31 elements: the 64-bit row-vector kernel over one axis */
     int64_t big[1] = {(int64_t)3 << 30};
     ops[0] = arr(CF_FLOAT32, 1, big, 0x100000, 'C');
     ops[1] = arr(CF_FLOAT32, 1, big, 0x200000, 'C');
     ops[2] = arr(CF_FLOAT32, 1, big, 0x300000, 'C');
-    check_kernel(u, 0, ops, NULL, 1, big, "cf_offsets<1, 3, unsigned long long, long long>");
+    check_kernel(u, 0, ops, NULL, 1, big, "cf_offsets<1, 3, unsigned long long, long long>(i, p.h, p.op, off[u]);");
+    /* ... and misaligned, the 64-bit strided kernel */
+    ops[1].array.data += 4;
+    check_kernel(u, 0, ops, NULL, 1, big, "cf_offsets<1, 3, unsigned long long, long long>(i, p.h, p.op, off);");
     /* bad calls */
     char *src = NULL;
     int64_t other[2] = {64, 99};
@@ -178,7 +190,284 @@ static void test_kernel_shapes(void)
     ops[2] = arr(CF_FLOAT16, 2, shape, 0x300000, 'C');
     CHECK_STATUS(cf_ufunc_kernel_source(u, 0, ops, NULL, 2, shape, &src), CF_ERR_UNSUPPORTED);
     CHECK_STATUS(cf_ufunc_kernel_source(u, 7, ops, NULL, 2, shape, &src), CF_ERR_INVALID);
+    /* an output with a zero stride */
+    ops[2] = arr(CF_FLOAT32, 2, shape, 0x300000, 'C');
+    ops[2].array.strides[0] = 0;
+    ops[2].array.strides[1] = 0;
+    CHECK_STATUS(cf_ufunc_kernel_source(u, 0, ops, NULL, 2, shape, &src), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "zero stride");
     cf_ufunc_free(u);
+}
+
+/* ---- a table of layouts: each compiled with NVRTC here, and run against a host loop on a GPU -- */
+
+/* One operand of a case: a scalar, or a view whose strides are in elements (any sign) at an
+ * element offset `shift` from an aligned base (shift 1 breaks vector alignment). */
+typedef struct tview {
+    int is_scalar;
+    cf_dtype dtype;
+    double scalar;
+    int ndim;
+    int64_t shape[4];
+    int64_t strides[4]; /* elements; all zero: C-contiguous */
+    int shift;
+} tview;
+
+enum { OP_ADD_F4, OP_ADD_F8, OP_DIVMOD };
+
+typedef struct tcase {
+    const char *name;
+    int op;              /* which ufunc and loop */
+    int ndim;
+    int64_t shape[4];
+    tview v[4];          /* nin + nout operands */
+    int has_where;
+    tview where;
+    const char *want;    /* a piece of the generated source: which kernel shape */
+} tcase;
+
+#define FLAT "cf_ew_flat_operand"
+#define ROWVEC "p.op, off[u]);"
+#define TILE "__syncthreads();"
+#define STRIDED "(i, p.h, p.op, off);"
+
+#define F4(nd, ...) {0, CF_FLOAT32, 0, nd, __VA_ARGS__}
+#define VIEW(dt, nd, ...) {0, dt, 0, nd, __VA_ARGS__}
+#define SCALAR(dt, x) {1, dt, x, 0, {0}, {0}, 0}
+
+static const tcase CASES[] = {
+    {"flat, odd size", OP_ADD_F4, 2, {300, 257},
+     {F4(2, {300, 257}), F4(2, {300, 257}), F4(2, {300, 257})}, 0, {0}, FLAT},
+    {"flat, misaligned input", OP_ADD_F4, 1, {1001},
+     {F4(1, {1001}), F4(1, {1001}, {0}, 1), F4(1, {1001})}, 0, {0}, "cf_vec<cf_float32, 1>"},
+    {"flat, where mask, scalar", OP_ADD_F4, 1, {999},
+     {F4(1, {999}), SCALAR(CF_FLOAT32, 0.75), F4(1, {999})}, 1, VIEW(CF_BOOL, 1, {999}), FLAT},
+    {"flat, one element", OP_ADD_F4, 0, {0},
+     {F4(0, {0}), F4(0, {0}), F4(0, {0})}, 0, {0}, FLAT},
+    {"row-vector, broadcast column and row", OP_ADD_F4, 2, {300, 256},
+     {F4(2, {300, 1}), F4(2, {1, 256}), F4(2, {300, 256})}, 0, {0}, "b0[u] = "},
+    {"row-vector, inner extent not a multiple of 4", OP_ADD_F4, 2, {77, 258},
+     {F4(2, {77, 1}), F4(2, {1, 258}), F4(2, {77, 258})}, 0, {0}, "cf_vec<cf_float32, 2>"},
+    {"row-vector, misaligned output", OP_ADD_F4, 2, {65, 256},
+     {F4(2, {65, 1}), F4(2, {1, 256}), F4(2, {65, 256}, {0}, 2)}, 0, {0}, "cf_vec<cf_float32, 2>"},
+    {"strided, odd inner extent with broadcast", OP_ADD_F4, 2, {37, 255},
+     {F4(2, {37, 1}), F4(2, {1, 255}), F4(2, {37, 255})}, 0, {0}, STRIDED},
+    {"row-vector, reversed rows, padded rows", OP_ADD_F4, 2, {64, 128},
+     {F4(2, {64, 128}, {-128, 1}), F4(2, {64, 128}, {132, 1}), F4(2, {64, 128})}, 0, {0}, ROWVEC},
+    {"row-vector, mask broadcast column, mixed dtypes", OP_ADD_F8, 3, {5, 33, 64},
+     {VIEW(CF_INT32, 3, {5, 33, 64}), VIEW(CF_FLOAT32, 1, {64}), VIEW(CF_FLOAT32, 3, {5, 33, 64})},
+     1, VIEW(CF_BOOL, 2, {33, 1}), "b3[u] = "},
+    {"row-vector, uniform input", OP_ADD_F8, 2, {40, 96},
+     {VIEW(CF_FLOAT64, 0, {0}), VIEW(CF_FLOAT64, 2, {40, 1}), VIEW(CF_FLOAT64, 2, {40, 96})},
+     0, {0}, "const cf_float64 v0 = "},
+    {"row-vector, two outputs", OP_DIVMOD, 2, {50, 64},
+     {VIEW(CF_INT32, 2, {50, 1}), VIEW(CF_INT32, 2, {1, 64}), VIEW(CF_INT32, 2, {50, 64}),
+      VIEW(CF_INT64, 2, {50, 64})}, 0, {0}, "cf_vec<cf_int64, 2>"},
+    {"tile, transposed input, ragged tiles", OP_ADD_F4, 2, {300, 257},
+     {F4(2, {300, 257}), F4(2, {300, 257}, {1, 300}), F4(2, {300, 257})}, 0, {0}, TILE},
+    {"tile, transposed input with negative strides, misaligned", OP_ADD_F4, 2, {70, 45},
+     {F4(2, {70, 45}, {-1, -70}, 1), F4(2, {70, 45}), F4(2, {70, 45}, {0}, 1)}, 0, {0}, TILE},
+    {"tile, batch of transposes", OP_ADD_F4, 3, {3, 70, 45},
+     {F4(3, {3, 70, 45}), F4(3, {3, 70, 45}, {3150, 1, 70}), F4(3, {3, 70, 45})}, 0, {0},
+     "cf_offsets<1, 3, unsigned, int>(q2"},
+    {"tile, transposed output (inputs staged)", OP_ADD_F4, 2, {96, 64},
+     {F4(2, {96, 64}), F4(2, {96, 64}), F4(2, {96, 64}, {1, 96})}, 0, {0}, "sm1["},
+    {"tile, transposed mask and scalar, mixed dtypes", OP_ADD_F8, 2, {64, 100},
+     {VIEW(CF_INT32, 2, {64, 100}, {1, 64}), SCALAR(CF_FLOAT64, 0.125), VIEW(CF_FLOAT32, 2, {64, 100})},
+     1, VIEW(CF_BOOL, 2, {64, 100}, {1, 64}), "if (sm3[tx * "},
+    {"tile, broadcast column", OP_ADD_F8, 2, {64, 64},
+     {VIEW(CF_FLOAT64, 2, {64, 64}, {1, 64}), VIEW(CF_FLOAT64, 2, {64, 1}), VIEW(CF_FLOAT64, 2, {64, 64})},
+     0, {0}, TILE},
+    {"tile, two outputs", OP_DIVMOD, 2, {40, 33},
+     {VIEW(CF_INT32, 2, {40, 33}, {1, 40}), VIEW(CF_INT32, 2, {40, 33}), VIEW(CF_INT32, 2, {40, 33}),
+      VIEW(CF_INT64, 2, {40, 33})}, 0, {0}, TILE},
+    {"strided, small transposed extent", OP_ADD_F4, 2, {100, 7},
+     {F4(2, {100, 7}), F4(2, {100, 7}, {1, 100}), F4(2, {100, 7})}, 0, {0}, STRIDED},
+    {"strided, outputs in different orders", OP_DIVMOD, 2, {40, 33},
+     {VIEW(CF_INT32, 2, {40, 33}), VIEW(CF_INT32, 2, {40, 33}), VIEW(CF_INT32, 2, {40, 33}),
+      VIEW(CF_INT64, 2, {40, 33}, {1, 40})}, 0, {0}, STRIDED},
+    {"strided, every other element", OP_ADD_F4, 2, {33, 50},
+     {F4(2, {33, 50}, {100, 2}), F4(2, {33, 50}), F4(2, {33, 50})}, 0, {0}, STRIDED},
+};
+#define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+static cf_ufunc *make_divmod(void)
+{
+    cf_ufunc *u = NULL;
+    CHECK_OK(cf_ufunc_create("divmod", 2, 2, &u));
+    cf_dtype t[4] = {CF_INT32, CF_INT32, CF_INT32, CF_INT32};
+    CHECK_OK(cf_ufunc_add_loop(u, t, DIVMOD_I4, "divmod_i4", NULL, 0, NULL));
+    return u;
+}
+
+static int case_nin(const tcase *c) { (void)c; return 2; }
+static int case_nout(const tcase *c) { return c->op == OP_DIVMOD ? 2 : 1; }
+
+/* Element offset range [lo, hi] of a view (strides in elements, default C order). */
+static void view_strides(const tview *v, int64_t *st)
+{
+    int allzero = 1;
+    for (int k = 0; k < v->ndim; k++)
+        allzero &= v->strides[k] == 0;
+    int64_t acc = 1;
+    for (int k = v->ndim - 1; k >= 0; k--) {
+        st[k] = allzero ? acc : v->strides[k];
+        acc *= v->shape[k];
+    }
+}
+
+static void view_bounds(const tview *v, int64_t *lo, int64_t *hi)
+{
+    int64_t st[4];
+    view_strides(v, st);
+    *lo = *hi = 0;
+    for (int k = 0; k < v->ndim; k++) {
+        int64_t span = (v->shape[k] - 1) * st[k];
+        if (span < 0)
+            *lo += span;
+        else
+            *hi += span;
+    }
+}
+
+/* Layout of an operand in its buffer: GUARD elements of poison on both sides, then the view. */
+enum { GUARD = 16 };
+
+static size_t view_buffer_elems(const tview *v)
+{
+    int64_t lo, hi;
+    view_bounds(v, &lo, &hi);
+    return (size_t)(hi - lo + 1 + 2 * GUARD + 4);
+}
+
+/* The cf_operand of a view whose buffer starts at `base` (element 0 of the view at
+ * base + (GUARD + shift - lo) * itemsize). */
+static cf_operand view_operand(const tview *v, uint64_t base)
+{
+    cf_operand o;
+    memset(&o, 0, sizeof o);
+    if (v->is_scalar) {
+        o.is_scalar = 1;
+        o.scalar_dtype = v->dtype;
+        if (v->dtype == CF_FLOAT32) {
+            float f = (float)v->scalar;
+            memcpy(o.scalar, &f, 4);
+        } else if (v->dtype == CF_FLOAT64) {
+            memcpy(o.scalar, &v->scalar, 8);
+        } else {
+            int32_t i = (int32_t)v->scalar;
+            memcpy(o.scalar, &i, 4);
+        }
+        return o;
+    }
+    int64_t lo, hi, st[4];
+    view_bounds(v, &lo, &hi);
+    view_strides(v, st);
+    size_t item = cf_dtype_size(v->dtype);
+    cf_array_init_contiguous(&o.array, base + (uint64_t)(GUARD + v->shift - lo) * item, v->dtype,
+                             v->ndim, v->shape, 'C', 0);
+    for (int k = 0; k < v->ndim; k++)
+        o.array.strides[k] = st[k] * (int64_t)item;
+    return o;
+}
+
+static void case_operands(const tcase *c, const uint64_t *bases, cf_operand *ops, cf_array *where)
+{
+    int n = case_nin(c) + case_nout(c);
+    for (int i = 0; i < n; i++)
+        ops[i] = view_operand(&c->v[i], bases[i]);
+    if (c->has_where)
+        *where = view_operand(&c->where, bases[n]).array;
+}
+
+static void test_case_sources(void)
+{
+    cf_ufunc *add = make_add(), *dm = make_divmod();
+    for (int ci = 0; ci < NCASES; ci++) {
+        const tcase *c = &CASES[ci];
+        uint64_t bases[5];
+        for (int i = 0; i < 5; i++)
+            bases[i] = 0x10000000ull * (uint64_t)(i + 1);
+        cf_operand ops[4];
+        cf_array where;
+        case_operands(c, bases, ops, &where);
+        int before = cf_t_current_failed;
+        cf_t_current_failed = 0;
+        check_kernel(c->op == OP_DIVMOD ? dm : add, c->op == OP_ADD_F8 ? 1 : 0, ops,
+                     c->has_where ? &where : NULL, c->ndim, c->shape, c->want);
+        if (cf_t_current_failed)
+            fprintf(stderr, "  (case: %s)\n", c->name);
+        cf_t_current_failed |= before;
+    }
+    cf_ufunc_free(add);
+    cf_ufunc_free(dm);
+}
+
+/* ---- the launch planner agrees with cf_plan_elementwise ----------------------------------- */
+
+cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape);
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static unsigned rnd(unsigned n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state % n);
+}
+
+static void test_plan_agrees(void)
+{
+    static const cf_dtype dts[4] = {CF_BOOL, CF_INT16, CF_FLOAT32, CF_COMPLEX128};
+    int disagreements = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        int ndim = (int)rnd(6), nops = 1 + (int)rnd(4);
+        int64_t shape[CF_MAX_DIMS];
+        if (trial % 50 == 0)
+            ndim = 20 + (int)rnd(10); /* more axes than the stack planner holds */
+        for (int k = 0; k < ndim; k++)
+            shape[k] = ndim > 10 ? 1 + rnd(2) : rnd(8) == 0 ? 1 : 1 + rnd(6);
+        if (trial % 97 == 0 && ndim)
+            shape[rnd((unsigned)ndim)] = 0;
+        cf_array ops[4];
+        for (int i = 0; i < nops; i++) {
+            cf_dtype dt = dts[rnd(4)];
+            int nd = ndim ? (int)rnd((unsigned)ndim + 1) : 0;
+            if (i == 0)
+                nd = ndim;
+            int64_t sh[CF_MAX_DIMS];
+            for (int k = 0; k < nd; k++) {
+                sh[k] = shape[ndim - nd + k];
+                if (rnd(5) == 0)
+                    sh[k] = 1;                  /* broadcast */
+                if (trial % 211 == 0 && rnd(3) == 0)
+                    sh[k] = 9;                  /* does not broadcast */
+            }
+            cf_array_init_contiguous(&ops[i], 0x100000, dt, nd, sh, rnd(2) ? 'C' : 'F', 0);
+            int kind = (int)rnd(4);
+            if (kind == 1 && nd >= 2) {          /* swap two axes' strides: a transpose */
+                int a = (int)rnd((unsigned)nd), b = (int)rnd((unsigned)nd);
+                int64_t t = ops[i].strides[a];
+                ops[i].strides[a] = ops[i].strides[b];
+                ops[i].strides[b] = t;
+            } else if (kind == 2 && nd >= 1) {   /* a step or a reversal */
+                int a = (int)rnd((unsigned)nd);
+                ops[i].strides[a] *= rnd(2) ? -1 : 3;
+            } else if (kind == 3 && nd >= 1) {   /* a zero stride */
+                ops[i].strides[rnd((unsigned)nd)] = 0;
+            }
+        }
+        cf_status st = cf_ufunc_plan_agrees_(nops, ops, ndim, shape);
+        if (st != CF_OK && disagreements++ < 5)
+            fprintf(stderr, "  trial %d: %s\n", trial, cf_last_error());
+    }
+    CHECK(disagreements == 0);
+    /* a known answer: a transposed operand keeps two axes */
+    int64_t sq[2] = {64, 48};
+    cf_array two[2];
+    cf_array_init_contiguous(&two[0], 0x1000, CF_FLOAT32, 2, sq, 'C', 0);
+    cf_array_init_contiguous(&two[1], 0x1000, CF_FLOAT32, 2, sq, 'F', 0);
+    CHECK_OK(cf_ufunc_plan_agrees_(2, two, 2, sq));
 }
 
 static void test_two_outputs(void)
@@ -270,12 +559,212 @@ static void test_launch_on_gpu(void)
     free(a); free(b); free(out); free(out8);
 }
 
+/* ---- the case table on the GPU against a host loop ---------------------------------------- */
+
+static double get_value(cf_dtype dt, const unsigned char *p)
+{
+    switch (dt) {
+    case CF_BOOL: return *p ? 1.0 : 0.0;
+    case CF_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case CF_INT64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case CF_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
+    case CF_FLOAT64: { double v; memcpy(&v, p, 8); return v; }
+    default: return 0;
+    }
+}
+
+static void put_value(cf_dtype dt, unsigned char *p, double x)
+{
+    switch (dt) {
+    case CF_INT32: { int32_t v = (int32_t)x; memcpy(p, &v, 4); break; }
+    case CF_INT64: { int64_t v = (int64_t)x; memcpy(p, &v, 8); break; }
+    case CF_FLOAT32: { float v = (float)x; memcpy(p, &v, 4); break; }
+    case CF_FLOAT64: memcpy(p, &x, 8); break;
+    default: break;
+    }
+}
+
+/* Input values: exact in every dtype used, never 0 for a divisor (operand 1). */
+static void fill_input(cf_dtype dt, unsigned char *buf, size_t n, int operand)
+{
+    size_t item = cf_dtype_size(dt);
+    for (size_t k = 0; k < n; k++) {
+        unsigned char *p = buf + k * item;
+        if (dt == CF_BOOL) {
+            *p = (unsigned char)((k * 7) % 3 != 0);
+            continue;
+        }
+        double x;
+        if (dt == CF_INT32 || dt == CF_INT64) {
+            x = (double)((int64_t)((k * 7 + (size_t)operand * 5) % 23) - 11);
+            if (operand == 1 && x == 0)
+                x = 5;
+        } else {
+            x = (double)((int64_t)((k * 13 + (size_t)operand * 3) % 1000) - 500) * 0.25;
+        }
+        put_value(dt, p, x);
+    }
+}
+
+static void host_compute(int op, const double *in, double *out)
+{
+    if (op == OP_ADD_F4) {
+        float r = (float)in[0] + (float)in[1];
+        out[0] = r;
+    } else if (op == OP_ADD_F8) {
+        out[0] = in[0] + in[1];
+    } else {
+        int32_t a = (int32_t)in[0], b = (int32_t)in[1];
+        int32_t q = a / b;
+        if (a % b != 0 && ((a < 0) != (b < 0)))
+            q--;
+        out[0] = q;
+        out[1] = a - q * b;
+    }
+}
+
+/* Run one case: poisoned outputs and guards, then the whole of every output buffer compared with
+ * the host loop's (so nothing outside the views may change either). Returns the mismatches. */
+static int run_case(cf_stream *s, cf_ufunc *u, int loop, const tcase *c)
+{
+    int nin = case_nin(c), nout = case_nout(c), nops = nin + nout + (c->has_where ? 1 : 0);
+    const tview *views[5];
+    for (int i = 0; i < nin + nout; i++)
+        views[i] = &c->v[i];
+    if (c->has_where)
+        views[nin + nout] = &c->where;
+    uint64_t dev[5] = {0};
+    unsigned char *host[5] = {0}, *want[5] = {0};
+    size_t bytes[5] = {0};
+    int bad = 0;
+    for (int i = 0; i < nops; i++) {
+        if (views[i]->is_scalar)
+            continue;
+        size_t item = cf_dtype_size(views[i]->dtype);
+        bytes[i] = view_buffer_elems(views[i]) * item;
+        host[i] = malloc(bytes[i]);
+        want[i] = malloc(bytes[i]);
+        CHECK_OK(cf_mem_alloc(s, bytes[i], &dev[i]));
+        int is_out = i >= nin && i < nin + nout;
+        if (is_out)
+            memset(host[i], 0xa5, bytes[i]);
+        else
+            fill_input(views[i]->dtype, host[i], bytes[i] / item, i);
+        memcpy(want[i], host[i], bytes[i]);
+        CHECK_OK(cf_memcpy_htod(s, dev[i], host[i], bytes[i], 1));
+    }
+    cf_operand ops[4];
+    cf_array where;
+    case_operands(c, dev, ops, &where);
+    /* the host loop over the loop shape, operands broadcast right-aligned */
+    int64_t size = 1;
+    for (int k = 0; k < c->ndim; k++)
+        size *= c->shape[k];
+    for (int64_t lin = 0; lin < size; lin++) {
+        int64_t idx[4], rem = lin;
+        for (int k = c->ndim - 1; k >= 0; k--) {
+            idx[k] = rem % c->shape[k];
+            rem /= c->shape[k];
+        }
+        unsigned char *elem[5];
+        for (int i = 0; i < nops; i++) {
+            const tview *v = views[i];
+            if (v->is_scalar) {
+                elem[i] = NULL;
+                continue;
+            }
+            int64_t lo, hi, st[4], off = 0;
+            view_bounds(v, &lo, &hi);
+            view_strides(v, st);
+            for (int k = 0; k < v->ndim; k++)
+                if (v->shape[k] != 1)
+                    off += idx[c->ndim - v->ndim + k] * st[k];
+            elem[i] = (i >= nin && i < nin + nout ? want[i] : host[i]) +
+                      (GUARD + v->shift - lo + off) * (int64_t)cf_dtype_size(v->dtype);
+        }
+        if (c->has_where && !*elem[nin + nout])
+            continue;
+        double in[2], out[2];
+        for (int i = 0; i < nin; i++)
+            in[i] = views[i]->is_scalar
+                        ? (views[i]->dtype == CF_FLOAT32 ? (double)(float)views[i]->scalar
+                                                         : views[i]->scalar)
+                        : get_value(views[i]->dtype, elem[i]);
+        host_compute(c->op, in, out);
+        for (int o = 0; o < nout; o++)
+            put_value(views[nin + o]->dtype, elem[nin + o], out[o]);
+    }
+    cf_status st = cf_ufunc_launch(u, loop, s, ops, c->has_where ? &where : NULL, c->ndim, c->shape);
+    CHECK_OK(st);
+    for (int i = nin; i < nin + nout; i++) {
+        CHECK_OK(cf_memcpy_dtoh(s, host[i], dev[i], bytes[i], 1));
+        size_t item = cf_dtype_size(views[i]->dtype), first = bytes[i];
+        int wrong = 0;
+        for (size_t k = 0; k < bytes[i]; k++)
+            if (host[i][k] != want[i][k]) {
+                if (k < first)
+                    first = k;
+                wrong++;
+            }
+        if (wrong || st) {
+            fprintf(stderr, "  case '%s': output %d has %d wrong bytes (first at element %zu)\n",
+                    c->name, i - nin, wrong, first / item);
+            bad += wrong ? wrong : 1;
+        }
+    }
+    for (int i = 0; i < nops; i++) {
+        if (dev[i])
+            cf_mem_free(s, dev[i]);
+        free(host[i]);
+        free(want[i]);
+    }
+    return bad;
+}
+
+static void test_cases_on_gpu(void)
+{
+    NEED_GPU();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    cf_ufunc *add = make_add(), *dm = make_divmod();
+    int bad = 0;
+    for (int ci = 0; ci < NCASES; ci++) {
+        const tcase *c = &CASES[ci];
+        bad += run_case(s, c->op == OP_DIVMOD ? dm : add, c->op == OP_ADD_F8 ? 1 : 0, c) != 0;
+    }
+    CHECK(bad == 0);
+    /* a large broadcast and a large transpose: many tiles and grid-stride iterations */
+    static const tcase big[] = {
+        {"row-vector, broadcast 2048 x 4096", OP_ADD_F4, 2, {2048, 4096},
+         {F4(2, {2048, 1}), F4(2, {1, 4096}), F4(2, {2048, 4096})}, 0, {0}, ROWVEC},
+        {"tile, transposed 1500 x 2100", OP_ADD_F4, 2, {1500, 2100},
+         {F4(2, {1500, 2100}), F4(2, {1500, 2100}, {1, 1500}), F4(2, {1500, 2100})}, 0, {0}, TILE},
+        {"flat, 2^22 + 3", OP_ADD_F4, 1, {(1 << 22) + 3},
+         {F4(1, {(1 << 22) + 3}), F4(1, {(1 << 22) + 3}), F4(1, {(1 << 22) + 3})}, 0, {0}, FLAT},
+    };
+    for (int ci = 0; ci < 3; ci++)
+        CHECK(run_case(s, add, 0, &big[ci]) == 0);
+    /* an empty loop launches nothing and succeeds */
+    int64_t empty[2] = {0, 5};
+    cf_operand ops[3];
+    for (int i = 0; i < 3; i++)
+        ops[i] = arr(CF_FLOAT32, 2, empty, 0, 'C');
+    CHECK_OK(cf_ufunc_launch(add, 0, s, ops, NULL, 2, empty));
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(s);
+    cf_ufunc_free(add);
+    cf_ufunc_free(dm);
+}
+
 int main(void)
 {
     RUN(test_can_cast_safe);
     RUN(test_resolve);
     RUN(test_kernel_shapes);
     RUN(test_two_outputs);
+    RUN(test_case_sources);
+    RUN(test_plan_agrees);
     RUN(test_launch_on_gpu);
+    RUN(test_cases_on_gpu);
     return SUMMARY();
 }

@@ -58,6 +58,26 @@ class Val:
         return self.const is not NOCONST
 
 
+class RefVarVal(Val):
+    """A variable holding a local array or table, indexed directly through its storage; its C
+    variable is only kept when the value itself is used (passed on, copied)."""
+
+    __slots__ = ("_c", "_used", "_name")
+
+    def __init__(self, type_, c, used, name, **kw):
+        Val.__init__(self, type_, None, **kw)
+        self._c, self._used, self._name = c, used, name
+
+    @property
+    def c(self):
+        self._used.add(self._name)
+        return self._c
+
+    @c.setter
+    def c(self, value):
+        pass
+
+
 class TupleVal:
     """A tuple: its items (Vals) and an optional C expression to evaluate before them."""
 
@@ -365,6 +385,7 @@ class FunctionTranslator:
         self.ret_types = []
         self.returns_none = False
         self.var_refs = {}
+        self.used_ref_vars = set()
 
     def _emit_body(self):
         body = self.body
@@ -781,6 +802,8 @@ class FunctionTranslator:
         v2 = self.cast(value, new, node)
         if getattr(value, "ref", None) is not None and self.assign_count.get(name) == 1:
             self.var_refs[name] = value.ref
+            self.line("/*cf_ref:%s*/%s = %s;" % (name, self.var_c(name), v2.c))
+            return
         self.line("%s = %s;" % (self.var_c(name), v2.c))
 
     def var_c(self, name):
@@ -1012,8 +1035,10 @@ class FunctionTranslator:
             if isinstance(t, T.Tuple):
                 return TupleVal([Val(x, "cf_tv_%s_%d" % (cn, i), simple=True)
                                  for i, x in enumerate(t.types)])
-            return Val(t, cn, simple=True, nonneg=name in self.nonneg_vars,
-                       ref=self.var_refs.get(name))
+            if name in self.var_refs:
+                return RefVarVal(t, cn, self.used_ref_vars, name, simple=True,
+                                 ref=self.var_refs[name])
+            return Val(t, cn, simple=True, nonneg=name in self.nonneg_vars)
         obj = self._lookup_global(name)
         if obj is NOCONST:
             raise self.err(node, "name '%s' is not defined" % name)
@@ -2204,11 +2229,21 @@ class FunctionTranslator:
             if isinstance(t, T.Tuple):
                 for i, x in enumerate(t.types):
                     decls.append("%s cf_tv_%s_%d{};" % (x.cname, cn, i))
+            elif name in self.var_refs and name not in self.used_ref_vars:
+                continue      # only indexed directly through its storage: no variable needed
             else:
                 decls.append("%s %s{};" % (t.cname, cn))
-                if name in self.var_refs:   # indexed directly through its storage
-                    decls[-1] += " (void)%s;" % cn
         decls.extend(self.local_storage)
+        lines = []
+        for l in self.lines:
+            k = l.find("/*cf_ref:")
+            if k >= 0:
+                end = l.index("*/", k)
+                if l[k + 9:end] not in self.used_ref_vars:
+                    continue
+                l = l[:k] + l[end + 2:]
+            lines.append(l)
+        self.lines = lines
         for ct, name in self.temps:
             decls.append("%s %s{};" % (ct, name))
         body = ["    " + d for d in decls] + ["    " + p for p in pre] + self.lines
