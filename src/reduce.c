@@ -536,7 +536,8 @@ static const red_knobs *knobs(void)
 #define RED_THREADS_PER_SM 2048
 /* full reductions: 2 blocks of 512 per multiprocessor, 4 vector loads in flight per thread */
 #define RED_ALL_BLOCKS_PER_SM 2
-#define SCAN_BLOCK 512
+/* scans: 256 threads x 128 bytes of accumulators each (32 float32): 64 registers, 4 blocks per SM */
+#define SCAN_BLOCK 256
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -639,12 +640,13 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
     }
     case CF_SCAN_TILES: {
         /* Each lane holds ITEMS elements in rounds of one 16-byte vector (V elements): a tile of
-         * 512 x 16 float32 (32 KiB) amortises the look-back over enough bytes that one window of
-         * 32 predecessors per L2 round trip keeps up with the memory (bench/REDUCE_NOTES.md). */
+         * 256 x 32 float32 (32 KiB) amortises the look-back over enough bytes that a window of 32
+         * predecessors per L2 round trip keeps up with the memory, and 4 resident blocks per SM
+         * hold 128 KiB of tiles in registers (bench/REDUCE_NOTES.md). */
         const red_knobs *k = knobs();
         g->vec = V;
         g->block = k->scan_block ? k->scan_block : SCAN_BLOCK;
-        int items = k->scan_items ? k->scan_items : asz <= 4 ? 16 : asz == 8 ? 8 : 4;
+        int items = k->scan_items ? k->scan_items : asz <= 4 ? 32 : asz == 8 ? 16 : 8;
         if (items < V)
             items = V;
         items = (items + V - 1) / V * V;

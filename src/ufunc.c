@@ -30,6 +30,9 @@
  *                            0: no cap, one pass over the data (0..64)
  *   CUFUNC_EW_TILE_ROWS      tile kernel: threads along a tile's rows, 32 / it rows each
  *                            (1, 2, 4, 8, 16 or 32)
+ *   CUFUNC_EW_TILE_BLOCKS_PER_SM  the tile kernel's grid cap per multiprocessor; 0: none, one
+ *                            tile per block, so blocks waiting at a barrier leave room for
+ *                            others (0..64)
  * Block size, unroll and tile rows are part of the generated source and of the specialisation.
  *
  * The launch path is kept short for small calls: the plan is made on the stack over pointers to
@@ -60,6 +63,7 @@
 #define UF_DEFAULT_UNROLL 2
 #define UF_DEFAULT_BLOCKS_PER_SM 4
 #define UF_DEFAULT_TILE_ROWS 8
+#define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
@@ -394,11 +398,11 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 /* ---- tuning knobs ------------------------------------------------------------------------- */
 
 typedef struct uf_knobs {
-    int block, unroll, blocks_per_sm, tile_rows;
+    int block, unroll, blocks_per_sm, tile_rows, tile_blocks_per_sm;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
-                         UF_DEFAULT_TILE_ROWS};
+                         UF_DEFAULT_TILE_ROWS, UF_DEFAULT_TILE_BLOCKS_PER_SM};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 /* The integer value of environment variable `name` when it is one in [lo, hi], else dflt. */
@@ -422,6 +426,8 @@ static void knobs_read(void)
     knobs.blocks_per_sm = env_int("CUFUNC_EW_BLOCKS_PER_SM", 0, 64, UF_DEFAULT_BLOCKS_PER_SM);
     int tr = env_int("CUFUNC_EW_TILE_ROWS", 1, UF_TILE, UF_DEFAULT_TILE_ROWS);
     knobs.tile_rows = (tr & (tr - 1)) == 0 ? tr : UF_DEFAULT_TILE_ROWS; /* divides UF_TILE */
+    knobs.tile_blocks_per_sm = env_int("CUFUNC_EW_TILE_BLOCKS_PER_SM", 0, 64,
+                                       UF_DEFAULT_TILE_BLOCKS_PER_SM);
 }
 
 /* ---- planning on the stack ---------------------------------------------------------------- */
@@ -1293,13 +1299,13 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, uf_kernel *out)
     if (!st)
         st = cf_device_props_get(sp->device, &props);
     if (!st) {
+        int cap = sp->shape == SH_TILE ? knobs.tile_blocks_per_sm : knobs.blocks_per_sm;
         if (per_sm < 1)
             per_sm = 1;
-        if (knobs.blocks_per_sm > 0 && per_sm > knobs.blocks_per_sm)
-            per_sm = knobs.blocks_per_sm;
-        int64_t resident = knobs.blocks_per_sm > 0
-                               ? (int64_t)props.multiprocessor_count * per_sm
-                               : 0; /* no cap: one pass over the data */
+        if (cap > 0 && per_sm > cap)
+            per_sm = cap;
+        /* no cap: one pass over the data (grid-stride loops run once) */
+        int64_t resident = cap > 0 ? (int64_t)props.multiprocessor_count * per_sm : 0;
         st = table_insert(u, sp, fn, resident);
         if (!st)
             *out = *table_find(u, sp);

@@ -11,7 +11,8 @@
  * function need not have an identity, so a thread that saw no element must not contribute. The
  * initial value (`init`, NumPy's `initial` or the ufunc's identity) is folded in once, at the end:
  * result = apply(init, reduction of the elements). The order in which elements are combined is not
- * the sequential one: the function must be associative and commutative.
+ * the sequential one: the function must be associative and commutative. Scans always combine an
+ * earlier part with a later one in that order (apply(earlier, later)): associativity suffices.
  *
  * Kernels (one launch each):
  *   cf_red_all    every element into one value: grid-stride loop with V-wide vector loads and U
@@ -739,27 +740,35 @@ template <typename TOut, int V>
 __device__ __forceinline__ void cf_scan_store(cf_ka_u64 dst, long long so, const TOut (&y)[V],
                                               bool vec, int cnt)
 {
-    if ((V * sizeof(TOut)) % 16 == 0 && vec && cnt == V) {
-        uint4 u[V * sizeof(TOut) / 16];
-        memcpy(u, y, sizeof u);
+    if constexpr ((V * sizeof(TOut)) % 16 == 0) {
+        if (vec && cnt == V) {
+            uint4 u[V * sizeof(TOut) / 16];
+            memcpy(u, y, sizeof u);
 #pragma unroll
-        for (int i = 0; i < (int)(V * sizeof(TOut) / 16); i++)
-            __stcs((uint4 *)dst + i, u[i]);
-    } else {
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            if (e < cnt)
-                *(TOut *)(dst + (cf_ka_u64)(e * so)) = y[e];
+            for (int i = 0; i < (int)(V * sizeof(TOut) / 16); i++)
+                __stcs((uint4 *)dst + i, u[i]);
+            return;
+        }
     }
+#pragma unroll
+    for (int e = 0; e < V; e++)
+        if (e < cnt)
+            *(TOut *)(dst + (cf_ka_u64)(e * so)) = y[e];
 }
 
-/* One tile of BLOCK * ITEMS elements. Warp w owns the contiguous segment [w * SEG, (w + 1) * SEG),
- * SEG = 32 * ITEMS; in round r (of R = ITEMS / V) lane l holds the V consecutive elements starting
- * at w * SEG + (r * 32 + l) * V: one 16-byte vector per lane per round when the input is
- * contiguous, so every load instruction reads 512 contiguous bytes, and the same for stores.
- * FULL: the tile has all its elements (no "holds a value" flags anywhere). */
-template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, bool FULL,
-          typename O>
+/* One tile of BLOCK * ITEMS elements (count of them present). Warp w owns the contiguous segment
+ * [w * SEG, (w + 1) * SEG), SEG = 32 * ITEMS; in round r (of R = ITEMS / V) lane l holds the V
+ * consecutive elements starting at w * SEG + (r * 32 + l) * V: one 16-byte vector per lane per
+ * round when the input is contiguous, so every load instruction reads 512 contiguous bytes, and
+ * the same for stores.
+ *
+ * A row's last tile may be partial; its missing places are filled with a copy of its last element
+ * and never stored. An inclusive scan is causal (no result depends on a later element) and no
+ * other tile reads the last tile's aggregate or prefix (the next row's look-back stops at its own
+ * first tile), so the filled places change nothing that is stored, and every tile runs the same
+ * code without "holds a value" flags. Registers matter (they decide how many tiles are resident),
+ * so each round's prefix within its warp is applied at once rather than kept. */
+template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, typename O>
 __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long tile,
                                              long long first, cf_ka_u64 in, cf_ka_u64 out, O sin,
                                              O sout, int count, bool vec_in, bool vec_out)
@@ -770,15 +779,9 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
     __shared__ bool s_ok[NW];
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-    T x[R][V];
-    int cnt[R]; /* elements this lane holds in round r: a prefix of its V */
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int idx = (int)warp * SEG + (r * 32 + (int)lane) * V;
-        cnt[r] = FULL ? V : (count - idx <= 0 ? 0 : count - idx >= V ? V : count - idx);
-    }
     /* loads: every round's load is issued before any is used */
-    if (FULL && V * sizeof(TIn) == 16 && vec_in) {
+    T x[R][V];
+    if (V * sizeof(TIn) == 16 && vec_in && count == BLOCK * ITEMS) {
         uint4 u[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
@@ -798,65 +801,57 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const int idx = (int)warp * SEG + (r * 32 + (int)lane) * V + e;
-                if (e < cnt[r])
-                    y[r][e] = *(const TIn *)(in + (cf_ka_u64)((long long)((O)idx * sin)));
+                const int j = idx < count ? idx : count - 1;
+                y[r][e] = *(const TIn *)(in + (cf_ka_u64)((long long)((O)j * sin)));
             }
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int e = 0; e < V; e++)
-                if (e < cnt[r])
-                    x[r][e] = cf_cast<T>(y[r][e]);
+                x[r][e] = cf_cast<T>(y[r][e]);
     }
 
-    /* per round: the lane's V elements in order, then the lanes' totals across the warp; pre[r]
-     * is what comes before the lane's elements within the warp's segment */
-    T pre[R];
-    bool pre_ok[R];
+    /* per round: the lane's V elements in order, the lanes' totals across the warp, then what
+     * precedes each lane within the warp's segment (earlier rounds, earlier lanes) applied */
     T carry;
-    bool carry_ok = false;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        T t = x[r][0]; /* the lane's total: its last element once scanned */
 #pragma unroll
         for (int e = 1; e < V; e++)
-            if (e < cnt[r]) {
-                x[r][e] = Op::apply(x[r][e - 1], x[r][e]);
-                t = x[r][e];
-            }
-        bool tok = FULL || cnt[r] > 0;
-        cf_scan_warp<Op, !FULL>(t, tok, lane);
-        T ex = cf_red_shfl_up(t, 1);
-        bool exok = lane > 0;
-        if (!FULL)
-            exok = exok && __shfl_up_sync(CF_RED_FULL, (int)tok, 1) != 0;
+            x[r][e] = Op::apply(x[r][e - 1], x[r][e]);
+        T t = x[r][V - 1];
+        bool unused = true;
+        cf_scan_warp<Op, false>(t, unused, lane);
+        const T ex = cf_red_shfl_up(t, 1);
         const T total = cf_red_shfl_idx(t, 31);
-        const bool total_ok = FULL ? true : __shfl_sync(CF_RED_FULL, (int)tok, 31) != 0;
-        pre[r] = carry;
-        pre_ok[r] = carry_ok;
-        if (exok) {
-            pre[r] = pre_ok[r] ? Op::apply(pre[r], ex) : ex;
-            pre_ok[r] = true;
+        if (r == 0) {
+            if (lane > 0) {
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    x[r][e] = Op::apply(ex, x[r][e]);
+            }
+            carry = total;
+        } else {
+            const T pre = lane > 0 ? Op::apply(carry, ex) : carry;
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                x[r][e] = Op::apply(pre, x[r][e]);
+            carry = Op::apply(carry, total);
         }
-        cf_red_fold<Op>(carry, carry_ok, total, total_ok);
     }
-    if (lane == 0) {
-        s_ok[warp] = carry_ok;
-        if (carry_ok)
-            s_val[warp] = carry;
-    }
+    if (lane == 0)
+        s_val[warp] = carry;
     __syncthreads();
 
-    /* warp 0: the warps' totals in order, the tile's aggregate, the look-back, each warp's prefix */
+    /* warp 0: the warps' totals in order, the tile's aggregate, the look-back, each warp's prefix.
+     * Lanes past the last warp hold copies of its total: they come after, so change nothing. */
     if (warp == 0) {
-        T wt;
-        bool wok = lane < (unsigned)NW && s_ok[lane];
-        if (wok)
-            wt = s_val[lane];
-        cf_scan_warp<Op, true>(wt, wok, lane);
-        const T agg = cf_red_shfl_idx(wt, NW - 1); /* warp 0 is never empty: a value */
+        T wt = s_val[lane < (unsigned)NW ? lane : NW - 1];
+        bool unused = true;
+        cf_scan_warp<Op, false>(wt, unused, lane);
+        const T agg = cf_red_shfl_idx(wt, NW - 1);
         T wex = cf_red_shfl_up(wt, 1);
-        bool wexok = lane > 0 && __shfl_up_sync(CF_RED_FULL, (int)wok, 1) != 0;
+        bool wexok = lane > 0;
         if (tile == first) {
             if (lane == 0)
                 cf_scan_publish<T>(p, tile, CF_SCAN_PREFIX, agg);
@@ -878,29 +873,25 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
     }
     __syncthreads();
 
-    const bool wpre_ok = s_ok[warp];
+    const bool wok = s_ok[warp];
     T wpre;
-    if (wpre_ok)
+    if (wok)
         wpre = s_val[warp];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        T f = wpre;
-        bool fok = wpre_ok;
-        cf_red_fold<Op>(f, fok, pre[r], pre_ok[r]);
-        if (fok) {
+        if (wok) {
 #pragma unroll
             for (int e = 0; e < V; e++)
-                if (e < cnt[r])
-                    x[r][e] = Op::apply(f, x[r][e]);
+                x[r][e] = Op::apply(wpre, x[r][e]);
         }
         TOut y[V];
 #pragma unroll
         for (int e = 0; e < V; e++)
-            if (e < cnt[r])
-                y[e] = cf_cast<TOut>(x[r][e]);
+            y[e] = cf_cast<TOut>(x[r][e]);
         const int idx = (int)warp * SEG + (r * 32 + (int)lane) * V;
+        const int cnt = count - idx <= 0 ? 0 : count - idx >= V ? V : count - idx;
         cf_scan_store<TOut, V>(out + (cf_ka_u64)((long long)((O)idx * sout)), (long long)sout, y,
-                               vec_out, cnt[r]);
+                               vec_out, cnt);
     }
 }
 
@@ -941,14 +932,8 @@ __device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
     /* tiles start at multiples of TILE elements: one test of the tile's address decides */
     const bool vec_in = sin == (O)sizeof(TIn) && in % 16 == 0;
     const bool vec_out = sout == (O)sizeof(TOut) && out % 16 == 0;
-    if (count == TILE)
-        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, true, O>(p, tile, tile - tj, in, out,
-                                                                     sin, sout, count, vec_in,
-                                                                     vec_out);
-    else
-        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, false, O>(p, tile, tile - tj, in, out,
-                                                                      sin, sout, count, vec_in,
-                                                                      vec_out);
+    cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, O>(p, tile, tile - tj, in, out, sin, sout,
+                                                          count, vec_in, vec_out);
 }
 
 /* A thread per column (kept index), sequential along the scanned axis; U loads ahead. */

@@ -107,7 +107,7 @@ template <typename T> CF_HD bool operator!=(cf_complex<T> a, cf_complex<T> b) { 
 template <typename T> CF_HD cf_complex<T> operator/(cf_complex<T> a, cf_complex<T> b) {
     T abr = b.re < 0 ? -b.re : b.re, abi = b.im < 0 ? -b.im : b.im;
     if (abr >= abi) {
-        if (abr == 0 && abi == 0) return cf_complex<T>(a.re / abr, a.im / abi);
+        if (abr == 0 && abi == 0) { T pz = abr * abr; return cf_complex<T>(a.re / pz, a.im / pz); } /* by +0 */
         T rat = b.im / b.re, scl = T(1) / (b.re + b.im * rat);
         return cf_complex<T>((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl);
     }
@@ -313,7 +313,7 @@ template <typename T> CF_HD cf_complex<T> cf_sqrt(cf_complex<T> z) {
         t = cf_sqrt((-a + cf_hypot(a, b)) * T(0.5));
         r = cf_complex<T>(cf_fabs(b) / (2 * t), cf_copysign(t, b));
     }
-    if (scale) r.re *= 2;
+    if (scale) { r.re *= 2; r.im *= 2; }
     return r;
 }
 
@@ -365,19 +365,20 @@ template <typename T> CF_HD cf_complex<T> cf_log10(cf_complex<T> z) {
     return cf_complex<T>(l.re / T(2.302585092994045684018), l.im / T(2.302585092994045684018));
 }
 
-/* sinh/cosh(x + iy) = (sinh x cos y, cosh x sin y) / (cosh x cos y, sinh x sin y) as CPython;
- * past cosh's overflow threshold e * sinh(x - 1) keeps finite products finite; y == 0 keeps the
+/* sinh/cosh(x + iy) = (sinh x cos y, cosh x sin y) / (cosh x cos y, sinh x sin y) as CPython.
+ * Where cosh x may overflow, sinh|x| = cosh x = h * (h / 2) with h = exp(|x| / 2), multiplied
+ * into cos y / sin y one factor at a time so that finite results stay finite. y == 0 keeps the
  * imaginary zero (and its sign) for every x. */
 template <typename T> CF_HD cf_complex<T> cf_sinhcosh(cf_complex<T> z, bool is_cosh) {
     T x = z.re, y = z.im;
     if (y == 0) return is_cosh ? cf_complex<T>(cf_cosh(x), y * cf_copysign(T(1), x)) : cf_complex<T>(cf_sinh(x), y);
-    T c = cf_cos(y), s = cf_sin(y), e = 1;
-    if (cf_fabs(x) > cf_fp<T>::log_max() - T(1.5)) {
-        x -= cf_copysign(T(1), x);
-        e = T(CF_E);
+    T c = cf_cos(y), s = cf_sin(y);
+    if (cf_fabs(x) > cf_fp<T>::log_max() - T(1)) {
+        T h = cf_exp(cf_fabs(x) * T(0.5)), h2 = h * T(0.5), sg = cf_copysign(T(1), x);
+        return is_cosh ? cf_complex<T>(c * h * h2, s * h * h2 * sg) : cf_complex<T>(c * h * h2 * sg, s * h * h2);
     }
     T sh = cf_sinh(x), ch = cf_cosh(x);
-    return is_cosh ? cf_complex<T>(c * ch * e, s * sh * e) : cf_complex<T>(c * sh * e, s * ch * e);
+    return is_cosh ? cf_complex<T>(c * ch, s * sh) : cf_complex<T>(c * sh, s * ch);
 }
 template <typename T> CF_HD cf_complex<T> cf_sinh(cf_complex<T> z) { return cf_sinhcosh(z, false); }
 template <typename T> CF_HD cf_complex<T> cf_cosh(cf_complex<T> z) { return cf_sinhcosh(z, true); }

@@ -305,13 +305,27 @@ static void test_geometry(void)
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT64, CF_FLOAT64, sh.data, sms, 8, &g));
     CHECK(g.group == 32 && g.vec == 2 && g.grid[0] == 8448); /* 12500 blocks of 8 rows, capped */
 
-    /* scans: 2^28 float32 in tiles of 256 x 16 */
+    /* scans: 2^28 float32 in tiles of 256 x 32, float4 vectors (8 rounds of 4 per lane) */
     cf_array so = view(CF_FLOAT32, 1, n, 0x100000);
     CHECK_OK(cf_reduce_plan_scan(&p, &a, 0, &so));
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, sms, 0, &g));
-    CHECK(g.items == 16 && g.block == 256 && g.tiles_per_row == 65536 && g.grid[0] == 65536);
+    CHECK(g.items == 32 && g.block == 256 && g.vec == 4);
+    CHECK(g.tiles_per_row == 32768 && g.grid[0] == 32768 && g.chunk == 8192);
+    /* accumulators of 8 and 16 bytes: 16 and 8 items; items stay a multiple of the vector */
+    CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT64, a.data, sms, 0, &g));
+    CHECK(g.items == 16 && g.vec == 4);
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_COMPLEX128, a.data, sms, 0, &g));
-    CHECK(g.items == 4);
+    CHECK(g.items == 8 && g.vec == 4);
+    CHECK_OK(cf_reduce_geometry(&p, CF_INT8, CF_COMPLEX128, a.data, sms, 0, &g));
+    CHECK(g.items == 16 && g.vec == 16);
+    CHECK_OK(cf_reduce_geometry(&p, CF_COMPLEX128, CF_COMPLEX128, a.data, sms, 0, &g));
+    CHECK(g.items == 8 && g.vec == 1);
+    /* rows: tiles never straddle rows */
+    int64_t rows[2] = {3, 10000};
+    cf_array ra = view(CF_INT32, 2, rows, 0x100000);
+    CHECK_OK(cf_reduce_plan_scan(&p, &ra, 1, &ra));
+    CHECK_OK(cf_reduce_geometry(&p, CF_INT32, CF_INT32, ra.data, sms, 0, &g));
+    CHECK(p.kind == CF_SCAN_TILES && g.tiles_per_row == 2 && g.grid[0] == 6);
     CHECK_STATUS(cf_reduce_geometry(NULL, CF_FLOAT32, CF_FLOAT32, 0, sms, 0, &g), CF_ERR_INVALID);
 }
 
@@ -375,6 +389,26 @@ static void test_kernels_compile(void)
     cf_array m = view(CF_FLOAT32, 2, big, 0x100000);
     cf_array sc = view(CF_FLOAT64, 2, big, 0x200000);
     compile_case(r, 0, &m, NULL, 0, &sc, NULL, "cf_scan_cols<cf_red_op, cf_float32, cf_float64");
+    /* scan tiles: float4 vectors in and out; int8 into int64 (16-wide vectors, 128-byte stores);
+     * float64 into float32 (8-byte stores, element by element); complex128 (one element a
+     * vector); a strided scan axis with few columns (tiles read element by element) */
+    int64_t n1m[1] = {1 << 20};
+    cf_array f1 = view(CF_FLOAT32, 1, n1m, 0x100000);
+    cf_array f1o = view(CF_FLOAT32, 1, n1m, 0x800000);
+    compile_case(r, 0, &f1, NULL, 0, &f1o, NULL,
+                 "cf_scan_tiles<cf_red_op, cf_float32, cf_float32, 256, 32, 4, 0, 0, unsigned>");
+    cf_array i1 = view(CF_INT8, 1, n1m, 0x100000);
+    cf_array i1o = view(CF_INT64, 1, n1m, 0x800000);
+    compile_case(r, 2, &i1, NULL, 0, &i1o, NULL, "cf_scan_tiles<cf_red_op, cf_int8, cf_int64, 256, 16, 16");
+    cf_array d1 = view(CF_FLOAT64, 1, n1m, 0x100000);
+    compile_case(r, 1, &d1, NULL, 0, &f1o, NULL, "cf_scan_tiles<cf_red_op, cf_float64, cf_float32, 256, 16, 2");
+    cf_array z1 = view(CF_COMPLEX128, 1, n1m, 0x100000);
+    compile_case(r, 6, &z1, NULL, 0, &z1, NULL, "cf_scan_tiles<cf_red_op, cf_complex128, cf_complex128, 256, 8, 1");
+    cf_array b1 = view(CF_BOOL, 1, n1m, 0x100000);
+    compile_case(r, 4, &b1, NULL, 0, &b1, NULL, "cf_scan_tiles<cf_red_op, cf_bool, cf_bool, 256, 32, 16");
+    int64_t tall[2] = {100000, 3};
+    cf_array t3 = view(CF_FLOAT32, 2, tall, 0x100000);
+    compile_case(r, 0, &t3, NULL, 0, &t3, NULL, "cf_scan_tiles<cf_red_op, cf_float32, cf_float32, 256, 32, 4, 0, 1");
     /* where= masks (full, rows, cols) and strided (transposed) inputs */
     cf_array w = view(CF_BOOL, 2, sq, 0x300000);
     cf_array mf = view(CF_FLOAT32, 2, sq, 0x100000);
@@ -513,6 +547,394 @@ static void test_gpu_axes_and_scan(void)
     cf_reducer_free(r);
 }
 
+/* ---- scans on the GPU: every tile shape, in order, exactly --------------------------------- */
+
+/* Affine maps x -> m * x + c composed in order (first a, then b), modulo 2^32 (int64: m in the
+ * high half, c in the low half) or 2^16 (int32): associative and NOT commutative, so any
+ * combination out of order gives a different result; integer arithmetic makes the check exact. */
+static const char *AFF_I8 =
+    "#include \"cufunc/runtime.cuh\"\n"
+    "__device__ cf_int64 aff8(cf_int64 a, cf_int64 b) {\n"
+    "    unsigned long long ua = (unsigned long long)a, ub = (unsigned long long)b;\n"
+    "    unsigned m1 = (unsigned)(ua >> 32), c1 = (unsigned)ua, m2 = (unsigned)(ub >> 32), c2 = (unsigned)ub;\n"
+    "    return (cf_int64)(((unsigned long long)(m1 * m2) << 32) | (unsigned long long)(m2 * c1 + c2));\n"
+    "}\n";
+static const char *AFF_I4 =
+    "#include \"cufunc/runtime.cuh\"\n"
+    "__device__ cf_int32 aff4(cf_int32 a, cf_int32 b) {\n"
+    "    unsigned ua = (unsigned)a, ub = (unsigned)b;\n"
+    "    unsigned m1 = ua >> 16, c1 = ua & 0xffffu, m2 = ub >> 16, c2 = ub & 0xffffu;\n"
+    "    return (cf_int32)((((m1 * m2) & 0xffffu) << 16) | ((m2 * c1 + c2) & 0xffffu));\n"
+    "}\n";
+static const char *ADD_I1 = "#include \"cufunc/runtime.cuh\"\n"
+                            "__device__ cf_int8 add_i1(cf_int8 a, cf_int8 b) { return (cf_int8)(a + b); }\n";
+static const char *ADD_F4S = "#include \"cufunc/runtime.cuh\"\n"
+                             "__device__ cf_float32 add_f4s(cf_float32 a, cf_float32 b) { return a + b; }\n";
+static const char *ADD_C16 = "#include \"cufunc/runtime.cuh\"\n"
+                             "__device__ cf_complex128 add_c16(cf_complex128 a, cf_complex128 b) { return a + b; }\n";
+
+typedef void (*host_op)(const void *a, const void *b, void *r);
+
+static void h_aff8(const void *a, const void *b, void *r)
+{
+    uint64_t ua, ub;
+    memcpy(&ua, a, 8);
+    memcpy(&ub, b, 8);
+    uint32_t m1 = (uint32_t)(ua >> 32), c1 = (uint32_t)ua, m2 = (uint32_t)(ub >> 32), c2 = (uint32_t)ub;
+    uint64_t v = ((uint64_t)(uint32_t)(m1 * m2) << 32) | (uint32_t)(m2 * c1 + c2);
+    memcpy(r, &v, 8);
+}
+static void h_aff4(const void *a, const void *b, void *r)
+{
+    uint32_t ua, ub;
+    memcpy(&ua, a, 4);
+    memcpy(&ub, b, 4);
+    uint32_t m1 = ua >> 16, c1 = ua & 0xffffu, m2 = ub >> 16, c2 = ub & 0xffffu;
+    uint32_t v = (((m1 * m2) & 0xffffu) << 16) | ((m2 * c1 + c2) & 0xffffu);
+    memcpy(r, &v, 4);
+}
+static void h_add_i1(const void *a, const void *b, void *r)
+{
+    uint8_t v = (uint8_t)(*(const uint8_t *)a + *(const uint8_t *)b); /* wraps as int8 does */
+    memcpy(r, &v, 1);
+}
+static void h_add_f4(const void *a, const void *b, void *r)
+{
+    float x, y;
+    memcpy(&x, a, 4);
+    memcpy(&y, b, 4);
+    x += y;
+    memcpy(r, &x, 4);
+}
+static void h_add_f8(const void *a, const void *b, void *r)
+{
+    double x, y;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    x += y;
+    memcpy(r, &x, 8);
+}
+static void h_add_c8(const void *a, const void *b, void *r)
+{
+    float x[2], y[2];
+    memcpy(x, a, 8);
+    memcpy(y, b, 8);
+    x[0] += y[0];
+    x[1] += y[1];
+    memcpy(r, x, 8);
+}
+static void h_add_c16(const void *a, const void *b, void *r)
+{
+    double x[2], y[2];
+    memcpy(x, a, 16);
+    memcpy(y, b, 16);
+    x[0] += y[0];
+    x[1] += y[1];
+    memcpy(r, x, 16);
+}
+static void h_or_b(const void *a, const void *b, void *r)
+{
+    unsigned char v = *(const unsigned char *)a || *(const unsigned char *)b;
+    memcpy(r, &v, 1);
+}
+
+/* Element i of a deterministic input of dtype dt (esz bytes): values whose scans are exact. */
+static void scan_input(cf_dtype dt, int64_t i, void *dst)
+{
+    uint64_t h = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    switch (dt) {
+    case CF_INT64: { /* odd multipliers: the composition never collapses to a constant */
+        uint64_t v = ((uint64_t)((uint32_t)(h >> 16) | 1u) << 32) | (uint32_t)(h >> 7);
+        memcpy(dst, &v, 8);
+        break;
+    }
+    case CF_INT32: {
+        uint32_t v = ((((uint32_t)(h >> 20) | 1u) & 0xffffu) << 16) | ((uint32_t)(h >> 5) & 0xffffu);
+        memcpy(dst, &v, 4);
+        break;
+    }
+    case CF_INT8: {
+        int8_t v = (int8_t)(h >> 11); /* any value: the sums wrap */
+        memcpy(dst, &v, 1);
+        break;
+    }
+    case CF_FLOAT32: { /* -1, 0, 1: partial sums stay small integers, exact in any order */
+        float v = (float)((int)((h >> 9) % 3) - 1);
+        memcpy(dst, &v, 4);
+        break;
+    }
+    case CF_FLOAT64: {
+        double v = (double)((int)((h >> 9) % 7) - 3);
+        memcpy(dst, &v, 8);
+        break;
+    }
+    case CF_COMPLEX64: {
+        float v[2] = {(float)((int)((h >> 9) % 3) - 1), (float)((int)((h >> 13) % 5) - 2)};
+        memcpy(dst, v, 8);
+        break;
+    }
+    case CF_COMPLEX128: {
+        double v[2] = {(double)((int)((h >> 9) % 5) - 2), (double)((int)((h >> 17) % 3) - 1)};
+        memcpy(dst, v, 16);
+        break;
+    }
+    case CF_BOOL: {
+        unsigned char v = (h >> 7) % 5000 == 0; /* rare trues: long runs of false, then true */
+        memcpy(dst, &v, 1);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+typedef struct scan_case {
+    int loop;
+    cf_dtype dt;
+    host_op op;
+} scan_case;
+
+/* Scan rows x n elements along the last axis (rows == 1: a 1-d array), input starting `shift`
+ * elements past a 256-byte boundary, output every `ostride`-th element (in place when ostride is
+ * 0), twice (the tile counter and epochs must be ready for the next launch); compare exactly. */
+static void check_scan(cf_reducer *r, cf_stream *s, const scan_case *c, int64_t rows, int64_t n,
+                       int shift, int ostride)
+{
+    size_t esz = cf_dtype_size(c->dt);
+    int64_t total = rows * n;
+    unsigned char *h = malloc((size_t)total * esz), *want = malloc((size_t)total * esz);
+    unsigned char *got = malloc((size_t)total * esz * (ostride > 1 ? ostride : 1));
+    CHECK(h && want && got);
+    if (!h || !want || !got)
+        goto done;
+    for (int64_t i = 0; i < total; i++)
+        scan_input(c->dt, i, h + i * esz);
+    for (int64_t row = 0; row < rows; row++) {
+        unsigned char *w = want + row * n * esz, *x = h + row * n * esz;
+        memcpy(w, x, esz);
+        for (int64_t i = 1; i < n; i++)
+            c->op(w + (i - 1) * esz, x + i * esz, w + i * esz);
+    }
+    size_t ibytes = (size_t)total * esz + 512, obytes = (size_t)total * esz * (ostride > 1 ? ostride : 1) + 256;
+    uint64_t din = 0, dout = 0;
+    CHECK_OK(cf_mem_alloc(s, ibytes, &din));
+    if (ostride)
+        CHECK_OK(cf_mem_alloc(s, obytes, &dout));
+    uint64_t in_at = ((din + 255) & ~(uint64_t)255) + (uint64_t)shift * esz;
+    int64_t shape[2] = {rows, n};
+    int nd = rows > 1 ? 2 : 1;
+    cf_array a = view(c->dt, nd, rows > 1 ? shape : shape + 1, in_at);
+    cf_array o = a;
+    if (ostride) {
+        o.data = (dout + 255) & ~(uint64_t)255;
+        o.strides[nd - 1] = (int64_t)esz * ostride;
+        if (nd == 2)
+            o.strides[0] = (int64_t)esz * ostride * n;
+    }
+    for (int rep = 0; rep < 2; rep++) {
+        CHECK_OK(cf_memcpy_htod(s, in_at, h, (size_t)total * esz, 1));
+        CHECK_OK(cf_scan_launch(r, c->loop, s, &a, nd - 1, &o));
+        size_t step = esz * (size_t)(ostride > 1 ? ostride : 1);
+        CHECK_OK(cf_memcpy_dtoh(s, got, o.data, (size_t)(total - 1) * step + esz, 1));
+        int64_t bad = 0, first_bad = -1;
+        for (int64_t i = 0; i < total; i++)
+            if (memcmp(got + (size_t)i * step, want + i * esz, esz) != 0) {
+                if (first_bad < 0)
+                    first_bad = i;
+                bad++;
+            }
+        if (bad)
+            fprintf(stderr, "  scan %s rows=%lld n=%lld shift=%d ostride=%d rep %d: %lld wrong, first at "
+                    "%lld\n", cf_dtype_name(c->dt), (long long)rows, (long long)n, shift, ostride,
+                    rep, (long long)bad, (long long)first_bad);
+        CHECK(bad == 0);
+    }
+    CHECK_OK(cf_mem_free(s, din));
+    if (ostride)
+        CHECK_OK(cf_mem_free(s, dout));
+done:
+    free(h);
+    free(want);
+    free(got);
+}
+
+static cf_reducer *make_scan_reducer(void)
+{
+    cf_reducer *r = NULL;
+    CHECK_OK(cf_reducer_create("scan", &r));
+    const char *opts[1] = {"--fmad=false"};
+    CHECK_OK(cf_reducer_add_loop(r, CF_INT64, AFF_I8, "aff8", opts, 1, NULL));
+    CHECK_OK(cf_reducer_add_loop(r, CF_INT32, AFF_I4, "aff4", opts, 1, NULL));
+    CHECK_OK(cf_reducer_add_loop(r, CF_INT8, ADD_I1, "add_i1", opts, 1, NULL));
+    CHECK_OK(cf_reducer_add_loop(r, CF_FLOAT32, ADD_F4S, "add_f4s", opts, 1, NULL));
+    CHECK_OK(cf_reducer_add_loop(r, CF_FLOAT64, ADD_F8, "add_f8", opts, 1, NULL));
+    CHECK_OK(cf_reducer_add_loop(r, CF_COMPLEX64, ADD_C8, "add_c8", opts, 1, NULL));
+    CHECK_OK(cf_reducer_add_loop(r, CF_COMPLEX128, ADD_C16, "add_c16", opts, 1, NULL));
+    CHECK_OK(cf_reducer_add_loop(r, CF_BOOL, OR_B, "or_b", opts, 1, NULL));
+    return r;
+}
+
+static const scan_case SCAN_CASES[] = {
+    {0, CF_INT64, h_aff8},  {1, CF_INT32, h_aff4},      {2, CF_INT8, h_add_i1},
+    {3, CF_FLOAT32, h_add_f4}, {4, CF_FLOAT64, h_add_f8}, {5, CF_COMPLEX64, h_add_c8},
+    {6, CF_COMPLEX128, h_add_c16}, {7, CF_BOOL, h_or_b},
+};
+
+/* NVRTC only: every scan loop of the scan tests compiles (no GPU needed). */
+static void test_scan_kernels_compile(void)
+{
+    if (!have_nvrtc())
+        return;
+    cf_reducer *r = make_scan_reducer();
+    int64_t n[1] = {100000};
+    for (size_t c = 0; c < sizeof SCAN_CASES / sizeof SCAN_CASES[0]; c++) {
+        cf_array a = view(SCAN_CASES[c].dt, 1, n, 0x100000);
+        cf_array o = view(SCAN_CASES[c].dt, 1, n, 0x900000);
+        o.strides[0] *= 2;
+        compile_case(r, SCAN_CASES[c].loop, &a, NULL, 0, &a, NULL, "cf_scan_tiles<");
+        compile_case(r, SCAN_CASES[c].loop, &a, NULL, 0, &o, NULL, "cf_scan_tiles<");
+    }
+    cf_reducer_free(r);
+}
+
+static void test_gpu_scan_tiles(void)
+{
+    NEED_GPU();
+    cf_reducer *r = make_scan_reducer();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    for (size_t c = 0; c < sizeof SCAN_CASES / sizeof SCAN_CASES[0]; c++) {
+        const scan_case *sc = &SCAN_CASES[c];
+        /* the tile of this loop's kernel, from the geometry the launch uses */
+        int64_t big[1] = {1 << 24};
+        cf_array a = view(sc->dt, 1, big, 0x100000);
+        cf_reduce_plan p;
+        cf_reduce_geom g;
+        CHECK_OK(cf_reduce_plan_scan(&p, &a, 0, &a));
+        CHECK_OK(cf_reduce_geometry(&p, sc->dt, sc->dt, a.data, 132, 0, &g));
+        const int64_t tile = g.chunk;
+        const int64_t warp_seg = 32 * (int64_t)g.items;
+        int64_t sizes[] = {1, 2, 31, 32, 33, warp_seg - 1, warp_seg, warp_seg + 1, tile - 1, tile,
+                           tile + 1, 2 * tile - 1, 2 * tile, 2 * tile + 1, 33 * tile,
+                           33 * tile + 7, 70 * tile + 3, 1000003};
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+            check_scan(r, s, sc, 1, sizes[k], 0, 1);
+        /* in place; a misaligned start (element loads); a strided output (element stores) */
+        check_scan(r, s, sc, 1, 5 * tile + 17, 0, 0);
+        check_scan(r, s, sc, 1, 5 * tile + 17, 1, 1);
+        check_scan(r, s, sc, 1, 3 * tile + 5, 0, 2);
+        /* several rows of several tiles: each row's look-back stops at its own first tile */
+        check_scan(r, s, sc, 7, 2 * tile + 3, 0, 1);
+        check_scan(r, s, sc, 40, tile, 0, 1);
+    }
+    /* a strided scan axis with few columns: tiles read along the axis element by element */
+    {
+        const scan_case *sc = &SCAN_CASES[1];
+        int64_t shape[2] = {20011, 3};
+        size_t esz = 4;
+        int64_t total = shape[0] * shape[1];
+        uint32_t *h = malloc((size_t)total * esz), *got = malloc((size_t)total * esz);
+        uint32_t *want = malloc((size_t)total * esz);
+        for (int64_t i = 0; i < total; i++)
+            scan_input(CF_INT32, i, h + i);
+        for (int64_t j = 0; j < shape[1]; j++) {
+            want[j] = h[j];
+            for (int64_t i = 1; i < shape[0]; i++)
+                h_aff4(&want[(i - 1) * shape[1] + j], &h[i * shape[1] + j], &want[i * shape[1] + j]);
+        }
+        uint64_t d = 0, o = 0;
+        CHECK_OK(cf_mem_alloc(s, (size_t)total * esz, &d));
+        CHECK_OK(cf_mem_alloc(s, (size_t)total * esz, &o));
+        CHECK_OK(cf_memcpy_htod(s, d, h, (size_t)total * esz, 1));
+        cf_array a = view(CF_INT32, 2, shape, d), out = view(CF_INT32, 2, shape, o);
+        cf_reduce_plan p;
+        CHECK_OK(cf_reduce_plan_scan(&p, &a, 0, &out));
+        CHECK(p.kind == CF_SCAN_TILES);
+        CHECK_OK(cf_scan_launch(r, sc->loop, s, &a, 0, &out));
+        CHECK_OK(cf_memcpy_dtoh(s, got, o, (size_t)total * esz, 1));
+        CHECK(memcmp(got, want, (size_t)total * esz) == 0);
+        CHECK_OK(cf_mem_free(s, d));
+        CHECK_OK(cf_mem_free(s, o));
+        free(h);
+        free(got);
+        free(want);
+    }
+    /* int8 elements into the int64 affine loop's sibling: int32 elements into int64 sums (mixed
+     * dtypes: converted on load, 16-byte vectors of the input) */
+    {
+        cf_reducer *add = make_reducer();
+        int64_t n = 3 * 8192 + 11;
+        int32_t *h = malloc((size_t)n * 4);
+        int64_t *got = malloc((size_t)n * 8), acc = 0;
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            h[i] = (int32_t)((i * 2654435761u) % 2001) - 1000;
+        uint64_t d = 0, o = 0;
+        CHECK_OK(cf_mem_alloc(s, (size_t)n * 4, &d));
+        CHECK_OK(cf_mem_alloc(s, (size_t)n * 8, &o));
+        CHECK_OK(cf_memcpy_htod(s, d, h, (size_t)n * 4, 1));
+        cf_array a = view(CF_INT32, 1, &n, d), out = view(CF_INT64, 1, &n, o);
+        CHECK_OK(cf_scan_launch(add, 2, s, &a, 0, &out));
+        CHECK_OK(cf_memcpy_dtoh(s, got, o, (size_t)n * 8, 1));
+        for (int64_t i = 0; i < n; i++) {
+            acc += h[i];
+            bad += got[i] != acc;
+        }
+        CHECK(bad == 0);
+        CHECK_OK(cf_mem_free(s, d));
+        CHECK_OK(cf_mem_free(s, o));
+        free(h);
+        free(got);
+        cf_reducer_free(add);
+    }
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(s);
+    cf_reducer_free(r);
+}
+
+/* max written as the user writes it (a select): NaN placement decides the result as the body
+ * says, identical to a host fold over the same order only when there is no NaN; here none. */
+static void test_gpu_max_select(void)
+{
+    NEED_GPU();
+    static const char *MAX_F4 = "#include \"cufunc/runtime.cuh\"\n"
+                                "__device__ cf_float32 mx(cf_float32 a, cf_float32 b) { return ((a > b) ? a : b); }\n";
+    cf_reducer *r = NULL;
+    CHECK_OK(cf_reducer_create("max", &r));
+    const char *opts[1] = {"--fmad=false"};
+    CHECK_OK(cf_reducer_add_loop(r, CF_FLOAT32, MAX_F4, "mx", opts, 1, NULL));
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    static const int64_t sizes[] = {1, 5, 2047, 2048, 2049, 65536 * 3 + 7, 4000037};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        int64_t n = sizes[c];
+        float *h = malloc((size_t)n * 4), want = -1e30f;
+        for (int64_t i = 0; i < n; i++) {
+            h[i] = -1000.0f - (float)((i * 7919) % 100003); /* all negative */
+            if (h[i] > want)
+                want = h[i];
+        }
+        uint64_t d = 0, res = 0;
+        CHECK_OK(cf_mem_alloc(s, (size_t)n * 4, &d));
+        CHECK_OK(cf_mem_alloc(s, 4, &res));
+        CHECK_OK(cf_memcpy_htod(s, d, h, (size_t)n * 4, 1));
+        cf_array a = view(CF_FLOAT32, 1, &n, d);
+        for (int rep = 0; rep < 2; rep++) {
+            CHECK_OK(cf_reduce_all(r, 0, s, &a, res, CF_FLOAT32, NULL));
+            float got = 0;
+            CHECK_OK(cf_memcpy_dtoh(s, &got, res, 4, 1));
+            CHECK(got == want);
+        }
+        CHECK_OK(cf_mem_free(s, d));
+        CHECK_OK(cf_mem_free(s, res));
+        free(h);
+    }
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(s);
+    cf_reducer_free(r);
+}
+
 int main(void)
 {
     RUN(test_loops);
@@ -523,5 +945,8 @@ int main(void)
     RUN(test_kernels_compile);
     RUN(test_gpu_full);
     RUN(test_gpu_axes_and_scan);
+    RUN(test_scan_kernels_compile);
+    RUN(test_gpu_scan_tiles);
+    RUN(test_gpu_max_select);
     return SUMMARY();
 }

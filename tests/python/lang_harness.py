@@ -213,9 +213,11 @@ def complex_error_ulps(expected, actual):
     e = np.asarray(expected)
     a = np.asarray(actual)
     ft = e.real.dtype
-    mag = np.maximum(np.abs(e.real), np.abs(e.imag))
     with np.errstate(all="ignore"):
-        unit = np.spacing(np.where(np.isfinite(mag), mag, 1).astype(ft)).astype(np.float64)
+        fin_re = np.where(np.isfinite(e.real), np.abs(e.real), 0)
+        fin_im = np.where(np.isfinite(e.imag), np.abs(e.imag), 0)
+        mag = np.maximum(fin_re, fin_im)  # an infinite component does not scale the other's error
+        unit = np.spacing(mag.astype(ft)).astype(np.float64)
         unit = np.maximum(unit, float(np.finfo(ft).smallest_subnormal))
         out = np.zeros(len(e))
         for comp in ("real", "imag"):
@@ -333,14 +335,16 @@ def _runtime_headers():
     return out
 
 
-def nvrtc_compile(source, options=("-std=c++17",), arch=NVRTC_ARCH):
-    """Compile with NVRTC for ``arch``: returns (ok, log). Uses cufunc._core.compile_source when
-    the extension provides it (the product's own path, with the embedded templates), else NVRTC
-    through ctypes with the runtime headers passed by name."""
-    core_compile = _core_compile()
+def nvrtc_compile(source, options=("-std=c++17",), arch=NVRTC_ARCH, use_core=True):
+    """Compile with NVRTC for ``arch`` ('sm_90'): returns (ok, log). Uses
+    cufunc._core.compile_source when the extension provides it and ``use_core`` (the product's own
+    path, with the templates embedded when the extension was built), else NVRTC through ctypes
+    with the runtime headers read from templates/ now."""
+    core_compile = _core_compile() if use_core else None
     if core_compile is not None:
+        m = re.match(r"sm_(\d+)(\d)$", arch)
         try:
-            core_compile(source, list(options), arch)
+            core_compile(source, list(options), (int(m.group(1)), int(m.group(2))))
             return True, ""
         except Exception as exc:  # CompileError carries the log
             return False, str(exc)
@@ -380,7 +384,7 @@ class Case:
     errors: the kernel gives NumPy's NaN/inf instead)."""
 
     def __init__(self, func, argtypes, return_type=None, inputs=None, check="exact", ref=None,
-                 fallback=None, label=None):
+                 fallback=None, label=None, precision=None):
         self.func = func
         self.argtypes = list(argtypes)
         self.return_type = return_type
@@ -389,6 +393,9 @@ class Case:
         self.ref = ref
         self.fallback = fallback
         self.label = label or getattr(func, "__name__", "f")
+        # compare in this dtype (e.g. float32 for math.sin of a float32: LANGUAGE.md has it use
+        # sinf, while CPython's math gives a double; the ulp bound is meant in float32 ulps)
+        self.precision = precision
         self.result = None  # the translation
         self.error = None   # a failure message
 
@@ -448,10 +455,12 @@ def _host_program(cases):
         args = r.arg_types
         params = ", ".join("const %s *a%d" % (_cname(t), j) for j, t in enumerate(args))
         call = ", ".join("a%d[i]" % j for j in range(len(args)))
-        parts.append("namespace cfcase%d {\n%s\n}\n" % (k, _strip_include(r.source)))
+        # generated sources are made to be concatenated (include-guarded definitions, names
+        # unique per function and signature), as the product bundles them into one unit
+        parts.append("%s\n" % _strip_include(r.source))
         parts.append('extern "C" void cfentry%d(%s%s%s *out, long n) {\n'
-                     "  for (long i = 0; i < n; i++) out[i] = cfcase%d::%s(%s);\n}\n"
-                     % (k, params, ", " if params else "", _cname(r.return_type), k, r.name, call))
+                     "  for (long i = 0; i < n; i++) out[i] = %s(%s);\n}\n"
+                     % (k, params, ", " if params else "", _cname(r.return_type), r.name, call))
         end = sum(p.count("\n") for p in parts) + 1
         spans.append((start, end))
     return "".join(parts), spans
@@ -466,10 +475,10 @@ def _device_program(cases):
         args = r.arg_types
         params = ", ".join("const %s *a%d" % (_cname(t), j) for j, t in enumerate(args))
         call = ", ".join("a%d[threadIdx.x]" % j for j in range(len(args)))
-        parts.append("namespace cfcase%d {\n%s\n}\n" % (k, _strip_include(r.source)))
+        parts.append("%s\n" % _strip_include(r.source))
         parts.append('extern "C" __global__ void cfkernel%d(%s%s%s *out) {\n'
-                     "  out[threadIdx.x] = cfcase%d::%s(%s);\n}\n"
-                     % (k, params, ", " if params else "", _cname(r.return_type), k, r.name, call))
+                     "  out[threadIdx.x] = %s(%s);\n}\n"
+                     % (k, params, ", " if params else "", _cname(r.return_type), r.name, call))
         end = sum(p.count("\n") for p in parts) + 1
         spans.append((start, end))
     return "".join(parts), spans
@@ -565,7 +574,7 @@ def run_cases(cases, lang=None, nvrtc=True, max_report=5):
             _run_one(c, lib, index[id(c)], max_report)
     if nvrtc and nvrtc_available():
         dev = [c for c in cases if c.result is not None and c.error is None]
-        _compile_batch(dev, _device_program, _nvrtc, r"cufunc_test\.cu\((\d+)\): error", "NVRTC")
+        _compile_batch(dev, _device_program, _nvrtc, r"(?:cufunc_test|cufunc_kernel)\.cu\((\d+)\): error", "NVRTC")
     return ["%r: %s" % (c, c.error) for c in cases if c.error]
 
 
@@ -591,6 +600,11 @@ def _run_one(case, lib, k, max_report):
             case.error = "reference raised %s: %s for inputs %s" % (
                 type(exc).__name__, exc, _fmt_inputs(case, i))
             return
+    if case.precision is not None:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = expected.astype(case.precision)
+            out = out.astype(case.precision)
     bad, err = check_values(case, expected, out)
     if len(bad):
         lines = []

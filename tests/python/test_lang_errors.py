@@ -509,7 +509,16 @@ def t_local_array_dtype(n):
     return n
 
 
+def _void_fn(x):
+    pass
+
+
+def t_void_in_expression(x):
+    return _void_fn(x) + 1  # MARK
+
+
 TYPE_ERRORS = [
+    (t_void_in_expression, [T.float32], None, "the called function returns nothing (None)"),
     (t_bitwise_float, [T.float32], None, "unsupported operand types for &: float32"),
     (t_floordiv_complex, [T.complex64], None, "unsupported operand types for //: complex64"),
     (t_index_float, [T.float32[:], T.float32], None, "array index must be an integer"),

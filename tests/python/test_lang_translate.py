@@ -762,6 +762,29 @@ def test_statements():
     assert tr(st_no_return, [T.float32[:], T.float32]).return_type == T.void
 
 
+DEBUG = False
+
+
+def st_static_branches(x):
+    if DEBUG:
+        print("x =", x)      # never translated: the branch is pruned
+    if not DEBUG:
+        y = x + 1
+    else:
+        y = "unused"
+    while False:
+        x = [x]
+    if True:
+        return y
+    return
+
+
+def test_constant_conditions_prune_branches():
+    r = tr(st_static_branches, [T.int32])
+    assert r.return_type == T.int32
+    assert "if (" not in body_of(r)
+
+
 def test_declared_return_type_converts():
     r = tr(st_multi_return, [T.int32], T.int16)
     assert r.return_type == T.int16

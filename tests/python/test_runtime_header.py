@@ -66,7 +66,7 @@ ULP = {
 CULP = {
     "sqrt": 4, "exp": 6, "log": 4, "log10": 5, "sin": 8, "cos": 8, "tan": 10, "sinh": 8,
     "cosh": 8, "tanh": 10, "asin": 10, "acos": 10, "atan": 10, "asinh": 10, "acosh": 10,
-    "atanh": 10, "pow": 64, "abs": 3, "phase": 3, "rect": 6,
+    "atanh": 10, "pow": 8, "abs": 3, "phase": 3, "rect": 6,
 }
 
 EXACT_F1 = ["floor", "ceil", "trunc", "fabs", "round", "abs", "neg"]
@@ -153,13 +153,13 @@ def shim_source(device=False):
                    % (head, t, c, c, c, loop))
         calls.append("frexp_%s((const %s *)p[0], (%s *)p[1], (long long *)p[2], n)" % (t, c, c))
         calls.append("modf_%s((const %s *)p[0], (%s *)p[1], (%s *)p[2], n)" % (t, c, c, c))
-    out.append("%s constants(double *o, long n) { %s { double c[5] = {CF_PI, CF_E, CF_TAU, CF_INF, CF_NAN};"
-               " if (i < 5) o[i] = c[i]; } }\n" % (head, loop))
+    out.append("%s constants(const double *a, double *o, long n) { %s { double c[5] = {CF_PI, CF_E, CF_TAU, CF_INF, CF_NAN};"
+               " o[i] = a[i] + c[i %% 5]; } }\n" % (head, loop))
     if device:
         out.append('extern "C" __global__ void all_helpers(int k, void **p, long n) {\n  switch (k) {\n')
         for k, c in enumerate(calls):
             out.append("  case %d: %s; break;\n" % (k, c))
-        out.append("  default: constants((double *)p[0], n);\n  }\n}\n")
+        out.append("  default: constants((const double *)p[0], (double *)p[1], n);\n  }\n}\n")
     return "".join(out)
 
 
@@ -234,7 +234,7 @@ def test_compiles_with_nvrtc(fmad):
     if not H.nvrtc_available():
         pytest.skip("libnvrtc not found")
     opts = ["-std=c++17"] + ([] if fmad else ["--fmad=false"])
-    ok, log = H.nvrtc_compile(shim_source(device=True), opts)
+    ok, log = H.nvrtc_compile(shim_source(device=True), opts, use_core=False)
     assert ok, log[-4000:]
     assert "warning" not in log, log[-4000:]
 
@@ -243,7 +243,7 @@ def test_header_alone_compiles_with_nvrtc():
     if not H.nvrtc_available():
         pytest.skip("libnvrtc not found")
     ok, log = H.nvrtc_compile('#include "cufunc/runtime.cuh"\nextern "C" __global__ void k(float *x) { x[0] = 1; }\n',
-                              ["-std=c++17"])
+                              ["-std=c++17"], use_core=False)
     assert ok, log
 
 
@@ -397,10 +397,23 @@ def test_float_unary_exact(shim, t, op):
     assert_exact("%s %s" % (op, t), [x], exp, got)
 
 
+try:
+    import mpmath
+except ImportError:  # pragma: no cover - mpmath comes with hypothesis' usual environments
+    mpmath = None
+
+
+def _mp_lgamma(x):
+    return float(mpmath.log(abs(mpmath.gamma(mpmath.mpf(x))))) if mpmath else math.lgamma(x)
+
+
 def _math_ref(name):
     """The reference of a math function: CPython's math module in double precision (NumPy's
-    function where math raises: the kernel gives NaN or inf instead of raising)."""
+    function where math raises: the kernel gives NaN or inf instead of raising). lgamma uses
+    mpmath when present: CPython's own math.lgamma is off by up to ~30 ulp below x = 1."""
     f = getattr(math, name)
+    if name == "lgamma" and mpmath is not None:
+        f = _mp_lgamma
     npf = {"gamma": None, "lgamma": None, "erf": None, "erfc": None}.get(name, getattr(np, name, None))
 
     def ref(x):
@@ -425,8 +438,8 @@ def _domain(name, t, rng):
         return x[np.abs(x - np.round(x)) > 1e-3].astype(t)
     if name == "lgamma":  # away from the zeros at 1 and 2 and from CUDA's excluded interval
         neg_hi = -10.5 if t == "float32" else -23.5
-        x = np.concatenate([rng.uniform(1e-3, 0.9, N_RANDOM), rng.uniform(2.5, 1e4, N_RANDOM),
-                            np.exp(rng.uniform(0, 80, N_RANDOM)), rng.uniform(-30 if t == "float32" else -170, neg_hi, N_RANDOM)])
+        x = np.concatenate([rng.uniform(1e-3, 0.8, N_RANDOM), rng.uniform(2.5, 1e4, N_RANDOM),
+                            np.exp(rng.uniform(1.2, 80, N_RANDOM)), rng.uniform(-30 if t == "float32" else -170, neg_hi, N_RANDOM)])
         x = x[np.abs(x - np.round(x)) > 1e-3]
         return x.astype(t)
     return None
@@ -457,7 +470,9 @@ def test_float_math2(shim, t, op):
         a = np.concatenate([a, np.abs(H.random_values(t, N_RANDOM, r, lo=-8, hi=8))])
         b = np.concatenate([b, rng_for(op, t, "e").uniform(-30, 30, N_RANDOM).astype(t)])
     got = call(shim, "%s_%s" % (op, t), t, a, b)
-    ref = {"atan2": np.arctan2, "hypot": np.hypot, "pow": np.power}[op]
+    # x ** y on NumPy scalars is libm's pow (np.power on arrays has a sqrt shortcut for y == 0.5
+    # that gives nan for -inf ** 0.5, where the scalar operator and C give inf)
+    ref = {"atan2": np.arctan2, "hypot": np.hypot, "pow": lambda u, v: u ** v}[op]
     exp = ref_map(lambda u, v: ref(np.float64(u), np.float64(v)), t, a, b)
     assert_ulp("%s %s" % (op, t), [a, b], exp, got, ULP[op][t == "float64"])
 
@@ -604,7 +619,13 @@ def test_complex_pow(shim, t):
     # integral exponents (|n| < 100) are repeated multiplication exactly as NumPy does it
     k = len(a)
     assert_exact("pow %s integral exponent" % t, [base[:k], expo[:k]], exp[:k], got[:k])
-    assert_cplx("pow " + t, [base, expo], exp, got, CULP["pow"])
+    # otherwise exp(b log a): an error of 1 ulp in log a grows by |b log a|, so the bound is
+    # relative to that condition number
+    with np.errstate(all="ignore"):
+        cond = np.maximum(1.0, np.abs(expo.astype(np.complex128)) * np.abs(np.log(base.astype(np.complex128))))
+    err = H.complex_error_ulps(exp, got) / np.where(np.isfinite(cond), cond, 1.0)
+    bad = np.nonzero(err > CULP["pow"])[0]
+    assert len(bad) == 0, report("pow " + t, [base, expo], exp, got, bad, err)
 
 
 @pytest.mark.parametrize("t", H.COMPLEX_TYPES)
