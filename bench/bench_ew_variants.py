@@ -35,8 +35,8 @@ import sys
 import tempfile
 import time
 
-KNOBS = ("CUFUNC_EW_BLOCK", "CUFUNC_EW_UNROLL", "CUFUNC_EW_BLOCKS_PER_SM", "CUFUNC_EW_TILE_ROWS",
-         "CUFUNC_EW_TILE_BLOCKS_PER_SM")
+KNOBS = ("CUFUNC_EW_BLOCK", "CUFUNC_EW_UNROLL", "CUFUNC_EW_BLOCKS_PER_SM",
+         "CUFUNC_EW_ROW_BLOCKS_PER_SM", "CUFUNC_EW_TILE_ROWS", "CUFUNC_EW_TILE_BLOCKS_PER_SM")
 N = 1 << 26
 M = 4096
 CASES = (
@@ -173,8 +173,9 @@ def variants(quick):
     unrolls = (1, 2, 4)
     per_sm = (0, 2, 4, 8) if not quick else (0, 4)
     for b, u, p in itertools.product(blocks, unrolls, per_sm):
-        out.append(({"CUFUNC_EW_BLOCK": b, "CUFUNC_EW_UNROLL": u, "CUFUNC_EW_BLOCKS_PER_SM": p},
-                    ["contiguous", "broadcast"]))
+        # one cap for both the flat (contiguous) and the row-vector (broadcast) kernels
+        out.append(({"CUFUNC_EW_BLOCK": b, "CUFUNC_EW_UNROLL": u, "CUFUNC_EW_BLOCKS_PER_SM": p,
+                     "CUFUNC_EW_ROW_BLOCKS_PER_SM": p}, ["contiguous", "broadcast"]))
     rows = (4, 8, 16, 32) if not quick else (8, 16)
     tile_per_sm = (0, 4, 8) if not quick else (0, 4)
     for r, p in itertools.product(rows, tile_per_sm):

@@ -32,7 +32,8 @@ import time
 import numpy as np
 
 SCAN_SETTINGS = [
-    ("default (256 x 32)", {}),
+    ("default (256 x 48)", {}),
+    ("256 x 32", {"CUFUNC_SCAN_ITEMS": "32"}),
     ("256 x 16", {"CUFUNC_SCAN_BLOCK": "256", "CUFUNC_SCAN_ITEMS": "16"}),
     ("512 x 16", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "16"}),
     ("128 x 32", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "32"}),

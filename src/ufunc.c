@@ -28,6 +28,8 @@
  *   CUFUNC_EW_UNROLL         vectors per thread per iteration, flat and row-vector (1..16)
  *   CUFUNC_EW_BLOCKS_PER_SM  grid cap per multiprocessor (within what occupancy allows);
  *                            0: no cap, one pass over the data (0..64)
+ *   CUFUNC_EW_ROW_BLOCKS_PER_SM  the same for the row-vector kernel (default
+ *                            UF_DEFAULT_ROW_BLOCKS_PER_SM)
  *   CUFUNC_EW_TILE_ROWS      tile kernel: threads along a tile's rows, 32 / it rows each
  *                            (1, 2, 4, 8, 16 or 32)
  *   CUFUNC_EW_TILE_BLOCKS_PER_SM  the tile kernel's grid cap per multiprocessor; 0: none, one
@@ -59,10 +61,15 @@
 #define UF_KEY_OPS 40                   /* UF_NOPS rounded up to 8 bytes, for the key struct */
 /* Defaults of the tuning knobs (see above). 4 blocks of 256 threads per multiprocessor with
  * 16-byte accesses is what reached the copy bandwidth on an H200 in a hand-written kernel. */
+/* Defaults from the sweep of bench/bench_ew_variants.py on an H200 (2026-11-21): the flat kernel
+ * with no grid cap (one pass, 4314 GB/s on the 2^26 hypot, PyTorch 4291), the row-vector kernel
+ * capped at 8 blocks of 256 per SM (3408 GB/s on the (4096,1) x (1,4096) broadcast), one vector
+ * per thread per iteration for both, and 4-row tiles for the transposed case (2489 GB/s). */
 #define UF_DEFAULT_BLOCK 256
-#define UF_DEFAULT_UNROLL 2
-#define UF_DEFAULT_BLOCKS_PER_SM 4
-#define UF_DEFAULT_TILE_ROWS 8
+#define UF_DEFAULT_UNROLL 1
+#define UF_DEFAULT_BLOCKS_PER_SM 0
+#define UF_DEFAULT_ROW_BLOCKS_PER_SM 8
+#define UF_DEFAULT_TILE_ROWS 4
 #define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
@@ -398,11 +405,12 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 /* ---- tuning knobs ------------------------------------------------------------------------- */
 
 typedef struct uf_knobs {
-    int block, unroll, blocks_per_sm, tile_rows, tile_blocks_per_sm;
+    int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
-                         UF_DEFAULT_TILE_ROWS, UF_DEFAULT_TILE_BLOCKS_PER_SM};
+                         UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
+                         UF_DEFAULT_TILE_BLOCKS_PER_SM};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 /* The integer value of environment variable `name` when it is one in [lo, hi], else dflt. */
@@ -424,6 +432,8 @@ static void knobs_read(void)
     knobs.block = b % 32 == 0 ? b : UF_DEFAULT_BLOCK;
     knobs.unroll = env_int("CUFUNC_EW_UNROLL", 1, 16, UF_DEFAULT_UNROLL);
     knobs.blocks_per_sm = env_int("CUFUNC_EW_BLOCKS_PER_SM", 0, 64, UF_DEFAULT_BLOCKS_PER_SM);
+    knobs.row_blocks_per_sm = env_int("CUFUNC_EW_ROW_BLOCKS_PER_SM", 0, 64,
+                                      UF_DEFAULT_ROW_BLOCKS_PER_SM);
     int tr = env_int("CUFUNC_EW_TILE_ROWS", 1, UF_TILE, UF_DEFAULT_TILE_ROWS);
     knobs.tile_rows = (tr & (tr - 1)) == 0 ? tr : UF_DEFAULT_TILE_ROWS; /* divides UF_TILE */
     knobs.tile_blocks_per_sm = env_int("CUFUNC_EW_TILE_BLOCKS_PER_SM", 0, 64,
@@ -1299,7 +1309,9 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, uf_kernel *out)
     if (!st)
         st = cf_device_props_get(sp->device, &props);
     if (!st) {
-        int cap = sp->shape == SH_TILE ? knobs.tile_blocks_per_sm : knobs.blocks_per_sm;
+        int cap = sp->shape == SH_TILE     ? knobs.tile_blocks_per_sm
+                  : sp->shape == SH_ROWVEC ? knobs.row_blocks_per_sm
+                                           : knobs.blocks_per_sm;
         if (per_sm < 1)
             per_sm = 1;
         if (cap > 0 && per_sm > cap)

@@ -180,12 +180,15 @@ template <class Op> __device__ __forceinline__ void cf_red_fold_before(typename 
     }
 }
 
-/* The warp's values combined in lane order (lane 0 first); the result is in lane 0. */
+/* The warp's values combined in lane order (lane 0 first); the result is in lane 0. The strides
+ * grow (1, 2, 4, ...), so each step joins two ADJACENT runs of lanes: the order of the operands
+ * is kept, and an associative but non-commutative function is combined correctly. (Strides that
+ * shrink from 16 would pair lane i with lane i + 16 first: right only for commutative ones.) */
 template <class Op> __device__ __forceinline__ void cf_red_warp(typename Op::T &v, bool &ok)
 {
     const unsigned lane = threadIdx.x & 31;
 #pragma unroll
-    for (unsigned d = 16; d > 0; d >>= 1) {
+    for (unsigned d = 1; d < 32; d <<= 1) {
         const typename Op::T o = cf_red_shfl_down(v, d);
         const bool ook = __shfl_down_sync(CF_RED_FULL, (int)ok, d) != 0;
         if (lane + d < 32)
@@ -198,7 +201,7 @@ template <class Op> __device__ __forceinline__ void cf_red_warp_rev(typename Op:
 {
     const unsigned lane = threadIdx.x & 31;
 #pragma unroll
-    for (unsigned d = 16; d > 0; d >>= 1) {
+    for (unsigned d = 1; d < 32; d <<= 1) {
         const typename Op::T o = cf_red_shfl_down(v, d);
         const bool ook = __shfl_down_sync(CF_RED_FULL, (int)ok, d) != 0;
         if (lane + d < 32)
