@@ -187,7 +187,8 @@ def label(v):
     if v is None:
         return "defaults"
     short = {"CUFUNC_EW_BLOCK": "block", "CUFUNC_EW_UNROLL": "unroll",
-             "CUFUNC_EW_BLOCKS_PER_SM": "per_sm", "CUFUNC_EW_TILE_ROWS": "tile_rows",
+             "CUFUNC_EW_BLOCKS_PER_SM": "per_sm", "CUFUNC_EW_ROW_BLOCKS_PER_SM": "row_per_sm",
+             "CUFUNC_EW_TILE_ROWS": "tile_rows",
              "CUFUNC_EW_TILE_BLOCKS_PER_SM": "tile_per_sm"}
     return " ".join("%s=%s" % (short[k], v[k]) for k in KNOBS if k in v)
 
