@@ -23,7 +23,8 @@ static void skip_ws(parser *ps)
 static cf_status fail(parser *ps, cf_status st, const char *why)
 {
     int col = (int)(ps->p - ps->text);
-    return cf_error_set(st, "invalid %s: %s\n    %s\n    %*s^", ps->what, why, ps->text, col, "");
+    return cf_error_set(st, "invalid %s: %s at position %d:\n    %s\n    %*s^", ps->what, why, col,
+                        ps->text, col, "");
 }
 
 static int accept(parser *ps, char c)
@@ -89,13 +90,19 @@ static cf_status scalar_type(parser *ps, cf_dtype *dt)
     ps->p = at;
     skip_ws(ps);
     char why[160];
-    snprintf(why, sizeof why, "unknown type '%s'", name);
+    snprintf(why, sizeof why, "unknown type name '%s'", name);
     return fail(ps, CF_ERR_TYPE, why);
 }
 
 /* type := scalar ( '[' (':' | '::1') (',' (':' | '::1'))* ']' )? */
 static cf_status sig_type(parser *ps, cf_sig_type *t)
 {
+    const char *at = ps->p;
+    if (accept_word(ps, "void") || accept_word(ps, "none")) {
+        ps->p = at;
+        skip_ws(ps);
+        return fail(ps, CF_ERR_INVALID, "void is not an argument type");
+    }
     cf_status st = scalar_type(ps, &t->dtype);
     if (st)
         return st;
@@ -203,6 +210,8 @@ cf_status cf_parse_type_signature(const char *text, cf_type_signature *out)
     if ((st = type_list(&ps, out->args, &out->nargs, CF_SIG_MAX_ARGS)))
         return st;
     skip_ws(&ps);
+    if (strncmp(ps.p, "->", 2) == 0)
+        return fail(&ps, CF_ERR_INVALID, "use 'ret(args)' rather than '(args) -> ret'");
     if (*ps.p)
         return fail(&ps, CF_ERR_INVALID, "unexpected text after the signature");
     return CF_OK;

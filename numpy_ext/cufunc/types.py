@@ -296,7 +296,10 @@ def to_type(obj):
         return obj
     if isinstance(obj, str):
         try:
-            return _Parser(obj).parse_type_only()
+            rets, args = _c_parse("(" + obj + ")")
+            if rets is None and len(args) == 1:
+                return _from_parsed(args[0])
+            raise SignatureError("not a single type: %r" % (obj,))
         except SignatureError:
             try:
                 dt = np.dtype(obj)
@@ -343,110 +346,33 @@ def parse_signature(sig):
     if not isinstance(sig, str):
         raise TypeError("a signature is a string like 'float32(float32)' or a Signature, not %r"
                         % (sig,))
-    return _Parser(sig).parse_signature()
-
-
-class _Parser:
-    def __init__(self, text):
-        self.text = text
-        self.pos = 0
-
-    def fail(self, msg, pos=None):
-        pos = self.pos if pos is None else pos
-        raise SignatureError("%s at position %d in signature:\n    %s\n    %s^"
-                             % (msg, pos, self.text, " " * pos))
-
-    def skip(self):
-        while self.pos < len(self.text) and self.text[self.pos].isspace():
-            self.pos += 1
-
-    def peek(self):
-        self.skip()
-        return self.text[self.pos] if self.pos < len(self.text) else ""
-
-    def expect(self, ch):
-        if self.peek() != ch:
-            self.fail("expected %r" % ch if self.peek() else "expected %r, found the end" % ch)
-        self.pos += 1
-
-    def name(self):
-        self.skip()
-        start = self.pos
-        while self.pos < len(self.text) and (self.text[self.pos].isalnum()
-                                             or self.text[self.pos] in "_."):
-            self.pos += 1
-        if start == self.pos:
-            self.fail("expected a type name")
-        return self.text[start:self.pos], start
-
-    def scalar(self):
-        name, start = self.name()
-        key = name[3:] if name.startswith("np.") else name
-        if key in _NAMES:
-            return _NAMES[key]
-        try:
-            return from_dtype(np.dtype(key))
-        except TypeError:
-            self.fail("unknown type name %r" % name, start)
-
-    def type_(self):
-        t = self.scalar()
-        if self.peek() == "[":
-            start = self.pos
-            self.pos += 1
-            ndim, layout = 0, "A"
-            while True:
-                self.skip()
-                if self.text.startswith("::1", self.pos):
-                    self.pos += 3
-                    layout = "C"
-                elif self.text.startswith(":", self.pos):
-                    self.pos += 1
-                    if layout == "C":
-                        self.fail("only the last axis may be contiguous ('::1')")
-                else:
-                    self.fail("expected ':' or '::1' in array dimensions")
-                ndim += 1
-                if self.peek() == ",":
-                    self.pos += 1
-                    continue
-                self.expect("]")
-                break
-            if isinstance(t, Void):
-                self.fail("void is not an array element type", start)
-            t = Array(t, ndim, layout)
-        return t
-
-    def parse_type_only(self):
-        t = self.type_()
-        if self.peek():
-            self.fail("unexpected text after the type")
-        return t
-
-    def parse_signature(self):
+    rets, args = _c_parse(sig)
+    if rets is None:
         ret = None
-        if self.peek() != "(":
-            ret = self.type_()
-        self.expect("(")
-        args = []
-        while self.peek() != ")":
-            if not self.peek():
-                self.fail("expected ')', found the end")
-            start = self.pos
-            a = self.type_()
-            if isinstance(a, Void):
-                self.fail("void is not an argument type", start)
-            args.append(a)
-            if self.peek() == ",":
-                self.pos += 1
-            elif not self.peek():
-                self.fail("expected ')', found the end")
-            elif self.peek() != ")":
-                self.fail("expected ',' or ')'")
-        self.pos += 1
-        self.skip()
-        if self.pos != len(self.text):
-            if self.text.startswith("->", self.pos):
-                self.fail("use 'ret(args)' rather than '(args) -> ret'")
-            self.fail("unexpected text after the signature")
-        return ret, args
+    elif not rets:
+        ret = void
+    elif len(rets) == 1:
+        ret = _from_parsed(rets[0])
+    else:
+        ret = Tuple([_from_parsed(r) for r in rets])
+    return ret, [_from_parsed(a) for a in args]
+
+
+def _c_parse(text):
+    """Parse a signature string with the C parser (src/signature.c, through cufunc._core):
+    (returns, args) with returns None (not written), [] (void) or a list, each type a tuple
+    (numpy dtype, ndim, layout). Errors become SignatureError with the position and a caret."""
+    from . import _env
+    if _env.core is None:
+        _env.require_core("parsing the signature %r" % (text,))
+    try:
+        return _env.core.parse_type_signature(text)
+    except (ValueError, TypeError) as exc:
+        raise SignatureError(str(exc)) from None
+
+
+def _from_parsed(t):
+    dtype, ndim, layout = t
+    scalar = from_dtype(dtype)
+    # the kernel language knows 'C' (last axis ::1) and 'A'; an F-marked array is 'A' here
+    return scalar if ndim == 0 else Array(scalar, ndim, "C" if layout == "C" else "A")

@@ -27,31 +27,6 @@ from .lang import translate as _translate
 __all__ = ["vectorize", "GPUUFunc"]
 
 
-def _sig_type(t):
-    dtype, ndim, layout = t
-    scalar = _T.from_dtype(dtype)
-    # the kernel language knows 'C' (last axis ::1) and 'A'; an F-marked array is 'A' to it
-    return scalar if ndim == 0 else _T.Array(scalar, ndim, "C" if layout == "C" else "A")
-
-
-def parse_signature(sig):
-    """(return type or None, [argument types]) of a signature: strings are parsed in C
-    (src/signature.c), with Numba's spellings including Tuple(...)/UniTuple(t, n) returns;
-    Signature objects and (ret, args) pairs pass through cufunc.types."""
-    if not isinstance(sig, str):
-        return _T.parse_signature(sig)
-    rets, args = _core.parse_type_signature(sig)
-    if rets is None:
-        ret = None
-    elif not rets:
-        ret = _T.void
-    elif len(rets) == 1:
-        ret = _sig_type(rets[0])
-    else:
-        ret = _T.Tuple([_sig_type(r) for r in rets])
-    return ret, [_sig_type(a) for a in args]
-
-
 def _compile_options(fastmath):
     # LANGUAGE.md: no contraction of a*b+c into an FMA unless fastmath
     return ("--use_fast_math",) if fastmath else ("--fmad=false",)
@@ -159,7 +134,7 @@ def _build(pyfunc, signatures, identity, fastmath):
     doc = getattr(pyfunc, "__doc__", None)
     specs, nouts = [], set()
     for sig in signatures:
-        ret, args = parse_signature(sig)
+        ret, args = _T.parse_signature(sig)
         if len(args) != nin:
             raise TypeError("vectorize: signature %r has %d arguments, %s takes %d"
                             % (sig, len(args), pyfunc.__qualname__, nin))

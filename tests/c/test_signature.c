@@ -33,10 +33,14 @@ static void test_type_signature_errors(void)
 {
     cf_type_signature s;
     CHECK_STATUS(cf_parse_type_signature("float32(float32, ", &s), CF_ERR_INVALID);
-    CHECK_CONTAINS(cf_last_error(), "invalid type signature: expected a type name");
+    CHECK_CONTAINS(cf_last_error(), "invalid type signature: expected a type name at position 17");
     CHECK_CONTAINS(cf_last_error(), "\n    float32(float32, \n                     ^");
     CHECK_STATUS(cf_parse_type_signature("float33(float32)", &s), CF_ERR_TYPE);
-    CHECK_CONTAINS(cf_last_error(), "unknown type 'float33'");
+    CHECK_CONTAINS(cf_last_error(), "unknown type name 'float33'");
+    CHECK_STATUS(cf_parse_type_signature("f4(void)", &s), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "void is not an argument type at position 3");
+    CHECK_STATUS(cf_parse_type_signature("(f4) -> f4", &s), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "use 'ret(args)'");
     CHECK_STATUS(cf_parse_type_signature("f4(f4) junk", &s), CF_ERR_INVALID);
     CHECK_CONTAINS(cf_last_error(), "unexpected text");
     CHECK_STATUS(cf_parse_type_signature("f4(f4[:, ::1, :])", &s), CF_ERR_INVALID);
@@ -71,7 +75,7 @@ static void test_layout_errors(void)
 {
     cf_layout L;
     CHECK_STATUS(cf_parse_layout("(m,n),(n,p)>(m,p)", &L), CF_ERR_INVALID);
-    CHECK_CONTAINS(cf_last_error(), "invalid gufunc signature: expected ',' or '->'");
+    CHECK_CONTAINS(cf_last_error(), "invalid gufunc signature: expected ',' or '->' at position 11");
     CHECK_CONTAINS(cf_last_error(), "\n    (m,n),(n,p)>(m,p)\n               ^");
     CHECK_STATUS(cf_parse_layout("(m,n->(m)", &L), CF_ERR_INVALID);
     CHECK_STATUS(cf_parse_layout("(m)->(m", &L), CF_ERR_INVALID);

@@ -116,6 +116,9 @@ PARSE_OK = [
     ("float32()", T.float32, []),
     ("(float32, int8)", None, [T.float32, T.int8]),
     ("intp(uintp)", T.intp, [T.uintp]),
+    ("Tuple(f4, i8)(f4)", T.Tuple([T.float32, T.int64]), [T.float32]),
+    ("UniTuple(f8, 2)(f8)", T.Tuple([T.float64, T.float64]), [T.float64]),
+    ("void(f4[::1, :])", T.void, [T.float32[:, :]]),   # Numba's F-order array: any strides here
 ]
 
 
@@ -127,12 +130,13 @@ def test_parse_signature(text, ret, args):
 
 
 PARSE_BAD = [
-    ("float32(float32", "expected ')'", 15),
+    ("float32(float32", "expected ',' or ')'", 15),
     ("float32(flot32)", "unknown type name 'flot32'", 8),
     ("float32(float32) x", "unexpected text after the signature", 17),
     ("float32(float32 float32)", "expected ',' or ')'", 16),
-    ("float32(f4[:, 1])", "expected ':' or '::1'", 14),
-    ("float32(f4[::1, :])", "only the last axis", 17),
+    ("Tuple(f4, i8)(f4", "expected ',' or ')'", 16),
+    ("float32(f4[:, 1])", "expected ':' or '::1' in an array type", 14),
+    ("float32(f4[:, ::1, :])", "::1 must mark the first or the last axis", 21),
     ("f4(void)", "void is not an argument type", 3),
     ("(f4) -> f4", "use 'ret(args)'", 5),
     ("", "expected a type name", 0),
