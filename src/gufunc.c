@@ -31,6 +31,7 @@
 #include "cufunc/gufunc.cuh"
 #include "cufunc/gufunc.h"
 #include "error.h"
+#include "strbuf.h"
 
 #define GU_MAX_ARGS CF_SIG_MAX_ARGS
 #define GU_BLOCK 128          /* threads per block of direct kernels */
@@ -69,54 +70,7 @@ struct cf_gufunc {
     int cast_loop[CF_NDTYPES];      /* the cast ufunc's loop producing each dtype, or -1 */
 };
 
-/* ---- a growable string -------------------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->s && (size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *s = cf_realloc(b->s, cap);
-        if (!s) {
-            b->failed = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
-
-/* NumPy's spelling of a shape: (2,3), (4,), (). */
-static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
-{
-    size_t len = (size_t)snprintf(buf, cap, "(");
-    for (int i = 0; i < ndim && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)shape[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, ndim == 1 ? ",)" : ")");
-}
 
 static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
 
@@ -124,12 +78,12 @@ static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; 
 
 static char *format_signature(const cf_layout *L)
 {
-    sbuf b = {0};
+    cf_strbuf b = {0};
     for (int op = 0; op < L->nin + L->nout; op++) {
-        sb_printf(&b, "%s(", op == 0 ? "" : op == L->nin ? "->" : ",");
+        cf_strbuf_printf(&b, "%s(", op == 0 ? "" : op == L->nin ? "->" : ",");
         for (int k = 0; k < L->ndims[op]; k++)
-            sb_printf(&b, "%s%s", k ? "," : "", L->names[L->dim[op][k]]);
-        sb_printf(&b, ")");
+            cf_strbuf_printf(&b, "%s%s", k ? "," : "", L->names[L->dim[op][k]]);
+        cf_strbuf_printf(&b, ")");
     }
     if (b.failed) {
         cf_free(b.s);
@@ -349,22 +303,22 @@ cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsign
                 return CF_OK;
             }
         }
-    sbuf m = {0};
-    sb_printf(&m, "gufunc '%s' not supported for the input types (", g->name);
+    cf_strbuf m = {0};
+    cf_strbuf_printf(&m, "gufunc '%s' not supported for the input types (", g->name);
     for (int i = 0; i < g->nin; i++)
-        sb_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
+        cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
                   cf_dtype_name(in[i]));
-    sb_printf(&m, "), and the inputs could not be safely coerced to any supported types according "
+    cf_strbuf_printf(&m, "), and the inputs could not be safely coerced to any supported types according "
                   "to the casting rule 'safe'; its loops are:");
     for (int l = 0; l < g->nloops; l++) {
-        sb_printf(&m, " (");
+        cf_strbuf_printf(&m, " (");
         for (int i = 0; i < g->nin + g->nout; i++)
-            sb_printf(&m, "%s%s", i == 0 ? "" : i == g->nin ? ") -> (" : ", ",
+            cf_strbuf_printf(&m, "%s%s", i == 0 ? "" : i == g->nin ? ") -> (" : ", ",
                       cf_dtype_name(g->loops[l].types[i]));
-        sb_printf(&m, ")");
+        cf_strbuf_printf(&m, ")");
     }
     if (g->nloops == 0)
-        sb_printf(&m, " none");
+        cf_strbuf_printf(&m, " none");
     cf_status st = cf_error_set(CF_ERR_TYPE, "%s", m.failed ? "gufunc: no matching loop" : m.s);
     cf_free(m.s);
     return st;
@@ -465,8 +419,8 @@ cf_status cf_gufunc_bind(const cf_gufunc *g, const cf_operand *ops, const unsign
             same = a->shape[k] == sh->loop_shape[k];
         if (!same) {
             char have[512], want[512];
-            format_shape(have, sizeof have, nl, a->shape);
-            format_shape(want, sizeof want, sh->loop_ndim, sh->loop_shape);
+            cf_format_shape(have, sizeof have, nl, a->shape);
+            cf_format_shape(want, sizeof want, sh->loop_ndim, sh->loop_shape);
             return cf_error_set(CF_ERR_INVALID, "%s: output argument %d has loop dimensions %s, "
                                 "which do not match the broadcast loop dimensions %s of the "
                                 "inputs (signature %s)", g->name, op + 1, have, want,
@@ -826,22 +780,22 @@ done:
 
 /* ---- kernel generation -------------------------------------------------------------------- */
 
-static void spec_key(const cf_gufunc_plan *p, int loop, int device, sbuf *b)
+static void spec_key(const cf_gufunc_plan *p, int loop, int device, cf_strbuf *b)
 {
     int nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
-    sb_printf(b, "d%d l%d nd%d i%d s%d t%d T%d:", device, loop, nd, p->index32, p->staged, p->tile,
+    cf_strbuf_printf(b, "d%d l%d nd%d i%d s%d t%d T%d:", device, loop, nd, p->index32, p->staged, p->tile,
               p->block_threads);
     for (int i = 0; i < p->nops; i++) {
-        sb_printf(b, "%c%d", p->kind[i], p->core_ndim[i]);
+        cf_strbuf_printf(b, "%c%d", p->kind[i], p->core_ndim[i]);
         if (p->kind[i] == 'G' || p->kind[i] == 'U') {
-            sb_printf(b, "r%lldp%lldo%lldw%dl%d[", (long long)p->row_bytes[i],
+            cf_strbuf_printf(b, "r%lldp%lldo%lldw%dl%d[", (long long)p->row_bytes[i],
                       (long long)p->pitch[i], (long long)p->smem_offset[i], p->copy_width[i],
                       p->load_output[i]);
             for (int k = 0; k < p->core_ndim[i]; k++)
-                sb_printf(b, "%lld,", (long long)p->core_shape[i][k]);
-            sb_printf(b, "]");
+                cf_strbuf_printf(b, "%lld,", (long long)p->core_shape[i][k]);
+            cf_strbuf_printf(b, "]");
         }
-        sb_printf(b, ";");
+        cf_strbuf_printf(b, ";");
     }
 }
 
@@ -858,8 +812,8 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
     int nops = p->nops, nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
     const char *I = p->index32 ? "unsigned" : "unsigned long long";
     const char *O = p->index32 ? "int" : "long long";
-    sbuf b = {0};
-    sb_printf(&b, "%s\n#include \"cufunc/gufunc.cuh\"\n\n"
+    cf_strbuf b = {0};
+    cf_strbuf_printf(&b, "%s\n#include \"cufunc/gufunc.cuh\"\n\n"
                   "struct cf_params { cf_gu_header h; cf_gu_operand op[%d]; };\n\n"
                   "extern \"C\" __global__ void __launch_bounds__(%d)\n"
                   "cf_gu(const __grid_constant__ cf_params p)\n{\n"
@@ -870,12 +824,12 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         if (p->kind[i] != 'S' && p->kind[i] != 'R')
             continue;
         const char *lt = cf_dtype_ctype(l->types[i]), *st = cf_dtype_ctype(mem_dtype[i]);
-        sb_printf(&b, "    %s%s v%d = cf_cast<%s>(*(const %s *)p.op[%d].scalar);\n",
+        cf_strbuf_printf(&b, "    %s%s v%d = cf_cast<%s>(*(const %s *)p.op[%d].scalar);\n",
                   p->kind[i] == 'S' ? "const " : "", lt, i, lt, st, i);
     }
-    sb_printf(&b, "    const I n = (I)p.h.n;\n");
+    cf_strbuf_printf(&b, "    const I n = (I)p.h.n;\n");
     if (p->staged) {
-        sb_printf(&b, "    __shared__ __align__(16) unsigned char cf_smem[%lld];\n"
+        cf_strbuf_printf(&b, "    __shared__ __align__(16) unsigned char cf_smem[%lld];\n"
                       "    const unsigned tid = threadIdx.x;\n",
                   (long long)p->smem_bytes);
         int64_t base_off[GU_MAX_ARGS];
@@ -883,7 +837,7 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         layout_smem(&q, p->tile, base_off);
         for (int i = 0; i < nops; i++)
             if (p->kind[i] == 'G')
-                sb_printf(&b, "    O *const cf_base%d = (O *)(cf_smem + %lld);\n", i,
+                cf_strbuf_printf(&b, "    O *const cf_base%d = (O *)(cf_smem + %lld);\n", i,
                           (long long)base_off[i]);
         /* cores shared by every iteration: staged once */
         int any_u = 0;
@@ -891,38 +845,38 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
             if (p->kind[i] != 'U')
                 continue;
             if (!any_u)
-                sb_printf(&b, "    const O cf_zero[1] = {0};\n");
+                cf_strbuf_printf(&b, "    const O cf_zero[1] = {0};\n");
             any_u = 1;
-            sb_printf(&b, "    cf_gu_copy<%lld, %lld, %d, 16, true, O>(cf_smem + %lld, "
+            cf_strbuf_printf(&b, "    cf_gu_copy<%lld, %lld, %d, 16, true, O>(cf_smem + %lld, "
                           "p.op[%d].ptr, cf_zero, 1u, tid, %du);\n",
                       (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
                       (long long)p->smem_offset[i], i, p->block_threads);
         }
         if (any_u)
-            sb_printf(&b, "    __syncthreads();\n");
-        sb_printf(&b, "    for (I tile = (I)blockIdx.x * %du; tile < n; tile += (I)gridDim.x * %du) {\n"
+            cf_strbuf_printf(&b, "    __syncthreads();\n");
+        cf_strbuf_printf(&b, "    for (I tile = (I)blockIdx.x * %du; tile < n; tile += (I)gridDim.x * %du) {\n"
                       "        const unsigned cnt = (unsigned)(n - tile < (I)%d ? n - tile : (I)%d);\n"
                       "        const bool active = tid < cnt;\n"
                       "        O off[%d];\n"
                       "        cf_gu_offsets<%d, %d, I, O>(active ? tile + tid : tile, p.h, p.op, off);\n",
                   p->tile, p->tile, p->tile, p->tile, nops, nd, nops);
-        sb_printf(&b, "        if (tid < %du) {\n", p->tile);
+        cf_strbuf_printf(&b, "        if (tid < %du) {\n", p->tile);
         for (int i = 0; i < nops; i++)
             if (p->kind[i] == 'G')
-                sb_printf(&b, "            cf_base%d[tid] = off[%d];\n", i, i);
-        sb_printf(&b, "        }\n        __syncthreads();\n");
+                cf_strbuf_printf(&b, "            cf_base%d[tid] = off[%d];\n", i, i);
+        cf_strbuf_printf(&b, "        }\n        __syncthreads();\n");
         for (int i = 0; i < nops; i++) {
             if (p->kind[i] != 'G' || (i >= g->nin && !p->load_output[i]))
                 continue;
             int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
-            sb_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, true, O>(cf_smem + %lld, "
+            cf_strbuf_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, true, O>(cf_smem + %lld, "
                           "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
                       (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
                       (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
         }
-        sb_printf(&b, "        __syncthreads();\n        if (active) {\n");
+        cf_strbuf_printf(&b, "        __syncthreads();\n        if (active) {\n");
     } else {
-        sb_printf(&b, "    const I step = (I)gridDim.x * blockDim.x;\n"
+        cf_strbuf_printf(&b, "    const I step = (I)gridDim.x * blockDim.x;\n"
                       "    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
                       "        O off[%d];\n"
                       "        cf_gu_offsets<%d, %d, I, O>(i, p.h, p.op, off);\n"
@@ -940,61 +894,61 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         if (k == 'V') {
             const char *st = cf_dtype_ctype(mem_dtype[i]);
             if (mem_dtype[i] == l->types[i])
-                sb_printf(&b, "%sconst %s a%d = *(const %s *)(p.op[%d].ptr + off[%d]);\n", ind, lt,
+                cf_strbuf_printf(&b, "%sconst %s a%d = *(const %s *)(p.op[%d].ptr + off[%d]);\n", ind, lt,
                           i, st, i, i);
             else
-                sb_printf(&b, "%sconst %s a%d = cf_cast<%s>(*(const %s *)(p.op[%d].ptr + off[%d]));\n",
+                cf_strbuf_printf(&b, "%sconst %s a%d = cf_cast<%s>(*(const %s *)(p.op[%d].ptr + off[%d]));\n",
                           ind, lt, i, lt, st, i, i);
             continue;
         }
-        sb_printf(&b, "%scf_array_ref<%s, %d> a%d;\n", ind, lt, c, i);
+        cf_strbuf_printf(&b, "%scf_array_ref<%s, %d> a%d;\n", ind, lt, c, i);
         if (k == 'R') {
-            sb_printf(&b, "%sa%d.data = (char *)&v%d;\n%sa%d.shape[0] = 1;\n%sa%d.strides[0] = "
+            cf_strbuf_printf(&b, "%sa%d.data = (char *)&v%d;\n%sa%d.shape[0] = 1;\n%sa%d.strides[0] = "
                           "sizeof(%s);\n", ind, i, i, ind, i, ind, i, lt);
         } else if (k == 'A') {
-            sb_printf(&b, "%sa%d.data = (char *)(p.op[%d].ptr + off[%d]);\n", ind, i, i, i);
+            cf_strbuf_printf(&b, "%sa%d.data = (char *)(p.op[%d].ptr + off[%d]);\n", ind, i, i, i);
             for (int d = 0; d < c; d++)
-                sb_printf(&b, "%sa%d.shape[%d] = p.op[%d].core_shape[%d];\n"
+                cf_strbuf_printf(&b, "%sa%d.shape[%d] = p.op[%d].core_shape[%d];\n"
                               "%sa%d.strides[%d] = p.op[%d].core_strides[%d];\n",
                           ind, i, d, i, d, ind, i, d, i, d);
         } else { /* 'G', 'U': constant shapes and compact strides */
             if (k == 'G')
-                sb_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld + tid * %lldu);\n", ind, i,
+                cf_strbuf_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld + tid * %lldu);\n", ind, i,
                           (long long)p->smem_offset[i], (long long)p->pitch[i]);
             else
-                sb_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld);\n", ind, i,
+                cf_strbuf_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld);\n", ind, i,
                           (long long)p->smem_offset[i]);
             int64_t acc = (int64_t)cf_dtype_size(l->types[i]);
             for (int d = c - 1; d >= 0; d--) {
-                sb_printf(&b, "%sa%d.shape[%d] = %lldLL;\n%sa%d.strides[%d] = %lldLL;\n", ind, i,
+                cf_strbuf_printf(&b, "%sa%d.shape[%d] = %lldLL;\n%sa%d.strides[%d] = %lldLL;\n", ind, i,
                           d, (long long)p->core_shape[i][d], ind, i, d, (long long)acc);
                 acc *= p->core_shape[i][d];
             }
         }
     }
-    sb_printf(&b, "%s%s(", ind, l->fn_name);
+    cf_strbuf_printf(&b, "%s%s(", ind, l->fn_name);
     for (int i = 0; i < nops; i++)
-        sb_printf(&b, "%s%c%d", i ? ", " : "", p->kind[i] == 'S' ? 'v' : 'a', i);
-    sb_printf(&b, ");\n        }\n");
+        cf_strbuf_printf(&b, "%s%c%d", i ? ", " : "", p->kind[i] == 'S' ? 'v' : 'a', i);
+    cf_strbuf_printf(&b, ");\n        }\n");
     if (p->staged) {
         int any_out = 0;
         for (int i = g->nin; i < nops; i++)
             any_out |= p->kind[i] == 'G';
         if (any_out) {
-            sb_printf(&b, "        __syncthreads();\n");
+            cf_strbuf_printf(&b, "        __syncthreads();\n");
             for (int i = g->nin; i < nops; i++) {
                 if (p->kind[i] != 'G')
                     continue;
                 int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
-                sb_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, false, O>(cf_smem + %lld, "
+                cf_strbuf_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, false, O>(cf_smem + %lld, "
                               "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
                           (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
                           (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
             }
         }
-        sb_printf(&b, "        __syncthreads();\n");
+        cf_strbuf_printf(&b, "        __syncthreads();\n");
     }
-    sb_printf(&b, "    }\n}\n");
+    cf_strbuf_printf(&b, "    }\n}\n");
     if (b.failed) {
         cf_free(b.s);
         return CF_ERR_NOMEM;
@@ -1080,11 +1034,11 @@ static cf_status table_insert(cf_gufunc *g, const char *key, cf_function *fn, in
 static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
                             const cf_dtype *mem_dtype, int device, gu_kernel *out)
 {
-    sbuf key = {0};
+    cf_strbuf key = {0};
     spec_key(p, loop, device, &key);
     for (int i = 0; i < p->nops; i++)
         if (p->kind[i] == 'S' || p->kind[i] == 'R' || p->kind[i] == 'V')
-            sb_printf(&key, "%d.", (int)mem_dtype[i]);
+            cf_strbuf_printf(&key, "%d.", (int)mem_dtype[i]);
     if (key.failed) {
         cf_free(key.s);
         return CF_ERR_NOMEM;

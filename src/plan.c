@@ -4,16 +4,8 @@
 
 #include "cufunc/plan.h"
 #include "error.h"
+#include "strbuf.h"
 
-/* NumPy's spelling of a shape: (2,3), (4,), (). */
-static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
-{
-    size_t len = (size_t)snprintf(buf, cap, "(");
-    for (int i = 0; i < ndim && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)shape[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, ndim == 1 ? ",)" : ")");
-}
 
 cf_status cf_broadcast_shapes(int n, const int *ndims, const int64_t *const *shapes, int *out_ndim,
                               int64_t out_shape[CF_MAX_DIMS])
@@ -45,7 +37,7 @@ cf_status cf_broadcast_shapes(int n, const int *ndims, const int64_t *const *sha
             size_t len = (size_t)snprintf(msg, sizeof msg,
                                           "operands could not be broadcast together with shapes ");
             for (int j = 0; j < n && len < sizeof msg; j++) {
-                format_shape(one, sizeof one, ndims[j], shapes[j]);
+                cf_format_shape(one, sizeof one, ndims[j], shapes[j]);
                 len += (size_t)snprintf(msg + len, sizeof msg - len, "%s ", one);
             }
             return cf_error_set(CF_ERR_INVALID, "%s", msg);

@@ -18,6 +18,7 @@
 #include "cufunc/reduce.cuh"
 #include "cufunc/reduce.h"
 #include "error.h"
+#include "strbuf.h"
 
 #define RED_MAX_LOOPS CF_NDTYPES
 
@@ -44,44 +45,6 @@ struct cf_reducer {
     size_t table_cap, table_count;
 };
 
-/* ---- a growable string -------------------------------------------------------------------- */
-
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->s && (size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *s = cf_realloc(b->s, cap);
-        if (!s) {
-            b->failed = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
 
 /* ---- reducer objects ---------------------------------------------------------------------- */
 
@@ -212,15 +175,6 @@ fail:
 
 static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 
-/* NumPy's spelling of a shape for messages: (2,3), (4,), (). */
-static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
-{
-    size_t len = (size_t)snprintf(buf, cap, "(");
-    for (int i = 0; i < ndim && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)shape[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, ndim == 1 ? ",)" : ")");
-}
 
 static int check_view(const cf_array *a, const char *what)
 {
@@ -255,8 +209,8 @@ static cf_status broadcast_where(const cf_array *in, const cf_array *where, cf_a
         same = bshape[k] == in->shape[k];
     if (!same) {
         char a[256], b[256];
-        format_shape(a, sizeof a, where->ndim, where->shape);
-        format_shape(b, sizeof b, in->ndim, in->shape);
+        cf_format_shape(a, sizeof a, where->ndim, where->shape);
+        cf_format_shape(b, sizeof b, in->ndim, in->shape);
         return cf_error_set(CF_ERR_INVALID, "where= of shape %s does not broadcast to the array's "
                             "shape %s", a, b);
     }
@@ -323,8 +277,8 @@ cf_status cf_reduce_plan_axes(cf_reduce_plan *p, const cf_array *in, const unsig
             int64_t want[CF_MAX_DIMS];
             for (int j = 0; j < in->ndim; j++)
                 want[j] = reduced[j] ? 1 : in->shape[j];
-            format_shape(a, sizeof a, out->ndim, out->shape);
-            format_shape(b, sizeof b, in->ndim, want);
+            cf_format_shape(a, sizeof a, out->ndim, out->shape);
+            cf_format_shape(b, sizeof b, in->ndim, want);
             return cf_error_set(CF_ERR_INVALID, "out has shape %s, the reduction gives %s", a, b);
         }
     cf_array wfull;
@@ -427,8 +381,8 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
         same = out->shape[k] == in->shape[k];
     if (!same) {
         char a[256], b[256];
-        format_shape(a, sizeof a, out->ndim, out->shape);
-        format_shape(b, sizeof b, in->ndim, in->shape);
+        cf_format_shape(a, sizeof a, out->ndim, out->shape);
+        cf_format_shape(b, sizeof b, in->ndim, in->shape);
         return cf_error_set(CF_ERR_INVALID, "out has shape %s, accumulate gives %s", a, b);
     }
     memset(p, 0, sizeof *p);
@@ -738,8 +692,8 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
                *tout = cf_dtype_ctype(sp->out);
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *W = sp->where ? "true" : "false";
-    sbuf b = {0};
-    sb_printf(&b, "%s\n#include \"cufunc/reduce.cuh\"\n\n"
+    cf_strbuf b = {0};
+    cf_strbuf_printf(&b, "%s\n#include \"cufunc/reduce.cuh\"\n\n"
                   "struct cf_red_op {\n"
                   "    typedef %s T;\n"
                   "    static __device__ __forceinline__ T apply(T a, T b) { return cf_cast<T>(%s(a, b)); }\n"
@@ -749,27 +703,27 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
               l->source, acc, l->fn_name, sp->block);
     switch (sp->kind) {
     case CF_REDUCE_ALL:
-        sb_printf(&b, "cf_red_all<cf_red_op, %s, %s, %d, %d, %d, %d, %s, %s>(p);\n", tin, tout,
+        cf_strbuf_printf(&b, "cf_red_all<cf_red_op, %s, %s, %d, %d, %d, %d, %s, %s>(p);\n", tin, tout,
                   sp->block, sp->vec, sp->unroll, sp->rnd, W, I);
         break;
     case CF_REDUCE_ROWS:
-        sb_printf(&b, "cf_red_rows<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %d, %s, %s>(p);\n", tin,
+        cf_strbuf_printf(&b, "cf_red_rows<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %d, %s, %s>(p);\n", tin,
                   tout, sp->block, sp->group, sp->vec, sp->unroll, sp->knd, sp->rnd, W, I);
         break;
     case CF_REDUCE_COLS:
-        sb_printf(&b, "cf_red_cols<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s, %s>(p);\n", tin,
+        cf_strbuf_printf(&b, "cf_red_cols<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s, %s>(p);\n", tin,
                   tout, sp->block, sp->vec, sp->unroll, sp->knd, sp->rnd, W, I);
         break;
     case CF_SCAN_TILES:
-        sb_printf(&b, "cf_scan_tiles<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s>(p);\n", tin,
+        cf_strbuf_printf(&b, "cf_scan_tiles<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s>(p);\n", tin,
                   tout, sp->block, sp->items, sp->vec, sp->sleep, sp->knd, I);
         break;
     case CF_SCAN_COLS:
-        sb_printf(&b, "cf_scan_cols<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
+        cf_strbuf_printf(&b, "cf_scan_cols<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
                   sp->block, sp->unroll, sp->knd, I);
         break;
     }
-    sb_printf(&b, "}\n");
+    cf_strbuf_printf(&b, "}\n");
     if (b.failed) {
         cf_free(b.s);
         return cf_error_set(CF_ERR_NOMEM, "reduce: out of memory generating a kernel");

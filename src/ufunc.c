@@ -54,6 +54,7 @@
 #include "cufunc/kernel_args.h"
 #include "cufunc/ufunc.h"
 #include "error.h"
+#include "strbuf.h"
 #include "hash.h"
 
 #define UF_MAX_ARGS 32
@@ -124,44 +125,6 @@ struct cf_ufunc {
     size_t table_cap, table_count;
 };
 
-/* ---- a growable string -------------------------------------------------------------------- */
-
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->s && (size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *s = cf_realloc(b->s, cap);
-        if (!s) {
-            b->failed = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
 
 /* ---- ufunc objects ----------------------------------------------------------------------- */
 
@@ -381,22 +344,22 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_resolve: NULL argument");
     if ((*loop = find_loop(u, in, weak, 2)) >= 0)
         return CF_OK;
-    sbuf m = {0};
-    sb_printf(&m, "ufunc '%s' not supported for the input types (", u->name);
+    cf_strbuf m = {0};
+    cf_strbuf_printf(&m, "ufunc '%s' not supported for the input types (", u->name);
     for (int i = 0; i < u->nin; i++)
-        sb_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
+        cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
                   cf_dtype_name(in[i]));
-    sb_printf(&m, "), and the inputs could not be safely coerced to any supported types according "
+    cf_strbuf_printf(&m, "), and the inputs could not be safely coerced to any supported types according "
                   "to the casting rule 'safe'; its loops are:");
     for (int l = 0; l < u->nloops; l++) {
-        sb_printf(&m, " (");
+        cf_strbuf_printf(&m, " (");
         for (int i = 0; i < u->nin + u->nout; i++)
-            sb_printf(&m, "%s%s", i == 0 ? "" : i == u->nin ? ") -> (" : ", ",
+            cf_strbuf_printf(&m, "%s%s", i == 0 ? "" : i == u->nin ? ") -> (" : ", ",
                       cf_dtype_name(u->loops[l].types[i]));
-        sb_printf(&m, ")");
+        cf_strbuf_printf(&m, ")");
     }
     if (u->nloops == 0)
-        sb_printf(&m, " none");
+        cf_strbuf_printf(&m, " none");
     cf_status st = cf_error_set(CF_ERR_TYPE, "%s", m.failed ? "ufunc: no matching loop" : m.s);
     cf_free(m.s);
     return st;
@@ -687,46 +650,46 @@ enum { M_VEC, M_MEM, M_TILE };
 static int is_loaded(const uf_spec *sp, int i, int nin, int w) { return i < nin || i == w; }
 
 /* The stored value of loaded array operand i, in its own dtype. */
-static void gen_stored_value(sbuf *b, const uf_spec *sp, int i, int mode)
+static void gen_stored_value(cf_strbuf *b, const uf_spec *sp, int i, int mode)
 {
     const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
     if (mode == M_VEC && sp->kind[i] == K_CONTIG)
-        sb_printf(b, "in%d[u].v[e]", i);
+        cf_strbuf_printf(b, "in%d[u].v[e]", i);
     else if (mode == M_VEC && sp->kind[i] == K_BCAST)
-        sb_printf(b, "b%d[u]", i);
+        cf_strbuf_printf(b, "b%d[u]", i);
     else if (mode == M_TILE && sp->kind[i] == K_TRANS)
-        sb_printf(b, "sm%d[tx * %d + ly]", i, UF_TILE + 1);
+        cf_strbuf_printf(b, "sm%d[tx * %d + ly]", i, UF_TILE + 1);
     else
-        sb_printf(b, "*(const %s *)(p.op[%d].ptr + off[%d])", st, i, i);
+        cf_strbuf_printf(b, "*(const %s *)(p.op[%d].ptr + off[%d])", st, i, i);
 }
 
 /* The C expression of input i's value in its loop type. Scalars and uniform inputs were
  * converted once into v<i>. */
-static void gen_input_value(sbuf *b, const uf_spec *sp, const uf_loop *l, int i, int mode)
+static void gen_input_value(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int i, int mode)
 {
     if (sp->kind[i] == K_SCALAR || sp->kind[i] == K_UNIFORM) {
-        sb_printf(b, "v%d", i);
+        cf_strbuf_printf(b, "v%d", i);
         return;
     }
     int same = l->types[i] == (cf_dtype)sp->dtype[i];
     if (!same)
-        sb_printf(b, "cf_cast<%s>(", cf_dtype_ctype(l->types[i]));
+        cf_strbuf_printf(b, "cf_cast<%s>(", cf_dtype_ctype(l->types[i]));
     gen_stored_value(b, sp, i, mode);
     if (!same)
-        sb_printf(b, ")");
+        cf_strbuf_printf(b, ")");
 }
 
 /* `const auto r = fn(inputs...);` then the stores of r (one output) or r.f0, r.f1, ... */
-static void gen_compute(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int mode,
+static void gen_compute(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int mode,
                         const char *ind)
 {
-    sb_printf(b, "%sconst auto r = %s(", ind, l->fn_name);
+    cf_strbuf_printf(b, "%sconst auto r = %s(", ind, l->fn_name);
     for (int i = 0; i < nin; i++) {
         if (i)
-            sb_printf(b, ", ");
+            cf_strbuf_printf(b, ", ");
         gen_input_value(b, sp, l, i, mode);
     }
-    sb_printf(b, ");\n");
+    cf_strbuf_printf(b, ");\n");
     for (int o = 0; o < nout; o++) {
         int i = nin + o;
         const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
@@ -734,38 +697,38 @@ static void gen_compute(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, i
         if (nout > 1)
             snprintf(field, sizeof field, ".f%d", o);
         if (mode == M_VEC)
-            sb_printf(b, "%sout%d[u].v[e] = ", ind, i);
+            cf_strbuf_printf(b, "%sout%d[u].v[e] = ", ind, i);
         else
-            sb_printf(b, "%s*(%s *)(p.op[%d].ptr + off[%d]) = ", ind, st, i, i);
+            cf_strbuf_printf(b, "%s*(%s *)(p.op[%d].ptr + off[%d]) = ", ind, st, i, i);
         if (l->types[i] == (cf_dtype)sp->dtype[i])
-            sb_printf(b, "r%s;\n", field);
+            cf_strbuf_printf(b, "r%s;\n", field);
         else
-            sb_printf(b, "cf_cast<%s>(r%s);\n", st, field);
+            cf_strbuf_printf(b, "cf_cast<%s>(r%s);\n", st, field);
     }
 }
 
 /* The where-mask test, opening a block, or nothing. */
-static void gen_where_open(sbuf *b, const uf_spec *sp, int w, int mode, const char *ind)
+static void gen_where_open(cf_strbuf *b, const uf_spec *sp, int w, int mode, const char *ind)
 {
     if (!sp->has_where)
         return;
     if (sp->kind[w] == K_UNIFORM) {
-        sb_printf(b, "%sif (v%d) {\n", ind, w);
+        cf_strbuf_printf(b, "%sif (v%d) {\n", ind, w);
         return;
     }
-    sb_printf(b, "%sif (", ind);
+    cf_strbuf_printf(b, "%sif (", ind);
     gen_stored_value(b, sp, w, mode);
-    sb_printf(b, ") {\n");
+    cf_strbuf_printf(b, ") {\n");
 }
 
-static void gen_where_close(sbuf *b, const uf_spec *sp, const char *ind)
+static void gen_where_close(cf_strbuf *b, const uf_spec *sp, const char *ind)
 {
     if (sp->has_where)
-        sb_printf(b, "%s}\n", ind);
+        cf_strbuf_printf(b, "%s}\n", ind);
 }
 
 /* The body of one element (mask test, call, stores) at indentation `ind`. */
-static void gen_body(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w,
+static void gen_body(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w,
                      int mode, const char *ind)
 {
     char inner[64];
@@ -775,10 +738,10 @@ static void gen_body(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int 
     gen_where_close(b, sp, ind);
 }
 
-static void gen_flat(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+static void gen_flat(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
 {
     const int V = sp->vec, U = sp->unroll;
-    sb_printf(b, "    const unsigned n = (unsigned)p.n;\n"
+    cf_strbuf_printf(b, "    const unsigned n = (unsigned)p.n;\n"
                  "    const unsigned nvec = n / %d;\n"
                  "    const unsigned step = gridDim.x * blockDim.x;\n"
                  "    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;\n", V);
@@ -786,74 +749,74 @@ static void gen_flat(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int 
         if (sp->kind[i] == K_CONTIG) {
             const char *c = is_loaded(sp, i, nin, w) ? "const " : "";
             const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-            sb_printf(b, "    %scf_vec<%s, %d> *__restrict__ p%d = (%scf_vec<%s, %d> *)p.op[%d].ptr;\n",
+            cf_strbuf_printf(b, "    %scf_vec<%s, %d> *__restrict__ p%d = (%scf_vec<%s, %d> *)p.op[%d].ptr;\n",
                       c, st, V, i, c, st, V, i);
         }
-    sb_printf(b, "    for (unsigned base = t; base < nvec; base += %d * step) {\n", U);
+    cf_strbuf_printf(b, "    for (unsigned base = t; base < nvec; base += %d * step) {\n", U);
     for (int i = 0; i < sp->nops; i++)
         if (sp->kind[i] == K_CONTIG)
-            sb_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]),
+            cf_strbuf_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]),
                       V, is_loaded(sp, i, nin, w) ? "in" : "out", i, U);
     /* loads first: U independent vectors in flight per operand (outputs too under a mask, so
      * that masked-off elements are stored back unchanged) */
-    sb_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+    cf_strbuf_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
                  "            const unsigned k = base + u * step;\n"
                  "            if (k < nvec) {\n", U);
     for (int i = 0; i < sp->nops; i++)
         if (sp->kind[i] == K_CONTIG && (is_loaded(sp, i, nin, w) || sp->has_where))
-            sb_printf(b, "                %s%d[u] = p%d[k];\n",
+            cf_strbuf_printf(b, "                %s%d[u] = p%d[k];\n",
                       is_loaded(sp, i, nin, w) ? "in" : "out", i, i);
-    sb_printf(b, "            }\n        }\n"
+    cf_strbuf_printf(b, "            }\n        }\n"
                  "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
                  "            if (base + u * step < nvec) {\n"
                  "#pragma unroll\n                for (int e = 0; e < %d; e++) {\n", U, V);
     gen_body(b, sp, l, nin, nout, w, M_VEC, "                    ");
-    sb_printf(b, "                }\n            }\n        }\n"
+    cf_strbuf_printf(b, "                }\n            }\n        }\n"
                  "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
                  "            const unsigned k = base + u * step;\n"
                  "            if (k < nvec) {\n", U);
     for (int i = nin; i < nin + nout; i++)
-        sb_printf(b, "                p%d[k] = out%d[u];\n", i, i);
-    sb_printf(b, "            }\n        }\n    }\n");
+        cf_strbuf_printf(b, "                p%d[k] = out%d[u];\n", i, i);
+    cf_strbuf_printf(b, "            }\n        }\n    }\n");
     if (V > 1) {
         /* the last n % V elements, one per thread, through byte offsets */
-        sb_printf(b, "    const unsigned k = nvec * %d + t;\n    if (k < n) {\n"
+        cf_strbuf_printf(b, "    const unsigned k = nvec * %d + t;\n    if (k < n) {\n"
                      "        long long off[%d];\n", V, sp->nops);
         for (int i = 0; i < sp->nops; i++) {
             if (sp->kind[i] == K_CONTIG)
-                sb_printf(b, "        off[%d] = (long long)k * %d;\n", i,
+                cf_strbuf_printf(b, "        off[%d] = (long long)k * %d;\n", i,
                           (int)cf_dtype_size((cf_dtype)sp->dtype[i]));
             else
-                sb_printf(b, "        off[%d] = 0;\n", i);
+                cf_strbuf_printf(b, "        off[%d] = 0;\n", i);
         }
         gen_body(b, sp, l, nin, nout, w, M_MEM, "        ");
-        sb_printf(b, "    }\n");
+        cf_strbuf_printf(b, "    }\n");
     }
 }
 
-static void gen_strided(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+static void gen_strided(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
 {
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *O = sp->index32 ? "int" : "long long";
-    sb_printf(b, "    const %s n = (%s)p.h.n;\n"
+    cf_strbuf_printf(b, "    const %s n = (%s)p.h.n;\n"
                  "    const %s step = (%s)gridDim.x * blockDim.x;\n"
                  "    for (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
                  "        %s off[%d];\n"
                  "        cf_offsets<%d, %d, %s, %s>(i, p.h, p.op, off);\n",
               I, I, I, I, I, I, O, sp->nops, sp->ndim, sp->nops, I, O);
     gen_body(b, sp, l, nin, nout, w, M_MEM, "        ");
-    sb_printf(b, "    }\n");
+    cf_strbuf_printf(b, "    }\n");
 }
 
 /* Row-vector: the header's loop shape has its innermost extent divided by VEC, and vector-loaded
  * operands' innermost stride is VEC * itemsize, so cf_offsets of a vector index gives the byte
  * offset of the vector's first element for every operand (broadcast rows: of their one value). */
-static void gen_rowvec(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+static void gen_rowvec(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
 {
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *O = sp->index32 ? "int" : "long long";
     const int V = sp->vec, U = sp->unroll;
-    sb_printf(b, "    const %s n = (%s)p.h.n;\n"
+    cf_strbuf_printf(b, "    const %s n = (%s)p.h.n;\n"
                  "    const %s step = (%s)gridDim.x * blockDim.x;\n"
                  "    for (%s base = (%s)blockIdx.x * blockDim.x + threadIdx.x; base < n; "
                  "base += (%s)%d * step) {\n"
@@ -862,12 +825,12 @@ static void gen_rowvec(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, in
     for (int i = 0; i < sp->nops; i++) {
         const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
         if (sp->kind[i] == K_CONTIG)
-            sb_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", st, V,
+            cf_strbuf_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", st, V,
                       is_loaded(sp, i, nin, w) ? "in" : "out", i, U);
         else if (sp->kind[i] == K_BCAST)
-            sb_printf(b, "        %s b%d[%d];\n", st, i, U);
+            cf_strbuf_printf(b, "        %s b%d[%d];\n", st, i, U);
     }
-    sb_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
+    cf_strbuf_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
                  "            const %s i = base + (%s)u * step;\n"
                  "            if (i < n) {\n"
                  "                cf_offsets<%d, %d, %s, %s>(i, p.h, p.op, off[u]);\n",
@@ -876,24 +839,24 @@ static void gen_rowvec(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, in
         const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
         int loaded = is_loaded(sp, i, nin, w);
         if (sp->kind[i] == K_CONTIG && (loaded || sp->has_where))
-            sb_printf(b, "                %s%d[u] = *(const cf_vec<%s, %d> *)(p.op[%d].ptr + "
+            cf_strbuf_printf(b, "                %s%d[u] = *(const cf_vec<%s, %d> *)(p.op[%d].ptr + "
                          "off[u][%d]);\n", loaded ? "in" : "out", i, st, V, i, i);
         else if (sp->kind[i] == K_BCAST)
-            sb_printf(b, "                b%d[u] = *(const %s *)(p.op[%d].ptr + off[u][%d]);\n",
+            cf_strbuf_printf(b, "                b%d[u] = *(const %s *)(p.op[%d].ptr + off[u][%d]);\n",
                       i, st, i, i);
     }
-    sb_printf(b, "            }\n        }\n"
+    cf_strbuf_printf(b, "            }\n        }\n"
                  "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
                  "            if (base + (%s)u * step < n) {\n"
                  "#pragma unroll\n                for (int e = 0; e < %d; e++) {\n", U, I, V);
     gen_body(b, sp, l, nin, nout, w, M_VEC, "                    ");
-    sb_printf(b, "                }\n            }\n        }\n"
+    cf_strbuf_printf(b, "                }\n            }\n        }\n"
                  "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
                  "            if (base + (%s)u * step < n) {\n", U, I);
     for (int i = nin; i < nin + nout; i++)
-        sb_printf(b, "                *(cf_vec<%s, %d> *)(p.op[%d].ptr + off[u][%d]) = out%d[u];\n",
+        cf_strbuf_printf(b, "                *(cf_vec<%s, %d> *)(p.op[%d].ptr + off[u][%d]) = out%d[u];\n",
                   cf_dtype_ctype((cf_dtype)sp->dtype[i]), V, i, i, i);
-    sb_printf(b, "            }\n        }\n    }\n");
+    cf_strbuf_printf(b, "            }\n        }\n    }\n");
 }
 
 /* Tile: block (UF_TILE, TR); tile t of the header's n covers rows r0.. and columns c0.. of the
@@ -901,7 +864,7 @@ static void gen_rowvec(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, in
  * with consecutive threads on consecutive rows (their fast axis) into sm[col][row] (a padded row
  * of UF_TILE + 1, so the body's column-wise reads hit distinct banks), the body then runs with
  * consecutive threads on consecutive columns, the outputs' fast axis. */
-static void gen_tile(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+static void gen_tile(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
 {
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *O = sp->index32 ? "int" : "long long";
@@ -910,11 +873,11 @@ static void gen_tile(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int 
     for (int i = 0; i < sp->nops; i++)
         if (sp->kind[i] == K_TRANS) {
             const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-            sb_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
+            cf_strbuf_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
                          "    %s *const sm%d = (%s *)sm%d_bytes;\n",
                       i, T * P, st, st, i, st, i);
         }
-    sb_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
+    cf_strbuf_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
                  "    const %s ntiles = (%s)p.h.n;\n"
                  "    const unsigned tx = threadIdx.x, ty = threadIdx.y;\n"
                  "    for (%s t = blockIdx.x; t < ntiles; t += gridDim.x) {\n"
@@ -926,16 +889,16 @@ static void gen_tile(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int 
                  "        cf_offsets<%d, %d, %s, %s>(q2, p.h, p.op, boff);\n",
               I, I, nd - 2, I, nd - 1, I, I, I, I, I, nd - 1, I, I, nd - 1, T, I, I, nd - 2, I, I,
               nd - 2, T, O, sp->nops, nd - 2, sp->nops, I, O);
-    sb_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
+    cf_strbuf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
                  "            const %s r = r0 + tx, c = c0 + ty + j * %d;\n"
                  "            if (r < R && c < C) {\n", RPT, I, TR);
     for (int i = 0; i < sp->nops; i++)
         if (sp->kind[i] == K_TRANS)
-            sb_printf(b, "                sm%d[(ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr"
+            cf_strbuf_printf(b, "                sm%d[(ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr"
                          " + boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + (%s)c * (%s)p.op[%d]"
                          ".strides[%d]);\n", i, TR, P, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i,
                       i, O, O, i, nd - 2, O, O, i, nd - 1);
-    sb_printf(b, "            }\n        }\n        __syncthreads();\n"
+    cf_strbuf_printf(b, "            }\n        }\n        __syncthreads();\n"
                  "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
                  "            const unsigned ly = ty + j * %d;\n"
                  "            const %s r = r0 + ly, c = c0 + tx;\n"
@@ -943,25 +906,25 @@ static void gen_tile(sbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int 
                  "                %s off[%d];\n", RPT, TR, I, O, sp->nops);
     for (int i = 0; i < sp->nops; i++)
         if (sp->kind[i] == K_STRIDED)
-            sb_printf(b, "                off[%d] = boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + "
+            cf_strbuf_printf(b, "                off[%d] = boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + "
                          "(%s)c * (%s)p.op[%d].strides[%d];\n", i, i, O, O, i, nd - 2, O, O, i,
                       nd - 1);
     gen_body(b, sp, l, nin, nout, w, M_TILE, "                ");
     /* the second barrier: the next tile's staging must not overwrite what this one still reads */
-    sb_printf(b, "            }\n        }\n        __syncthreads();\n    }\n");
+    cf_strbuf_printf(b, "            }\n        }\n        __syncthreads();\n    }\n");
 }
 
 static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
 {
     const uf_loop *l = &u->loops[sp->loop];
     int nin = u->nin, nout = u->nout, w = sp->has_where ? nin + nout : -1;
-    sbuf b = {0};
-    sb_printf(&b, "%s\n#include \"cufunc/elementwise.cuh\"\n\n", l->source);
+    cf_strbuf b = {0};
+    cf_strbuf_printf(&b, "%s\n#include \"cufunc/elementwise.cuh\"\n\n", l->source);
     if (sp->shape == SH_FLAT)
-        sb_printf(&b, "struct cf_params { cf_ka_i64 n; cf_ew_flat_operand op[%d]; };\n\n", sp->nops);
+        cf_strbuf_printf(&b, "struct cf_params { cf_ka_i64 n; cf_ew_flat_operand op[%d]; };\n\n", sp->nops);
     else
-        sb_printf(&b, "struct cf_params { cf_ew_header h; cf_ew_operand op[%d]; };\n\n", sp->nops);
-    sb_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+        cf_strbuf_printf(&b, "struct cf_params { cf_ew_header h; cf_ew_operand op[%d]; };\n\n", sp->nops);
+    cf_strbuf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
                   "cf_ew(const __grid_constant__ cf_params p)\n{\n", (int)sp->block);
     /* scalars and uniform inputs (and a uniform mask): converted once, before the loop */
     for (int i = 0; i < sp->nops; i++) {
@@ -969,7 +932,7 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
             continue;
         const char *lt = i == w ? "cf_bool" : cf_dtype_ctype(l->types[i]);
         const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-        sb_printf(&b, "    const %s v%d = cf_cast<%s>(*(const %s *)p.op[%d].%s);\n", lt, i, lt,
+        cf_strbuf_printf(&b, "    const %s v%d = cf_cast<%s>(*(const %s *)p.op[%d].%s);\n", lt, i, lt,
                   st, i, sp->kind[i] == K_SCALAR ? "scalar" : "ptr");
     }
     switch (sp->shape) {
@@ -978,7 +941,7 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
     case SH_TILE: gen_tile(&b, sp, l, nin, nout, w); break;
     default: gen_strided(&b, sp, l, nin, nout, w); break;
     }
-    sb_printf(&b, "}\n");
+    cf_strbuf_printf(&b, "}\n");
     if (b.failed) {
         cf_free(b.s);
         return CF_ERR_NOMEM;

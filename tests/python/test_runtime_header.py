@@ -483,7 +483,8 @@ def test_ldexp_frexp_modf(shim, t):
     e = np.resize(np.array([0, 1, -1, 5, -5, 126, -126, 1000, -1000, 2**40, -2**40, 2**63 - 1,
                             -2**63, 52, -1074, -149], dtype=np.int64), len(x))
     got = call(shim, "ldexp_" + t, t, x, e)
-    exp = np.ldexp(x, np.clip(e, -100000, 100000).astype(np.int32))
+    with np.errstate(all="ignore"):
+        exp = np.ldexp(x, np.clip(e, -100000, 100000).astype(np.int32))
     assert_exact("ldexp " + t, [x, e], exp, got)
 
     m = np.zeros(len(x), dtype=t)
