@@ -73,6 +73,27 @@ int cf_py_current_device(int *device, const char *what)
 
 /* ---- dtypes ---------------------------------------------------------------------------------- */
 
+int cf_py_parse_casting(PyObject *obj, cf_casting *out)
+{
+    if (obj == NULL) {
+        *out = CF_CAST_SAME_KIND;
+        return 0;
+    }
+    if (PyUnicode_Check(obj)) {
+        const char *s = PyUnicode_AsUTF8(obj);
+        if (s == NULL)
+            return -1;
+        for (int i = CF_CAST_NO; i <= CF_CAST_UNSAFE; i++)
+            if (strcmp(s, cf_casting_name((cf_casting)i)) == 0) {
+                *out = (cf_casting)i;
+                return 0;
+            }
+    }
+    PyErr_Format(PyExc_ValueError, "casting must be one of 'no', 'equiv', 'safe', 'same_kind', or "
+                 "'unsafe' (got %R)", obj);
+    return -1;
+}
+
 int cf_py_dtype_from_descr(PyArray_Descr *descr, cf_dtype *out, const char *argname)
 {
     Py_ssize_t size = (Py_ssize_t)PyDataType_ELSIZE(descr);

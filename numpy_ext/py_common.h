@@ -62,6 +62,10 @@ int cf_py_dtype_from_object(PyObject *obj, cf_dtype *out, PyArray_Descr **descr,
 /* The native NumPy dtype of a cf_dtype (new reference). */
 PyArray_Descr *cf_py_descr_from_dtype(cf_dtype dt);
 
+/* NumPy's casting= argument (a str; NULL means the ufunc default, 'same_kind'). ValueError with
+ * NumPy's wording otherwise. */
+int cf_py_parse_casting(PyObject *obj, cf_casting *out);
+
 /* ---- shapes (_coremodule.c) ------------------------------------------------------------------ */
 
 /* An int or a sequence of ints -> ndim and extents. ValueError naming `argname` for negative

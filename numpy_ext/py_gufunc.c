@@ -27,58 +27,6 @@ typedef struct {
     PyObject *value;       /* scalars: the object */
 } gu_arg;
 
-enum { CAST_NO, CAST_EQUIV, CAST_SAFE, CAST_SAME_KIND, CAST_UNSAFE };
-static const char *const CASTING_NAMES[] = {"no", "equiv", "safe", "same_kind", "unsafe"};
-
-static int kind_order(cf_dtype t)
-{
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'u': return 1;
-    case 'i': return 2;
-    case 'f': return 3;
-    default: return 4;
-    }
-}
-
-static int can_cast(cf_dtype from, cf_dtype to, int casting)
-{
-    if (from == to)
-        return 1;
-    switch (casting) {
-    case CAST_NO:
-    case CAST_EQUIV:
-        return 0;
-    case CAST_SAFE:
-        return cf_can_cast_safe(from, to);
-    case CAST_SAME_KIND:
-        return cf_can_cast_safe(from, to) || kind_order(from) <= kind_order(to);
-    default:
-        return 1;
-    }
-}
-
-static int parse_casting(PyObject *obj, int *out)
-{
-    if (obj == NULL) {
-        *out = CAST_SAME_KIND;
-        return 0;
-    }
-    if (PyUnicode_Check(obj)) {
-        const char *s = PyUnicode_AsUTF8(obj);
-        if (s == NULL)
-            return -1;
-        for (int i = 0; i < 5; i++)
-            if (strcmp(s, CASTING_NAMES[i]) == 0) {
-                *out = i;
-                return 0;
-            }
-    }
-    PyErr_Format(PyExc_ValueError, "casting must be one of 'no', 'equiv', 'safe', 'same_kind', or "
-                 "'unsafe' (got %R)", obj);
-    return -1;
-}
-
 static void arg_clear(gu_arg *a) { Py_CLEAR(a->keep); }
 
 /* ---- arguments ------------------------------------------------------------------------------ */
@@ -701,24 +649,24 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
     }
 
     /* the loop; casting of inputs and given outputs */
-    int casting;
-    if (parse_casting(c->casting, &casting) < 0)
+    cf_casting casting;
+    if (cf_py_parse_casting(c->casting, &casting) < 0)
         return -1;
     if (resolve(self, P->in, out_dt, &P->loop) < 0)
         return -1;
     cf_gufunc_loop_types(self->gu, P->loop, P->types, P->arg_ndim);
     for (int i = 0; i < nin; i++)
-        if (!P->in[i].weak && !can_cast(P->in[i].dtype, P->types[i], casting)) {
+        if (!P->in[i].weak && !cf_can_cast(P->in[i].dtype, P->types[i], casting)) {
             PyErr_Format(PyExc_TypeError, "Cannot cast gufunc '%s' input %d from dtype('%s') to "
                          "dtype('%s') with casting rule '%s'", name, i, cf_dtype_name(P->in[i].dtype),
-                         cf_dtype_name(P->types[i]), CASTING_NAMES[casting]);
+                         cf_dtype_name(P->types[i]), cf_casting_name(casting));
             return -1;
         }
     for (int o = 0; o < nout; o++)
-        if (P->has_out[o] && !can_cast(P->types[nin + o], P->out[o].dtype, casting)) {
+        if (P->has_out[o] && !cf_can_cast(P->types[nin + o], P->out[o].dtype, casting)) {
             PyErr_Format(PyExc_TypeError, "Cannot cast gufunc '%s' output from dtype('%s') to "
                          "dtype('%s') with casting rule '%s'", name, cf_dtype_name(P->types[nin + o]),
-                         cf_dtype_name(P->out[o].dtype), CASTING_NAMES[casting]);
+                         cf_dtype_name(P->out[o].dtype), cf_casting_name(casting));
             return -1;
         }
 

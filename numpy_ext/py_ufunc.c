@@ -44,8 +44,6 @@ static int kind_order(cf_dtype t)
     }
 }
 
-enum { CAST_NO, CAST_EQUIV, CAST_SAFE, CAST_SAME_KIND, CAST_UNSAFE };
-static const char *const CASTING_NAMES[] = {"no", "equiv", "safe", "same_kind", "unsafe"};
 
 /* A NEP 50 weak Python scalar (int, float, complex) reaches a loop type of its kind or a higher
  * one; signed and unsigned integers count as one kind. */
@@ -59,44 +57,7 @@ static int weak_ok(cf_dtype weak, cf_dtype t)
     return t != CF_BOOL && rt >= rw;
 }
 
-/* numpy.can_cast(from, to, casting) for the dtypes cufunc supports (all native byte order). */
-static int can_cast(cf_dtype from, cf_dtype to, int casting)
-{
-    if (from == to)
-        return 1;
-    switch (casting) {
-    case CAST_NO:
-    case CAST_EQUIV:
-        return 0;
-    case CAST_SAFE:
-        return cf_can_cast_safe(from, to);
-    case CAST_SAME_KIND:
-        return cf_can_cast_safe(from, to) || kind_order(from) <= kind_order(to);
-    default:
-        return 1;
-    }
-}
 
-static int parse_casting(PyObject *obj, int *out)
-{
-    if (obj == NULL) {
-        *out = CAST_SAME_KIND;
-        return 0;
-    }
-    if (PyUnicode_Check(obj)) {
-        const char *s = PyUnicode_AsUTF8(obj);
-        if (s == NULL)
-            return -1;
-        for (int i = 0; i < 5; i++)
-            if (strcmp(s, CASTING_NAMES[i]) == 0) {
-                *out = i;
-                return 0;
-            }
-    }
-    PyErr_Format(PyExc_ValueError, "casting must be one of 'no', 'equiv', 'safe', 'same_kind', or "
-                 "'unsafe' (got %R)", obj);
-    return -1;
-}
 
 static PyObject *descr_obj(cf_dtype dt) { return (PyObject *)cf_py_descr_from_dtype(dt); }
 
@@ -306,7 +267,8 @@ static int add_loop_from(CfPyUFunc *self, PyObject *spec);
 
 /* The loop for these inputs (and output dtype, or -1). Cached; compiles a new loop through the
  * Python compiler when the ufunc has one and nothing matches. */
-static int resolve(CfPyUFunc *self, const uf_arg *args, int out_dtype, int casting, int *loop)
+static int resolve(CfPyUFunc *self, const uf_arg *args, int out_dtype, cf_casting casting,
+                   int *loop)
 {
     unsigned char key[2 * UF_MAX_ARGS + 1];
     cf_dtype in[UF_MAX_ARGS];
@@ -344,7 +306,7 @@ static int resolve(CfPyUFunc *self, const uf_arg *args, int out_dtype, int casti
                 for (int o = 0; o < self->nout && ok; o++)
                     ok = types[self->nin + o] == (cf_dtype)out_dtype;
                 for (int i = 0; i < self->nin && ok; i++)
-                    ok = weak[i] ? weak_ok(in[i], types[i]) : can_cast(in[i], types[i], casting);
+                    ok = weak[i] ? weak_ok(in[i], types[i]) : cf_can_cast(in[i], types[i], casting);
                 if (ok)
                     found = l;
             }
@@ -584,8 +546,9 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
     }
 
     /* 2. The loop. */
-    int casting, out_dtype = -1, loop = -1;
-    if (parse_casting(c->casting, &casting) < 0)
+    cf_casting casting;
+    int out_dtype = -1, loop = -1;
+    if (cf_py_parse_casting(c->casting, &casting) < 0)
         goto done;
     if (c->dtype != NULL && c->dtype != Py_None) {
         cf_dtype d;
@@ -598,17 +561,17 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
     cf_dtype types[UF_MAX_ARGS];
     cf_ufunc_loop_types(self->uf, loop, types);
     for (int o = 0; o < nout; o++)
-        if (c->outs[o] && c->outs[o] != Py_None && !can_cast(types[nin + o], out[o].dtype, casting)) {
+        if (c->outs[o] && c->outs[o] != Py_None && !cf_can_cast(types[nin + o], out[o].dtype, casting)) {
             PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' output from dtype('%s') to "
                          "dtype('%s') with casting rule '%s'", ufname, cf_dtype_name(types[nin + o]),
-                         cf_dtype_name(out[o].dtype), CASTING_NAMES[casting]);
+                         cf_dtype_name(out[o].dtype), cf_casting_name(casting));
             goto done;
         }
     for (int i = 0; i < nin; i++)
-        if (!in[i].weak && !can_cast(in[i].dtype, types[i], casting)) {
+        if (!in[i].weak && !cf_can_cast(in[i].dtype, types[i], casting)) {
             PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' input %d from dtype('%s') to "
                          "dtype('%s') with casting rule '%s'", ufname, i, cf_dtype_name(in[i].dtype),
-                         cf_dtype_name(types[i]), CASTING_NAMES[casting]);
+                         cf_dtype_name(types[i]), cf_casting_name(casting));
             goto done;
         }
 
@@ -1176,7 +1139,7 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *
     for (; n < self->nin; n++)
         if (classify(c.inputs[n], &in[n], n) < 0)
             goto done;
-    if (resolve(self, in, -1, CAST_SAME_KIND, &loop) < 0)
+    if (resolve(self, in, -1, CF_CAST_SAME_KIND, &loop) < 0)
         goto done;
     cf_dtype types[UF_MAX_ARGS];
     cf_ufunc_loop_types(self->uf, loop, types);
@@ -1284,17 +1247,17 @@ static PyObject *py_can_cast(PyObject *m, PyObject *args)
 {
     PyObject *a, *b, *rule = NULL;
     cf_dtype fa, fb;
-    int casting;
+    cf_casting casting;
     if (!PyArg_ParseTuple(args, "OO|O:can_cast", &a, &b, &rule))
         return NULL;
     if (cf_py_dtype_from_object(a, &fa, NULL, "from_") < 0 ||
-        cf_py_dtype_from_object(b, &fb, NULL, "to") < 0 || parse_casting(rule, &casting) < 0)
+        cf_py_dtype_from_object(b, &fb, NULL, "to") < 0 || cf_py_parse_casting(rule, &casting) < 0)
         return NULL;
-    return PyBool_FromLong(can_cast(fa, fb, rule ? casting : CAST_SAFE));
+    return PyBool_FromLong(cf_can_cast(fa, fb, rule ? casting : CF_CAST_SAFE));
 }
 
 PyMethodDef cf_py_ufunc_methods[] = {
-    {"can_cast", py_can_cast, METH_VARARGS, "can_cast(from_, to, casting='safe')"},
+    {"can_cast", py_can_cast, METH_VARARGS, "cf_can_cast(from_, to, casting='safe')"},
     {NULL},
 };
 

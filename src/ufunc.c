@@ -304,6 +304,45 @@ int cf_can_cast_safe(cf_dtype from, cf_dtype to)
     }
 }
 
+/* NumPy's kind order for same_kind casts: bool < unsigned < signed < float < complex. */
+static int kind_order(cf_dtype t)
+{
+    switch (cf_dtype_kind(t)) {
+    case 'b': return 0;
+    case 'u': return 1;
+    case 'i': return 2;
+    case 'f': return 3;
+    default: return 4;
+    }
+}
+
+int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule)
+{
+    if (!valid_dtype(from) || !valid_dtype(to))
+        return 0;
+    if (from == to)
+        return 1;
+    switch (rule) {
+    case CF_CAST_NO:
+    case CF_CAST_EQUIV:
+        return 0;
+    case CF_CAST_SAFE:
+        return cf_can_cast_safe(from, to);
+    case CF_CAST_SAME_KIND:
+        return cf_can_cast_safe(from, to) || kind_order(from) <= kind_order(to);
+    case CF_CAST_UNSAFE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+const char *cf_casting_name(cf_casting rule)
+{
+    static const char *const names[] = {"no", "equiv", "safe", "same_kind", "unsafe"};
+    return (unsigned)rule <= CF_CAST_UNSAFE ? names[rule] : "?";
+}
+
 static int weak_matches(cf_dtype weak, cf_dtype loop_type)
 {
     return loop_type != CF_BOOL && kind_rank(loop_type) >= kind_rank(weak);
