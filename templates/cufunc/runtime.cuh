@@ -253,6 +253,12 @@ template <typename T> CF_HD T cf_pow(T a, T b) {
     return (T)r;
 }
 
+/* numpy.power (np.pow) differs from the ** operator in one place: its float loops compute an
+ * exponent of 0.5 as sqrt (so (-inf) ** 0.5 is nan, (-0.0) ** 0.5 is -0.0). */
+template <typename T> CF_HD T cf_np_power(T a, T b) { return cf_pow(a, b); }
+CF_HD float cf_np_power(float a, float b) { return b == 0.5f ? cf_sqrt(a) : cf_pow(a, b); }
+CF_HD double cf_np_power(double a, double b) { return b == 0.5 ? cf_sqrt(a) : cf_pow(a, b); }
+
 /* ---- shifts: counts outside [0, bits) give 0 (<<) or the sign fill (>>) ---- */
 template <typename T> CF_HD T cf_lshift(T a, T b) {
     typedef typename cf_num<T>::W W;

@@ -1888,8 +1888,11 @@ class FunctionTranslator:
             (x,) = vals
             if fname in ("floor", "ceil", "trunc"):
                 if x.type.kind in "biu":
-                    if not isinstance(x.type, TS.Weak) and x.type.bits == 64:
+                    if (not isinstance(x.type, TS.Weak) and x.type.bits == 64
+                            and fname != "trunc"):
                         # CPython converts a NumPy int64/uint64 to float first (no __floor__).
+                        # (It raises for math.trunc, which has no float fallback: the trunc of
+                        # an integer is the integer, exactly.)
                         x = self.cast(x, T.float64, node)
                     return self.cast(x, TS.WEAK_INT, node, explicit=True)
                 if x.is_const:
@@ -2017,7 +2020,11 @@ class FunctionTranslator:
         if tag.startswith("@"):
             op = tag[1:]
             if op in _BIN_NAMES:
-                return self.binop(obj, op, _BIN_NAMES[op], vals[0], vals[1], node, rtype=R)
+                r = self.binop(obj, op, _BIN_NAMES[op], vals[0], vals[1], node, rtype=R)
+                if op == "pow" and R.kind == "f" and r.c.startswith("cf_pow("):
+                    # numpy.power, not **: its float loops take sqrt for an exponent of 0.5
+                    r = Val(r.type, "cf_np_power(" + r.c[len("cf_pow("):])
+                return r
             if op == "neg":
                 return self.unop(obj, "-", vals[0], node, rtype=R)
             if op == "pos":

@@ -133,4 +133,8 @@ def compare_type(a, b):
             # NumPy 2 compares Python ints with fixed-width ints exactly.
             return MIXED_INT if s == T.uint64 else T.int64
         return join(a, b)
+    if {a.kind, b.kind} == {"i", "u"} and T.uint64 in (a, b):
+        # NumPy 2 compares a signed integer with a uint64 exactly (not through float64, their
+        # promoted type for arithmetic)
+        return MIXED_INT
     return join(a, b)
