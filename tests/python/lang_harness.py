@@ -23,7 +23,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import types as _pytypes
 import warnings
 
 import numpy as np
@@ -37,36 +36,13 @@ CXXFLAGS = ["-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math", "-fPIC",
 NVRTC_ARCH = "sm_90"
 
 # ---------------------------------------------------------------------------------------------
-# importing cufunc's pure-Python parts without requiring the compiled extension
-
-_IMPORT_NOTE = None
 
 
 def import_cufunc():
-    """Return (cufunc.lang module or None, cufunc.types module). ``import cufunc`` pulls in the C
-    extension; when that is not built, load the package's pure-Python submodules directly."""
-    global _IMPORT_NOTE
-    pkg_dir = os.path.join(ROOT, "numpy_ext")
-    if pkg_dir not in sys.path:
-        sys.path.insert(0, pkg_dir)
-    try:
-        import cufunc  # noqa: F401
-    except Exception as exc:  # the extension is not built yet: a bare namespace for the package
-        _IMPORT_NOTE = "import cufunc failed (%s: %s); loaded cufunc.lang/types directly" % (
-            type(exc).__name__, exc)
-        for k in [k for k in sys.modules if k == "cufunc" or k.startswith("cufunc.")]:
-            del sys.modules[k]
-        mod = _pytypes.ModuleType("cufunc")
-        mod.__path__ = [os.path.join(pkg_dir, "cufunc")]
-        sys.modules["cufunc"] = mod
-    types_mod = importlib.import_module("cufunc.types")
-    try:
-        lang = importlib.import_module("cufunc.lang")
-    except ImportError:
-        lang = None
-    if lang is not None and not hasattr(lang, "translate"):
-        lang = None
-    return lang, types_mod
+    """Return (cufunc.lang, cufunc.types): the installed package (its C extension is built)."""
+    import cufunc.lang
+    import cufunc.types
+    return cufunc.lang, cufunc.types
 
 
 # ---------------------------------------------------------------------------------------------

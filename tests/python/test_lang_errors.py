@@ -2,35 +2,19 @@
 TypingError or UnsupportedError naming the construct, the user's file and line, and showing the
 line with a caret. No GPU needed; nothing here reaches NVRTC."""
 
-import importlib
 import inspect
 import math
 import os
 import sys
-import types as _pytypes
 
 import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PKG_DIR = os.path.abspath(os.path.join(HERE, "..", "..", "numpy_ext"))
 
 
-def _import_lang():
-    if PKG_DIR not in sys.path:
-        sys.path.insert(0, PKG_DIR)
-    try:
-        import cufunc  # noqa: F401
-    except Exception:   # C extension not built: load the pure-Python parts under a bare package
-        for k in [k for k in sys.modules if k == "cufunc" or k.startswith("cufunc.")]:
-            del sys.modules[k]
-        mod = _pytypes.ModuleType("cufunc")
-        mod.__path__ = [os.path.join(PKG_DIR, "cufunc")]
-        sys.modules["cufunc"] = mod
-    return importlib.import_module("cufunc.lang"), importlib.import_module("cufunc.types")
-
-
-L, T = _import_lang()
+import cufunc.lang as L  # noqa: E402
+import cufunc.types as T  # noqa: E402
 TypingError, UnsupportedError = L.TypingError, L.UnsupportedError
 THIS_FILE = os.path.abspath(__file__)
 

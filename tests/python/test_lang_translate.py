@@ -20,26 +20,10 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 TEMPLATES = os.path.join(ROOT, "templates")
-PKG_DIR = os.path.join(ROOT, "numpy_ext")
 
 
-def import_lang():
-    """(cufunc.lang, cufunc.types). When ``import cufunc`` fails (C extension not built), the
-    pure-Python submodules are loaded under a bare package."""
-    if PKG_DIR not in sys.path:
-        sys.path.insert(0, PKG_DIR)
-    try:
-        import cufunc  # noqa: F401
-    except Exception:
-        for k in [k for k in sys.modules if k == "cufunc" or k.startswith("cufunc.")]:
-            del sys.modules[k]
-        mod = _pytypes.ModuleType("cufunc")
-        mod.__path__ = [os.path.join(PKG_DIR, "cufunc")]
-        sys.modules["cufunc"] = mod
-    return importlib.import_module("cufunc.lang"), importlib.import_module("cufunc.types")
-
-
-L, T = import_lang()
+import cufunc.lang as L  # noqa: E402
+import cufunc.types as T  # noqa: E402
 translate, jit, local = L.translate, L.jit, L.local
 TypingError, UnsupportedError = L.TypingError, L.UnsupportedError
 

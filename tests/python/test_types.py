@@ -6,8 +6,6 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "numpy_ext"))
 
 from cufunc import types as T  # noqa: E402
 
