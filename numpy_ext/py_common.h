@@ -20,6 +20,7 @@
 #include <numpy/arrayobject.h>
 
 #include <stdint.h>
+#include <string.h>
 
 #include "cufunc/cufunc.h"
 #include "cufunc/testing.h"
@@ -112,6 +113,18 @@ PyObject *cf_py_stream_new_default(int device);
 PyObject *cf_py_stream_new_external(int device, uintptr_t handle, PyObject *keepalive);
 /* The handle as the CUDA Array Interface / DLPack number it: the legacy default stream is 1. */
 uintptr_t cf_py_stream_protocol_handle(PyObject *resolved);
+
+/* Copy a view's used axes only: a cf_array holds CF_MAX_DIMS (64) of each, and whole-struct
+ * copies (1 KB each) showed up on the per-call path of small ufunc calls. */
+static inline void cf_py_view_copy(cf_array *dst, const cf_array *src)
+{
+    dst->data = src->data;
+    dst->dtype = src->dtype;
+    dst->ndim = src->ndim;
+    dst->device = src->device;
+    memcpy(dst->shape, src->shape, sizeof(int64_t) * (size_t)src->ndim);
+    memcpy(dst->strides, src->strides, sizeof(int64_t) * (size_t)src->ndim);
+}
 
 /* ---- device arrays (py_devicearray.c) -------------------------------------------------------- */
 

@@ -567,7 +567,7 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
 
     if (CfPyDeviceArray_Check(obj)) {
         CfPyDeviceArray *a = (CfPyDeviceArray *)obj;
-        *out = a->view;
+        cf_py_view_copy(out, &a->view);
         *readonly = a->readonly;
         Py_INCREF(obj);
         *keepalive = obj;

@@ -710,7 +710,10 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
                              "runs on device %d", ufname, o, out[o].view.device, device);
                 goto done;
             }
-            out_objs[o] = cf_py_devicearray_wrap(&out[o].view, out[o].keep, stream_for_arrays, 0);
+            /* a given DeviceArray is used as it is; a foreign (CAI) output gets a view object */
+            out_objs[o] = CfPyDeviceArray_Check(c->outs[o])
+                              ? Py_NewRef(c->outs[o])
+                              : cf_py_devicearray_wrap(&out[o].view, out[o].keep, stream_for_arrays, 0);
         } else {
             if (out[o].kind == A_HOST)
                 odt = out[o].dtype; /* the kernel converts; the bytes then move as they are */
@@ -742,11 +745,11 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
         for (int i = 0; i < nin; i++)
             if (in[i].kind != A_SCALAR) {
                 ops[i].is_scalar = 0;
-                ops[i].array = in[i].view;
+                cf_py_view_copy(&ops[i].array, &in[i].view);
             }
         for (int o = 0; o < nout; o++) {
             ops[nin + o].is_scalar = 0;
-            ops[nin + o].array = out[o].view;
+            cf_py_view_copy(&ops[nin + o].array, &out[o].view);
         }
         Py_BEGIN_ALLOW_THREADS
         st = cf_ufunc_launch(self->uf, loop, s, ops, have_where == 1 ? &where.view : NULL, ndim, shape);
@@ -1169,7 +1172,7 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *
                 goto done;
         } else {
             ops[i].is_scalar = 0;
-            ops[i].array = in[i].view;
+            cf_py_view_copy(&ops[i].array, &in[i].view);
         }
     }
     for (int o = 0; o < self->nout; o++) {
