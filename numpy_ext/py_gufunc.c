@@ -13,160 +13,12 @@
  * Host outputs given with out= are filled in place (their contents are uploaded first: the body may
  * read them, as it may in NumPy). */
 #include "py_gufunc.h"
+#include "py_args.h"
 
 #include <string.h>
 
-enum { A_DEVICE = 0, A_HOST = 1, A_SCALAR = 2 };
-
-typedef struct {
-    int kind;              /* A_DEVICE, A_HOST, A_SCALAR */
-    cf_array view;         /* device: the view; host: shape/strides/dtype of the ndarray */
-    PyObject *keep;        /* device owner, or the host ndarray (possibly transposed by axes=) */
-    cf_dtype dtype;
-    int weak;              /* a Python int/float/complex (NEP 50) */
-    PyObject *value;       /* scalars: the object */
-} gu_arg;
-
-static void arg_clear(gu_arg *a) { Py_CLEAR(a->keep); }
 
 /* ---- arguments ------------------------------------------------------------------------------ */
-
-static int host_view(gu_arg *a, PyArrayObject *arr)
-{
-    a->kind = A_HOST;
-    a->view.data = (uint64_t)(uintptr_t)PyArray_DATA(arr);
-    a->view.dtype = a->dtype;
-    a->view.ndim = PyArray_NDIM(arr);
-    a->view.device = -1;
-    for (int k = 0; k < a->view.ndim; k++) {
-        a->view.shape[k] = PyArray_DIM(arr, k);
-        a->view.strides[k] = PyArray_STRIDE(arr, k);
-    }
-    return 0;
-}
-
-/* Classify input `pos` (counting from 0). Needs no GPU except for foreign device objects. */
-static int classify(PyObject *obj, gu_arg *a, int pos)
-{
-    char argname[32];
-    snprintf(argname, sizeof argname, "argument %d", pos + 1);
-    memset(a, 0, sizeof *a);
-    a->value = obj;
-    if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
-            return -1;
-        a->kind = A_DEVICE;
-        a->dtype = a->view.dtype;
-        return 0;
-    }
-    if (PyBool_Check(obj)) {
-        a->kind = A_SCALAR;
-        a->dtype = CF_BOOL;
-        return 0;
-    }
-    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
-        a->kind = A_SCALAR;
-        a->dtype = PyLong_Check(obj) ? CF_INT64 : PyFloat_Check(obj) ? CF_FLOAT64 : CF_COMPLEX128;
-        a->weak = 1;
-        return 0;
-    }
-    if (PyArray_IsScalar(obj, Generic)) {
-        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
-        if (d == NULL)
-            return -1;
-        int r = cf_py_dtype_from_descr(d, &a->dtype, argname);
-        Py_DECREF(d);
-        if (r < 0)
-            return -1;
-        a->kind = A_SCALAR;
-        return 0;
-    }
-    if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
-        PyObject *m = PyImport_ImportModule("cufunc._core");
-        PyObject *fn = m ? PyObject_GetAttrString(m, "from_dlpack") : NULL;
-        Py_XDECREF(m);
-        PyObject *dev = fn ? PyObject_CallOneArg(fn, obj) : NULL;
-        Py_XDECREF(fn);
-        if (dev == NULL)
-            return -1;
-        int r = cf_py_device_view(dev, &a->view, &a->keep, 0, argname);
-        Py_DECREF(dev);
-        if (r < 0)
-            return -1;
-        a->kind = A_DEVICE;
-        a->dtype = a->view.dtype;
-        return 0;
-    }
-    PyArrayObject *arr = (PyArrayObject *)PyArray_FROM_O(obj);
-    if (arr == NULL)
-        return -1;
-    if (cf_py_dtype_from_descr(PyArray_DESCR(arr), &a->dtype, argname) < 0) {
-        Py_DECREF(arr);
-        return -1;
-    }
-    a->keep = (PyObject *)arr;
-    if (PyArray_NDIM(arr) == 0) {
-        a->kind = A_SCALAR; /* a 0-d array is a strong scalar */
-        a->value = (PyObject *)arr;
-        return 0;
-    }
-    return host_view(a, arr);
-}
-
-/* The bytes of scalar argument `a` as loop type `t` (weak scalars) or as its own dtype. */
-static int scalar_bytes(const gu_arg *a, cf_dtype t, cf_operand *op, const char *name, int pos)
-{
-    memset(op, 0, sizeof *op);
-    op->is_scalar = 1;
-    cf_dtype as = a->weak ? t : a->dtype;
-    op->scalar_dtype = as;
-    if (a->weak && PyLong_Check(a->value) && (cf_dtype_kind(t) == 'i' || cf_dtype_kind(t) == 'u')) {
-        /* NEP 50: the value must fit the loop's integer type */
-        PyObject *info = NULL, *r = NULL;
-        PyArray_Descr *d = cf_py_descr_from_dtype(t);
-        if (d == NULL)
-            return -1;
-        PyObject *np = PyImport_ImportModule("numpy");
-        if (np != NULL)
-            info = PyObject_CallMethod(np, "iinfo", "O", (PyObject *)d);
-        Py_XDECREF(np);
-        if (info != NULL) {
-            PyObject *lo = PyObject_GetAttrString(info, "min"), *hi = PyObject_GetAttrString(info, "max");
-            int ok = lo && hi && PyObject_RichCompareBool(a->value, lo, Py_GE) == 1 &&
-                     PyObject_RichCompareBool(a->value, hi, Py_LE) == 1;
-            Py_XDECREF(lo);
-            Py_XDECREF(hi);
-            Py_DECREF(info);
-            if (PyErr_Occurred()) {
-                Py_DECREF(d);
-                return -1;
-            }
-            if (!ok) {
-                Py_DECREF(d);
-                PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s "
-                             "(argument %d of gufunc '%s')", a->value, cf_dtype_name(t), pos + 1,
-                             name);
-                return -1;
-            }
-        }
-        r = PyArray_FromAny(a->value, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);
-        if (r == NULL)
-            return -1;
-        memcpy(op->scalar, PyArray_DATA((PyArrayObject *)r), cf_dtype_size(t));
-        Py_DECREF(r);
-        return 0;
-    }
-    PyArray_Descr *d = cf_py_descr_from_dtype(as);
-    if (d == NULL)
-        return -1;
-    PyObject *arr = PyArray_FromAny(a->value, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST,
-                                    NULL);
-    if (arr == NULL)
-        return -1;
-    memcpy(op->scalar, PyArray_DATA((PyArrayObject *)arr), cf_dtype_size(as));
-    Py_DECREF(arr);
-    return 0;
-}
 
 /* ---- loop resolution -------------------------------------------------------------------------- */
 
@@ -197,7 +49,7 @@ static PyObject *type_objects(int n, const cf_dtype *dts, const unsigned char *w
 
 /* The loop for these inputs; a dynamic gufunc compiles one through its compiler when nothing
  * matches. out_dt[o] is a given output's dtype, or -1. */
-static int resolve(CfPyGUFunc *self, const gu_arg *args, const int *out_dt, int *loop)
+static int resolve(CfPyGUFunc *self, const cf_py_arg *args, const int *out_dt, int *loop)
 {
     unsigned char key[2 * GU_PY_MAX_ARGS];
     cf_dtype in[GU_PY_MAX_ARGS];
@@ -456,77 +308,9 @@ static void permute_view(cf_array *v, const int *perm)
     }
 }
 
-/* Upload a host argument (as dtype `as`: converted by NumPy on the host) to a C-contiguous device
- * array; its view becomes the device view. */
-static int upload(gu_arg *a, cf_dtype as, int device, PyObject *stream, cf_stream *s)
-{
-    PyArray_Descr *d = cf_py_descr_from_dtype(as);
-    if (d == NULL)
-        return -1;
-    PyArrayObject *c = (PyArrayObject *)PyArray_FromAny(a->keep, d, 0, 0,
-                                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED |
-                                                        NPY_ARRAY_FORCECAST, NULL);
-    if (c == NULL)
-        return -1;
-    int64_t shape[CF_MAX_DIMS];
-    for (int k = 0; k < PyArray_NDIM(c); k++)
-        shape[k] = PyArray_DIM(c, k);
-    PyObject *dev = cf_py_devicearray_alloc(PyArray_NDIM(c), shape, as, 'C', device, stream);
-    if (dev == NULL) {
-        Py_DECREF(c);
-        return -1;
-    }
-    CfPyDeviceArray *da = (CfPyDeviceArray *)dev;
-    cf_status st = CF_OK;
-    Py_BEGIN_ALLOW_THREADS
-    st = cf_memcpy_htod(s, da->view.data, PyArray_DATA(c), (size_t)PyArray_NBYTES(c), 0);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(c);
-    if (st != CF_OK) {
-        Py_DECREF(dev);
-        return cf_py_fail(st, "copying an input to the device");
-    }
-    a->view = da->view;
-    a->dtype = as;
-    Py_SETREF(a->keep, dev);
-    a->kind = A_DEVICE;
-    return 0;
-}
-
-static int same_view(const cf_array *a, const cf_array *b)
-{
-    if (a->data != b->data || a->ndim != b->ndim || a->dtype != b->dtype)
-        return 0;
-    for (int k = 0; k < a->ndim; k++)
-        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
-            return 0;
-    return 1;
-}
-
-/* An input that overlaps an output (not as the same view) is copied first, as NumPy does. */
-static int copy_input(gu_arg *a, int device, PyObject *stream)
-{
-    PyObject *dev = cf_py_devicearray_alloc(a->view.ndim, a->view.shape, a->dtype, 'C', device,
-                                            stream);
-    if (dev == NULL)
-        return -1;
-    PyObject *src = cf_py_devicearray_wrap(&a->view, a->keep, stream, 1);
-    PyObject *r = src ? PyObject_CallMethod(dev, "copy_to_device", "OO", src,
-                                            stream ? stream : Py_None) : NULL;
-    Py_XDECREF(src);
-    if (r == NULL) {
-        Py_DECREF(dev);
-        return -1;
-    }
-    Py_DECREF(r);
-    a->view = ((CfPyDeviceArray *)dev)->view;
-    Py_SETREF(a->keep, dev);
-    return 0;
-}
-
 /* Everything a call derives before it launches, shared by the call and kernel_source. */
 typedef struct {
-    gu_arg in[GU_PY_MAX_ARGS], out[GU_PY_MAX_ARGS];
+    cf_py_arg in[GU_PY_MAX_ARGS], out[GU_PY_MAX_ARGS];
     int nin_done, nout_done;
     int loop;
     cf_dtype types[GU_PY_MAX_ARGS];
@@ -541,9 +325,9 @@ typedef struct {
 static void prep_clear(gu_prep *P)
 {
     for (int i = 0; i < P->nin_done; i++)
-        arg_clear(&P->in[i]);
+        cf_py_arg_clear(&P->in[i]);
     for (int o = 0; o < P->nout_done; o++)
-        arg_clear(&P->out[o]);
+        cf_py_arg_clear(&P->out[o]);
 }
 
 /* Steps 1-3 of a call: classify, axes, loop, casting checks, shapes. Needs no GPU for host and
@@ -555,17 +339,20 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
     const cf_layout *L = cf_gufunc_layout(self->gu);
     if (name == NULL)
         return -1;
-    for (int i = 0; i < nin; i++, P->nin_done++)
-        if (classify(c->inputs[i], &P->in[i], i) < 0)
+    for (int i = 0; i < nin; i++, P->nin_done++) {
+        char argname[32];
+        snprintf(argname, sizeof argname, "argument %d", i + 1);
+        if (cf_py_arg_classify(c->inputs[i], &P->in[i], argname) < 0)
             return -1;
+    }
     for (int i = 0; i < nin; i++) {
-        P->any_device |= P->in[i].kind == A_DEVICE;
-        P->any_host |= P->in[i].kind == A_HOST;
+        P->any_device |= P->in[i].kind == CF_PY_ARG_DEVICE;
+        P->any_host |= P->in[i].kind == CF_PY_ARG_HOST;
     }
     int out_dt[GU_PY_MAX_ARGS];
     for (int o = 0; o < nout; o++, P->nout_done++) {
-        gu_arg *a = &P->out[o];
-        memset(a, 0, sizeof *a);
+        cf_py_arg *a = &P->out[o];
+        cf_py_arg_reset(a, NULL);
         a->kind = -1; /* not given: allocated by the call */
         out_dt[o] = -1;
         if (!given(c->outs[o]))
@@ -576,7 +363,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
         if (CfPyDeviceArray_Check(c->outs[o]) || cf_py_is_device_object(c->outs[o])) {
             if (cf_py_device_view(c->outs[o], &a->view, &a->keep, 1, argname) < 0)
                 return -1;
-            a->kind = A_DEVICE;
+            a->kind = CF_PY_ARG_DEVICE;
             a->dtype = a->view.dtype;
             P->any_device = 1;
         } else if (PyArray_Check(c->outs[o])) {
@@ -588,7 +375,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
                 return -1;
             }
             a->keep = Py_NewRef(c->outs[o]);
-            host_view(a, h);
+            cf_py_arg_host_view(a, h);
             P->host_out_mode = 1;
         } else {
             PyErr_Format(PyExc_TypeError, "return arrays must be of ArrayType (a NumPy array or a "
@@ -612,7 +399,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
         P->has_perm[i] = 0;
         if (counts[i] < 0)
             continue;
-        gu_arg *a = i < nin ? &P->in[i] : &P->out[i - nin];
+        cf_py_arg *a = i < nin ? &P->in[i] : &P->out[i - nin];
         int is_out = i >= nin;
         if (is_out && !P->has_out[i - nin]) {
             P->has_perm[i] = 1; /* applied to the allocated output once its shape is known */
@@ -620,7 +407,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
             P->perm[i][CF_MAX_DIMS - 1] = counts[i];
             continue;
         }
-        if (a->kind == A_SCALAR) {
+        if (a->kind == CF_PY_ARG_SCALAR) {
             if (counts[i] != 0) {
                 PyErr_Format(PyExc_ValueError, "axes item %d: argument %d is a scalar, which has "
                              "no axes", i, i + 1);
@@ -632,7 +419,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
         cf_status st = cf_gufunc_axes_perm(i, a->view.ndim, L->ndims[i], axes[i], counts[i], perm);
         if (st != CF_OK)
             return axes_error(st);
-        if (a->kind == A_HOST) {
+        if (a->kind == CF_PY_ARG_HOST) {
             PyArray_Dims pd = {NULL, a->view.ndim};
             npy_intp pv[CF_MAX_DIMS];
             for (int k = 0; k < a->view.ndim; k++)
@@ -642,7 +429,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
             if (t == NULL)
                 return -1;
             Py_SETREF(a->keep, t);
-            host_view(a, (PyArrayObject *)t);
+            cf_py_arg_host_view(a, (PyArrayObject *)t);
         } else {
             permute_view(&a->view, perm);
         }
@@ -674,7 +461,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
     cf_operand ops[GU_PY_MAX_ARGS];
     memset(ops, 0, sizeof(cf_operand) * (size_t)nops);
     for (int i = 0; i < nin; i++) {
-        ops[i].is_scalar = P->in[i].kind == A_SCALAR;
+        ops[i].is_scalar = P->in[i].kind == CF_PY_ARG_SCALAR;
         ops[i].array = P->in[i].view;
     }
     for (int o = 0; o < nout; o++)
@@ -721,10 +508,10 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
     /* the device and the stream; host inputs move over */
     int device = -1;
     for (int i = 0; i < nin && device < 0; i++)
-        if (P->in[i].kind == A_DEVICE)
+        if (P->in[i].kind == CF_PY_ARG_DEVICE)
             device = P->in[i].view.device;
     for (int o = 0; o < nout && device < 0; o++)
-        if (P->out[o].kind == A_DEVICE)
+        if (P->out[o].kind == CF_PY_ARG_DEVICE)
             device = P->out[o].view.device;
     if (cf_py_cuda_init(name) < 0)
         goto done;
@@ -742,15 +529,15 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
         goto done;
     PyObject *stream_for_arrays = resolved_stream == Py_None ? NULL : resolved_stream;
     for (int i = 0; i < nin; i++) {
-        gu_arg *a = &P->in[i];
-        if (a->kind == A_DEVICE && a->view.device != device) {
+        cf_py_arg *a = &P->in[i];
+        if (a->kind == CF_PY_ARG_DEVICE && a->view.device != device) {
             PyErr_Format(PyExc_ValueError, "gufunc '%s': argument %d is on device %d, but the call "
                          "runs on device %d", name, i + 1, a->view.device, device);
             goto done;
         }
         /* host arrays travel in the loop's dtype when the body sees them as arrays */
-        if (a->kind == A_HOST &&
-            upload(a, P->arg_ndim[i] ? P->types[i] : a->dtype, device, stream_for_arrays, s) < 0)
+        if (a->kind == CF_PY_ARG_HOST &&
+            cf_py_arg_upload(a, P->arg_ndim[i] ? P->types[i] : a->dtype, device, stream_for_arrays, s) < 0)
             goto done;
     }
 
@@ -760,8 +547,8 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
     memset(ops, 0, sizeof(cf_operand) * (size_t)nops);
     for (int o = 0; o < nout; o++) {
         int i = nin + o;
-        gu_arg *a = &P->out[o];
-        if (a->kind == A_DEVICE) {
+        cf_py_arg *a = &P->out[o];
+        if (a->kind == CF_PY_ARG_DEVICE) {
             if (a->view.device != device) {
                 PyErr_Format(PyExc_ValueError, "gufunc '%s': out %d is on device %d, but the call "
                              "runs on device %d", name, o, a->view.device, device);
@@ -782,7 +569,7 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
         if (out_objs[o] == NULL)
             goto done;
         ops[i].array = ((CfPyDeviceArray *)out_objs[o])->view;
-        if (a->kind == A_HOST) {
+        if (a->kind == CF_PY_ARG_HOST) {
             /* the body may read out=: start from its values, in the loop's dtype */
             PyArray_Descr *d = cf_py_descr_from_dtype(P->types[i]);
             PyObject *h = d ? PyArray_FromAny(a->keep, d, 0, 0, NPY_ARRAY_C_CONTIGUOUS |
@@ -805,14 +592,14 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
     /* an input overlapping an output in another layout is copied first */
     for (int i = 0; i < nin; i++)
         for (int o = 0; o < nout; o++)
-            if (P->in[i].kind == A_DEVICE &&
+            if (P->in[i].kind == CF_PY_ARG_DEVICE &&
                 cf_array_may_overlap(&P->in[i].view, &ops[nin + o].array) &&
-                !same_view(&P->in[i].view, &ops[nin + o].array) &&
-                copy_input(&P->in[i], device, stream_for_arrays) < 0)
+                !cf_py_same_view(&P->in[i].view, &ops[nin + o].array) &&
+                cf_py_arg_copy(&P->in[i], device, stream_for_arrays) < 0)
                 goto done;
     for (int i = 0; i < nin; i++) {
-        if (P->in[i].kind == A_SCALAR) {
-            if (scalar_bytes(&P->in[i], P->types[i], &ops[i], name, i) < 0)
+        if (P->in[i].kind == CF_PY_ARG_SCALAR) {
+            if (cf_py_arg_scalar(&P->in[i], P->types[i], &ops[i], name, i) < 0)
                 goto done;
         } else {
             ops[i].array = P->in[i].view;
@@ -833,7 +620,7 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
     for (int o = 0; o < nout; o++) {
         int i = nin + o;
         PyObject *r = NULL;
-        if (P->has_out[o] && P->out[o].kind == A_DEVICE) {
+        if (P->has_out[o] && P->out[o].kind == CF_PY_ARG_DEVICE) {
             r = Py_NewRef(c->outs[o]);
         } else if (any_device) {
             r = visible_output(P, i, out_objs[o]);
@@ -916,9 +703,9 @@ static PyObject *gufunc_kernel_source(CfPyGUFunc *self, PyObject *args, PyObject
     memset(ops, 0, sizeof(cf_operand) * (size_t)nops);
     uint64_t next = 0x10000000;
     for (int i = 0; i < nops; i++) {
-        gu_arg *a = i < nin ? &P->in[i] : &P->out[i - nin];
-        if (i < nin && a->kind == A_SCALAR) {
-            if (scalar_bytes(a, P->types[i], &ops[i], name, i) < 0)
+        cf_py_arg *a = i < nin ? &P->in[i] : &P->out[i - nin];
+        if (i < nin && a->kind == CF_PY_ARG_SCALAR) {
+            if (cf_py_arg_scalar(a, P->types[i], &ops[i], name, i) < 0)
                 goto done;
             continue;
         }
@@ -931,7 +718,7 @@ static PyObject *gufunc_kernel_source(CfPyGUFunc *self, PyObject *args, PyObject
                 goto done;
             }
             cf_array_init_contiguous(&ops[i].array, next, P->types[i], nd, shape, 'C', 0);
-        } else if (a->kind == A_DEVICE) {
+        } else if (a->kind == CF_PY_ARG_DEVICE) {
             ops[i].array = a->view;
             ops[i].array.device = 0;
             if (P->arg_ndim[i] && a->dtype != P->types[i]) /* launched through a converted copy */

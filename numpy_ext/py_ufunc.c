@@ -14,22 +14,10 @@
  * Python scalars are NEP 50 "weak": a Python float with a float32 array runs the float32 loop. They
  * travel as kernel parameters, never as arrays. */
 #include "py_ufunc.h"
+#include "py_args.h"
 #include "py_reduce.h"
 
 #include <string.h>
-
-enum { A_DEVICE = 0, A_HOST = 1, A_SCALAR = 2 };
-
-/* One argument of a call. */
-typedef struct {
-    int kind;              /* A_DEVICE, A_HOST, A_SCALAR */
-    cf_array view;         /* device: the view; host: shape/strides/dtype of `host` (data = host ptr) */
-    PyObject *keep;        /* keeps the memory alive: device owner, or the host ndarray */
-    cf_dtype dtype;
-    int weak;              /* a Python int/float/complex (NEP 50) */
-    PyObject *value;       /* scalars: the object (borrowed from the call) */
-} uf_arg;
-
 
 /* ---- dtypes and casting ----------------------------------------------------------------------- */
 
@@ -75,199 +63,13 @@ static void init_arg_names(void)
         snprintf(OUT_NAMES[i], sizeof OUT_NAMES[i], "out %d", i);
 }
 
-/* Reset an argument without clearing its (large) view: only the fields every path reads. */
-static void arg_reset(uf_arg *a, PyObject *obj)
-{
-    a->kind = A_SCALAR;
-    a->view.ndim = 0;
-    a->view.data = 0;
-    a->view.device = -1;
-    a->keep = NULL;
-    a->dtype = CF_FLOAT64;
-    a->weak = 0;
-    a->value = obj;
-}
-
-static void arg_clear(uf_arg *a)
-{
-    Py_CLEAR(a->keep);
-}
-
-static PyObject *from_dlpack_fn;
-
-/* Classify one input. Needs no GPU except for foreign device objects. */
-static int classify(PyObject *obj, uf_arg *a, int pos)
-{
-    const char *argname = ARG_NAMES[pos];
-    arg_reset(a, obj);
-    if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
-            return -1;
-        a->kind = A_DEVICE;
-        a->dtype = a->view.dtype;
-        return 0;
-    }
-    /* NumPy scalars first: np.float64 and np.complex128 are also Python floats and complexes,
-     * but they are strong (NEP 50), not weak */
-    if (PyArray_IsScalar(obj, Generic)) {
-        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
-        if (d == NULL)
-            return -1;
-        int r = cf_py_dtype_from_descr(d, &a->dtype, argname);
-        Py_DECREF(d);
-        if (r < 0)
-            return -1;
-        a->kind = A_SCALAR;
-        return 0;
-    }
-    if (PyBool_Check(obj)) {
-        a->kind = A_SCALAR;
-        a->dtype = CF_BOOL;
-        return 0;
-    }
-    if (PyLong_CheckExact(obj) || PyLong_Check(obj)) {
-        a->kind = A_SCALAR;
-        a->dtype = CF_INT64;
-        a->weak = 1;
-        return 0;
-    }
-    if (PyFloat_Check(obj)) {
-        a->kind = A_SCALAR;
-        a->dtype = CF_FLOAT64;
-        a->weak = 1;
-        return 0;
-    }
-    if (PyComplex_Check(obj)) {
-        a->kind = A_SCALAR;
-        a->dtype = CF_COMPLEX128;
-        a->weak = 1;
-        return 0;
-    }
-    if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
-        if (from_dlpack_fn == NULL) {
-            PyObject *m = PyImport_ImportModule("cufunc._core");
-            if (m == NULL)
-                return -1;
-            from_dlpack_fn = PyObject_GetAttrString(m, "from_dlpack");
-            Py_DECREF(m);
-            if (from_dlpack_fn == NULL)
-                return -1;
-        }
-        PyObject *dev = PyObject_CallOneArg(from_dlpack_fn, obj);
-        if (dev == NULL)
-            return -1;
-        int r = cf_py_device_view(dev, &a->view, &a->keep, 0, argname);
-        Py_DECREF(dev);
-        if (r < 0)
-            return -1;
-        a->kind = A_DEVICE;
-        a->dtype = a->view.dtype;
-        return 0;
-    }
-    PyArrayObject *arr = (PyArrayObject *)PyArray_FROM_O(obj);
-    if (arr == NULL)
-        return -1;
-    if (cf_py_dtype_from_descr(PyArray_DESCR(arr), &a->dtype, argname) < 0) {
-        Py_DECREF(arr);
-        return -1;
-    }
-    a->keep = (PyObject *)arr;
-    if (PyArray_NDIM(arr) == 0) {
-        /* a 0-d array is a strong scalar: its value travels as a parameter */
-        a->kind = A_SCALAR;
-        a->value = (PyObject *)arr;
-        return 0;
-    }
-    a->kind = A_HOST;
-    a->view.data = (uint64_t)(uintptr_t)PyArray_DATA(arr);
-    a->view.dtype = a->dtype;
-    a->view.ndim = PyArray_NDIM(arr);
-    a->view.device = -1;
-    for (int k = 0; k < a->view.ndim; k++) {
-        a->view.shape[k] = PyArray_DIM(arr, k);
-        a->view.strides[k] = PyArray_STRIDE(arr, k);
-    }
-    return 0;
-}
-
-/* The bytes of scalar argument `a` as loop type `t` (weak scalars) or as its own dtype. */
-static int scalar_bytes(const uf_arg *a, cf_dtype t, cf_operand *op, const char *ufname, int pos)
-{
-    memset(op, 0, sizeof *op);
-    op->is_scalar = 1;
-    if (!a->weak) {
-        op->scalar_dtype = a->dtype;
-        PyArray_Descr *d = cf_py_descr_from_dtype(a->dtype);
-        if (d == NULL)
-            return -1;
-        /* PyArray_CastScalarToCtype handles NumPy scalars and 0-d arrays alike */
-        PyObject *arr = PyArray_FromAny(a->value, d, 0, 0, NPY_ARRAY_CARRAY, NULL);
-        if (arr == NULL)
-            return -1;
-        memcpy(op->scalar, PyArray_DATA((PyArrayObject *)arr), cf_dtype_size(a->dtype));
-        Py_DECREF(arr);
-        return 0;
-    }
-    op->scalar_dtype = t;
-    char kind = cf_dtype_kind(t);
-    if (PyLong_Check(a->value) && (kind == 'i' || kind == 'u')) {
-        /* NEP 50: the value must fit the loop's integer type */
-        int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(a->value, &overflow);
-        unsigned long long uv = 0;
-        int fits;
-        if (v == -1 && PyErr_Occurred())
-            return -1;
-        if (overflow > 0) {
-            uv = PyLong_AsUnsignedLongLong(a->value);
-            if (uv == (unsigned long long)-1 && PyErr_Occurred()) {
-                PyErr_Clear();
-                fits = 0;
-            } else {
-                fits = t == CF_UINT64;
-            }
-        } else if (overflow < 0) {
-            fits = 0;
-        } else {
-            switch (t) {
-            case CF_INT8: fits = v >= -128 && v <= 127; break;
-            case CF_INT16: fits = v >= -32768 && v <= 32767; break;
-            case CF_INT32: fits = v >= INT32_MIN && v <= INT32_MAX; break;
-            case CF_INT64: fits = 1; break;
-            case CF_UINT8: fits = v >= 0 && v <= 255; break;
-            case CF_UINT16: fits = v >= 0 && v <= 65535; break;
-            case CF_UINT32: fits = v >= 0 && v <= (long long)UINT32_MAX; break;
-            default: fits = v >= 0; break;
-            }
-            uv = (unsigned long long)v;
-        }
-        if (!fits) {
-            PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s (argument "
-                         "%d of ufunc '%s')", a->value, cf_dtype_name(t), pos + 1, ufname);
-            return -1;
-        }
-        memcpy(op->scalar, &uv, cf_dtype_size(t)); /* little-endian: the low bytes */
-        return 0;
-    }
-    /* floats and complex: convert through NumPy, which gives NEP 50's results (inf on overflow) */
-    PyArray_Descr *d = cf_py_descr_from_dtype(t);
-    if (d == NULL)
-        return -1;
-    PyObject *arr = PyArray_FromAny(a->value, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);
-    if (arr == NULL)
-        return -1;
-    memcpy(op->scalar, PyArray_DATA((PyArrayObject *)arr), cf_dtype_size(t));
-    Py_DECREF(arr);
-    return 0;
-}
-
 /* ---- loop resolution -------------------------------------------------------------------------- */
 
 static int add_loop_from(CfPyUFunc *self, PyObject *spec);
 
 /* The loop for these inputs (and output dtype, or -1). Cached; compiles a new loop through the
  * Python compiler when the ufunc has one and nothing matches. */
-static int resolve(CfPyUFunc *self, const uf_arg *args, int out_dtype, cf_casting casting,
+static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_casting casting,
                    int *loop)
 {
     unsigned char key[2 * UF_MAX_ARGS + 1];
@@ -378,73 +180,6 @@ static int is_true_where(PyObject *w)
     return w == NULL || w == Py_True;
 }
 
-/* Upload a host argument to the device as a C-contiguous array; its view becomes the device view. */
-static int upload(uf_arg *a, int device, PyObject *stream, cf_stream *s)
-{
-    PyArrayObject *host = (PyArrayObject *)a->keep;
-    PyArrayObject *c = (PyArrayObject *)PyArray_FromAny((PyObject *)host, NULL, 0, 0,
-                                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED,
-                                                        NULL);
-    if (c == NULL)
-        return -1;
-    int64_t shape[CF_MAX_DIMS];
-    for (int k = 0; k < PyArray_NDIM(c); k++)
-        shape[k] = PyArray_DIM(c, k);
-    PyObject *dev = cf_py_devicearray_alloc(PyArray_NDIM(c), shape, a->dtype, 'C', device, stream);
-    if (dev == NULL) {
-        Py_DECREF(c);
-        return -1;
-    }
-    CfPyDeviceArray *d = (CfPyDeviceArray *)dev;
-    cf_status st = CF_OK;
-    Py_BEGIN_ALLOW_THREADS
-    st = cf_memcpy_htod(s, d->view.data, PyArray_DATA(c), (size_t)PyArray_NBYTES(c), 0);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(c);
-    if (st != CF_OK) {
-        Py_DECREF(dev);
-        return cf_py_fail(st, "copying an input to the device");
-    }
-    a->view = d->view;
-    Py_SETREF(a->keep, dev);
-    a->kind = A_DEVICE;
-    return 0;
-}
-
-static int same_view(const cf_array *a, const cf_array *b)
-{
-    if (a->data != b->data || a->ndim != b->ndim || a->dtype != b->dtype)
-        return 0;
-    for (int k = 0; k < a->ndim; k++)
-        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
-            return 0;
-    return 1;
-}
-
-/* An input that overlaps an output (not as the same view) is copied first, as NumPy does. */
-static int copy_input(uf_arg *a, int device, PyObject *stream)
-{
-    PyObject *dev = cf_py_devicearray_alloc(a->view.ndim, a->view.shape, a->dtype, 'C', device,
-                                            stream);
-    if (dev == NULL)
-        return -1;
-    PyObject *src = cf_py_devicearray_wrap(&a->view, a->keep, stream, 1);
-    if (src == NULL) {
-        Py_DECREF(dev);
-        return -1;
-    }
-    PyObject *r = PyObject_CallMethod(dev, "copy_to_device", "OO", src, stream ? stream : Py_None);
-    Py_DECREF(src);
-    if (r == NULL) {
-        Py_DECREF(dev);
-        return -1;
-    }
-    Py_DECREF(r);
-    a->view = ((CfPyDeviceArray *)dev)->view;
-    Py_SETREF(a->keep, dev);
-    return 0;
-}
-
 /* NumPy's spelling of a shape in messages: (2,3), (4,), (). */
 static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
 {
@@ -459,24 +194,24 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
 {
     const int nin = self->nin, nout = self->nout;
     const char *ufname = PyUnicode_AsUTF8(self->name);
-    uf_arg in[UF_MAX_ARGS], out[UF_MAX_ARGS], where;
+    cf_py_arg in[UF_MAX_ARGS], out[UF_MAX_ARGS], where;
     int nclassified = 0, nout_classified = 0, have_where = 0;
     PyObject *result = NULL, *resolved_stream = NULL;
     PyObject *out_objs[UF_MAX_ARGS] = {0};  /* the DeviceArrays the kernel writes */
     int host_out_mode = 0;
-    arg_reset(&where, NULL);
+    cf_py_arg_reset(&where, NULL);
     if (ufname == NULL)
         return NULL;
 
     /* 1. Classify every argument (no GPU needed, except to read foreign device pointers). */
     for (int i = 0; i < nin; i++, nclassified++)
-        if (classify(c->inputs[i], &in[i], i) < 0)
+        if (cf_py_arg_classify(c->inputs[i], &in[i], ARG_NAMES[i]) < 0)
             goto done;
     int any_device = 0, any_host = 0;
     int any_strong = 0;
     for (int i = 0; i < nin; i++) {
-        any_device |= in[i].kind == A_DEVICE;
-        any_host |= in[i].kind == A_HOST;
+        any_device |= in[i].kind == CF_PY_ARG_DEVICE;
+        any_host |= in[i].kind == CF_PY_ARG_HOST;
         any_strong |= !in[i].weak;
     }
     /* NEP 50: Python scalars are weak only beside a typed operand; alone they are int64,
@@ -485,13 +220,13 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
         for (int i = 0; i < nin; i++)
             in[i].weak = 0;
     for (int o = 0; o < nout; o++, nout_classified++) {
-        arg_reset(&out[o], NULL);
+        cf_py_arg_reset(&out[o], NULL);
         if (c->outs[o] == NULL || c->outs[o] == Py_None)
             continue;
         if (CfPyDeviceArray_Check(c->outs[o]) || cf_py_is_device_object(c->outs[o])) {
             if (cf_py_device_view(c->outs[o], &out[o].view, &out[o].keep, 1, OUT_NAMES[o]) < 0)
                 goto done;
-            out[o].kind = A_DEVICE;
+            out[o].kind = CF_PY_ARG_DEVICE;
             out[o].dtype = out[o].view.dtype;
             any_device = 1;
         } else if (PyArray_Check(c->outs[o])) {
@@ -502,7 +237,7 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
                 PyErr_Format(PyExc_ValueError, "output array %d is read-only", o);
                 goto done;
             }
-            out[o].kind = A_HOST;
+            out[o].kind = CF_PY_ARG_HOST;
             out[o].view.ndim = PyArray_NDIM(h);
             for (int k = 0; k < out[o].view.ndim; k++)
                 out[o].view.shape[k] = PyArray_DIM(h, k);
@@ -520,27 +255,27 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
         goto done;
     }
     for (int o = 0; o < nout; o++)
-        if (out[o].kind == A_DEVICE && host_out_mode) {
+        if (out[o].kind == CF_PY_ARG_DEVICE && host_out_mode) {
             PyErr_Format(PyExc_TypeError, "ufunc '%s': outputs must be all on the host or all on "
                          "the device", ufname);
             goto done;
         }
     if (!is_true_where(c->where)) {
         /* where=False (or a false scalar): nothing is written; outputs are still allocated */
-        if (classify(c->where, &where, nin) < 0)
+        if (cf_py_arg_classify(c->where, &where, ARG_NAMES[nin]) < 0)
             goto done;
         have_where = 1;
-        if (where.kind == A_SCALAR) {
+        if (where.kind == CF_PY_ARG_SCALAR) {
             int truth = PyObject_IsTrue(where.value);
             if (truth < 0)
                 goto done;
-            arg_clear(&where);
+            cf_py_arg_clear(&where);
             have_where = truth ? 0 : 2; /* 2: nothing is written at all */
         } else if (where.dtype != CF_BOOL) {
             PyErr_Format(PyExc_TypeError, "where= must be a boolean array, not %s",
                          cf_dtype_name(where.dtype));
             goto done;
-        } else if (where.kind == A_DEVICE) {
+        } else if (where.kind == CF_PY_ARG_DEVICE) {
             any_device = 1;
         }
     }
@@ -579,24 +314,24 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
      * type is an OverflowError (NEP 50), reported before anything touches the GPU. */
     cf_operand ops[2 * UF_MAX_ARGS];
     for (int i = 0; i < nin; i++)
-        if (in[i].kind == A_SCALAR && scalar_bytes(&in[i], types[i], &ops[i], ufname, i) < 0)
+        if (in[i].kind == CF_PY_ARG_SCALAR && cf_py_arg_scalar(&in[i], types[i], &ops[i], ufname, i) < 0)
             goto done;
 
     /* 3. Shapes: inputs (after outer's reshaping) and outputs broadcast together. */
     if (c->outer) {
-        int n0 = in[0].kind == A_SCALAR ? 0 : in[0].view.ndim;
-        int n1 = in[1].kind == A_SCALAR ? 0 : in[1].view.ndim;
+        int n0 = in[0].kind == CF_PY_ARG_SCALAR ? 0 : in[0].view.ndim;
+        int n1 = in[1].kind == CF_PY_ARG_SCALAR ? 0 : in[1].view.ndim;
         if (n0 + n1 > CF_MAX_DIMS) {
             PyErr_SetString(PyExc_ValueError, "outer: too many dimensions");
             goto done;
         }
         /* a[..., None, None] and b[None, None, ...] as views: extent-1 axes */
-        if (in[0].kind != A_SCALAR)
+        if (in[0].kind != CF_PY_ARG_SCALAR)
             for (int k = 0; k < n1; k++) {
                 in[0].view.shape[n0 + k] = 1;
                 in[0].view.strides[n0 + k] = 0;
             }
-        if (in[1].kind != A_SCALAR) {
+        if (in[1].kind != CF_PY_ARG_SCALAR) {
             memmove(in[1].view.shape + n0, in[1].view.shape, sizeof(int64_t) * (size_t)n1);
             memmove(in[1].view.strides + n0, in[1].view.strides, sizeof(int64_t) * (size_t)n1);
             for (int k = 0; k < n0; k++) {
@@ -605,13 +340,13 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
             }
             in[1].view.ndim = n0 + n1;
         }
-        if (in[0].kind != A_SCALAR)
+        if (in[0].kind != CF_PY_ARG_SCALAR)
             in[0].view.ndim = n0 + n1;
     }
     int nshapes = 0, ndims[2 * UF_MAX_ARGS + 1];
     const int64_t *shapes[2 * UF_MAX_ARGS + 1];
     for (int i = 0; i < nin; i++)
-        if (in[i].kind != A_SCALAR) {
+        if (in[i].kind != CF_PY_ARG_SCALAR) {
             ndims[nshapes] = in[i].view.ndim;
             shapes[nshapes++] = in[i].view.shape;
         }
@@ -650,12 +385,12 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
     /* 4. The device and the stream; host inputs move over. */
     int device = -1;
     for (int i = 0; i < nin && device < 0; i++)
-        if (in[i].kind == A_DEVICE)
+        if (in[i].kind == CF_PY_ARG_DEVICE)
             device = in[i].view.device;
     for (int o = 0; o < nout && device < 0; o++)
-        if (out[o].kind == A_DEVICE)
+        if (out[o].kind == CF_PY_ARG_DEVICE)
             device = out[o].view.device;
-    if (device < 0 && have_where == 1 && where.kind == A_DEVICE)
+    if (device < 0 && have_where == 1 && where.kind == CF_PY_ARG_DEVICE)
         device = where.view.device;
     if (cf_py_cuda_init(ufname) < 0)
         goto done;
@@ -675,15 +410,15 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
         goto done;
     PyObject *stream_for_arrays = resolved_stream == Py_None ? NULL : resolved_stream;
     for (int i = 0; i < nin; i++) {
-        if (in[i].kind == A_DEVICE && in[i].view.device != device) {
+        if (in[i].kind == CF_PY_ARG_DEVICE && in[i].view.device != device) {
             PyErr_Format(PyExc_ValueError, "ufunc '%s': argument %d is on device %d, but the call "
                          "runs on device %d", ufname, i + 1, in[i].view.device, device);
             goto done;
         }
-        if (in[i].kind == A_HOST) {
+        if (in[i].kind == CF_PY_ARG_HOST) {
             /* upload keeps the shape the outer reshaping gave: reapply it to the copy */
             cf_array shaped = in[i].view;
-            if (upload(&in[i], device, stream_for_arrays, s) < 0)
+            if (cf_py_arg_upload(&in[i], in[i].dtype, device, stream_for_arrays, s) < 0)
                 goto done;
             if (c->outer) {
                 uint64_t data = in[i].view.data;
@@ -698,13 +433,14 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
             }
         }
     }
-    if (have_where == 1 && where.kind == A_HOST && upload(&where, device, stream_for_arrays, s) < 0)
+    if (have_where == 1 && where.kind == CF_PY_ARG_HOST &&
+        cf_py_arg_upload(&where, where.dtype, device, stream_for_arrays, s) < 0)
         goto done;
 
     /* 5. Outputs: given device arrays, or new ones. */
     for (int o = 0; o < nout; o++) {
         cf_dtype odt = types[nin + o];
-        if (out[o].kind == A_DEVICE && c->outs[o] && c->outs[o] != Py_None) {
+        if (out[o].kind == CF_PY_ARG_DEVICE && c->outs[o] && c->outs[o] != Py_None) {
             if (out[o].view.device != device) {
                 PyErr_Format(PyExc_ValueError, "ufunc '%s': out %d is on device %d, but the call "
                              "runs on device %d", ufname, o, out[o].view.device, device);
@@ -715,17 +451,17 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
                               ? Py_NewRef(c->outs[o])
                               : cf_py_devicearray_wrap(&out[o].view, out[o].keep, stream_for_arrays, 0);
         } else {
-            if (out[o].kind == A_HOST)
+            if (out[o].kind == CF_PY_ARG_HOST)
                 odt = out[o].dtype; /* the kernel converts; the bytes then move as they are */
             out_objs[o] = cf_py_devicearray_alloc(ndim, shape, odt, 'C', device, stream_for_arrays);
         }
         if (out_objs[o] == NULL)
             goto done;
-        if (out[o].kind != A_DEVICE || !c->outs[o] || c->outs[o] == Py_None) {
+        if (out[o].kind != CF_PY_ARG_DEVICE || !c->outs[o] || c->outs[o] == Py_None) {
             out[o].view = ((CfPyDeviceArray *)out_objs[o])->view;
             out[o].dtype = odt;
         }
-        if (out[o].kind == A_HOST && have_where) {
+        if (out[o].kind == CF_PY_ARG_HOST && have_where) {
             /* where= leaves masked elements as they are: start from the host out's values */
             PyObject *r = PyObject_CallMethod(out_objs[o], "copy_to_device", "O", c->outs[o]);
             if (r == NULL)
@@ -736,14 +472,14 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
     /* An input overlapping an output in another layout is copied first. */
     for (int i = 0; i < nin; i++)
         for (int o = 0; o < nout; o++)
-            if (in[i].kind == A_DEVICE && cf_array_may_overlap(&in[i].view, &out[o].view) &&
-                !same_view(&in[i].view, &out[o].view) && copy_input(&in[i], device, stream_for_arrays) < 0)
+            if (in[i].kind == CF_PY_ARG_DEVICE && cf_array_may_overlap(&in[i].view, &out[o].view) &&
+                !cf_py_same_view(&in[i].view, &out[o].view) && cf_py_arg_copy(&in[i], device, stream_for_arrays) < 0)
                 goto done;
 
     /* 6. Launch. */
     if (have_where != 2) {
         for (int i = 0; i < nin; i++)
-            if (in[i].kind != A_SCALAR) {
+            if (in[i].kind != CF_PY_ARG_SCALAR) {
                 ops[i].is_scalar = 0;
                 cf_py_view_copy(&ops[i].array, &in[i].view);
             }
@@ -761,7 +497,7 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
     }
 
     /* 7. Results. */
-    int all_scalar = !any_device && !any_host && !host_out_mode && (have_where != 1 || where.kind == A_SCALAR);
+    int all_scalar = !any_device && !any_host && !host_out_mode && (have_where != 1 || where.kind == CF_PY_ARG_SCALAR);
     if (any_device || (!host_out_mode && !any_host && !all_scalar)) {
         /* device results (or given device outs) */
         if (nout == 1) {
@@ -817,12 +553,12 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
     }
 done:
     for (int i = 0; i < nclassified; i++)
-        arg_clear(&in[i]);
+        cf_py_arg_clear(&in[i]);
     for (int o = 0; o < nout_classified; o++)
-        arg_clear(&out[o]);
+        cf_py_arg_clear(&out[o]);
     for (int o = 0; o < nout; o++)
         Py_XDECREF(out_objs[o]);
-    arg_clear(&where);
+    cf_py_arg_clear(&where);
     Py_XDECREF(resolved_stream);
     return result;
 }
@@ -1136,11 +872,11 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *
     uf_call c;
     if (parse_call(self, args, kwargs, &c, 0) < 0)
         return NULL;
-    uf_arg in[UF_MAX_ARGS];
+    cf_py_arg in[UF_MAX_ARGS];
     int n = 0, loop;
     PyObject *r = NULL;
     for (; n < self->nin; n++)
-        if (classify(c.inputs[n], &in[n], n) < 0)
+        if (cf_py_arg_classify(c.inputs[n], &in[n], ARG_NAMES[n]) < 0)
             goto done;
     if (resolve(self, in, -1, CF_CAST_SAME_KIND, &loop) < 0)
         goto done;
@@ -1150,8 +886,8 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *
     const int64_t *shapes[UF_MAX_ARGS];
     int64_t shape[CF_MAX_DIMS];
     for (int i = 0; i < self->nin; i++)
-        if (in[i].kind != A_SCALAR) {
-            if (in[i].kind == A_HOST) { /* as a fresh contiguous device copy would be */
+        if (in[i].kind != CF_PY_ARG_SCALAR) {
+            if (in[i].kind == CF_PY_ARG_HOST) { /* as a fresh contiguous device copy would be */
                 cf_array v;
                 cf_array_init_contiguous(&v, 0x1000000, in[i].dtype, in[i].view.ndim,
                                          in[i].view.shape, 'C', 0);
@@ -1167,8 +903,8 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *
     }
     cf_operand ops[2 * UF_MAX_ARGS];
     for (int i = 0; i < self->nin; i++) {
-        if (in[i].kind == A_SCALAR) {
-            if (scalar_bytes(&in[i], types[i], &ops[i], PyUnicode_AsUTF8(self->name), i) < 0)
+        if (in[i].kind == CF_PY_ARG_SCALAR) {
+            if (cf_py_arg_scalar(&in[i], types[i], &ops[i], PyUnicode_AsUTF8(self->name), i) < 0)
                 goto done;
         } else {
             ops[i].is_scalar = 0;
@@ -1178,9 +914,9 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *
     for (int o = 0; o < self->nout; o++) {
         ops[self->nin + o].is_scalar = 0;
         cf_array_init_contiguous(&ops[self->nin + o].array, 0x2000000, types[self->nin + o], ndim,
-                                 shape, 'C', in[0].kind == A_DEVICE ? in[0].view.device : 0);
+                                 shape, 'C', in[0].kind == CF_PY_ARG_DEVICE ? in[0].view.device : 0);
         for (int i = 0; i < self->nin; i++)
-            if (in[i].kind != A_SCALAR)
+            if (in[i].kind != CF_PY_ARG_SCALAR)
                 in[i].view.device = ops[self->nin + o].array.device;
     }
     char *src = NULL;
@@ -1193,7 +929,7 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *
     cf_free_buffer(src);
 done:
     for (int i = 0; i < n; i++)
-        arg_clear(&in[i]);
+        cf_py_arg_clear(&in[i]);
     return r;
 }
 

@@ -1,0 +1,222 @@
+/* py_args.c: see py_args.h. */
+#include "py_args.h"
+
+void cf_py_arg_reset(cf_py_arg *a, PyObject *obj)
+{
+    a->kind = CF_PY_ARG_SCALAR;
+    a->view.ndim = 0;
+    a->view.data = 0;
+    a->view.device = -1;
+    a->keep = NULL;
+    a->dtype = CF_FLOAT64;
+    a->weak = 0;
+    a->value = obj;
+}
+
+void cf_py_arg_clear(cf_py_arg *a) { Py_CLEAR(a->keep); }
+
+static PyObject *from_dlpack_fn;
+
+int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname)
+{
+    cf_py_arg_reset(a, obj);
+    if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
+        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
+            return -1;
+        a->kind = CF_PY_ARG_DEVICE;
+        a->dtype = a->view.dtype;
+        return 0;
+    }
+    /* NumPy scalars first: np.float64 and np.complex128 are also Python floats and complexes,
+     * but they are strong (NEP 50), not weak */
+    if (PyArray_IsScalar(obj, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
+        if (d == NULL)
+            return -1;
+        int r = cf_py_dtype_from_descr(d, &a->dtype, argname);
+        Py_DECREF(d);
+        return r;
+    }
+    if (PyBool_Check(obj)) {
+        a->dtype = CF_BOOL;
+        return 0;
+    }
+    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
+        a->dtype = PyLong_Check(obj) ? CF_INT64 : PyFloat_Check(obj) ? CF_FLOAT64 : CF_COMPLEX128;
+        a->weak = 1;
+        return 0;
+    }
+    if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
+        if (from_dlpack_fn == NULL) {
+            PyObject *m = PyImport_ImportModule("cufunc._core");
+            if (m == NULL)
+                return -1;
+            from_dlpack_fn = PyObject_GetAttrString(m, "from_dlpack");
+            Py_DECREF(m);
+            if (from_dlpack_fn == NULL)
+                return -1;
+        }
+        PyObject *dev = PyObject_CallOneArg(from_dlpack_fn, obj);
+        if (dev == NULL)
+            return -1;
+        int r = cf_py_device_view(dev, &a->view, &a->keep, 0, argname);
+        Py_DECREF(dev);
+        if (r < 0)
+            return -1;
+        a->kind = CF_PY_ARG_DEVICE;
+        a->dtype = a->view.dtype;
+        return 0;
+    }
+    PyArrayObject *arr = (PyArrayObject *)PyArray_FROM_O(obj);
+    if (arr == NULL)
+        return -1;
+    if (cf_py_dtype_from_descr(PyArray_DESCR(arr), &a->dtype, argname) < 0) {
+        Py_DECREF(arr);
+        return -1;
+    }
+    a->keep = (PyObject *)arr;
+    if (PyArray_NDIM(arr) == 0) {
+        a->value = (PyObject *)arr; /* a 0-d array is a strong scalar: its value is a parameter */
+        return 0;
+    }
+    cf_py_arg_host_view(a, arr);
+    return 0;
+}
+
+void cf_py_arg_host_view(cf_py_arg *a, PyArrayObject *arr)
+{
+    a->kind = CF_PY_ARG_HOST;
+    a->view.data = (uint64_t)(uintptr_t)PyArray_DATA(arr);
+    a->view.dtype = a->dtype;
+    a->view.ndim = PyArray_NDIM(arr);
+    a->view.device = -1;
+    for (int k = 0; k < a->view.ndim; k++) {
+        a->view.shape[k] = PyArray_DIM(arr, k);
+        a->view.strides[k] = PyArray_STRIDE(arr, k);
+    }
+}
+
+/* Whether a Python int fits integer dtype t (NEP 50's check). -1 with an exception on error. */
+static int int_fits(PyObject *v, cf_dtype t)
+{
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow < 0)
+        return 0;
+    if (overflow > 0) {
+        if (t != CF_UINT64)
+            return 0;
+        PyLong_AsUnsignedLongLong(v);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        return 1;
+    }
+    switch (t) {
+    case CF_INT8: return x >= -128 && x <= 127;
+    case CF_INT16: return x >= -32768 && x <= 32767;
+    case CF_INT32: return x >= INT32_MIN && x <= INT32_MAX;
+    case CF_INT64: return 1;
+    case CF_UINT8: return x >= 0 && x <= 255;
+    case CF_UINT16: return x >= 0 && x <= 65535;
+    case CF_UINT32: return x >= 0 && x <= (long long)UINT32_MAX;
+    default: return x >= 0;
+    }
+}
+
+int cf_py_arg_scalar(const cf_py_arg *a, cf_dtype t, cf_operand *op, const char *fname, int pos)
+{
+    memset(op, 0, sizeof *op);
+    op->is_scalar = 1;
+    cf_dtype as = a->weak ? t : a->dtype;
+    op->scalar_dtype = as;
+    char kind = cf_dtype_kind(t);
+    if (a->weak && PyLong_Check(a->value) && (kind == 'i' || kind == 'u')) {
+        int fits = int_fits(a->value, t);
+        if (fits < 0)
+            return -1;
+        if (!fits) {
+            PyErr_Format(PyExc_OverflowError, "Python integer %R out of bounds for %s (argument "
+                         "%d of '%s')", a->value, cf_dtype_name(t), pos + 1, fname);
+            return -1;
+        }
+    }
+    /* the value converted through NumPy, which gives NEP 50's results (inf on float overflow) */
+    PyArray_Descr *d = cf_py_descr_from_dtype(as);
+    if (d == NULL)
+        return -1;
+    PyObject *arr = PyArray_FromAny(a->value, d, 0, 0, NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST, NULL);
+    if (arr == NULL)
+        return -1;
+    memcpy(op->scalar, PyArray_DATA((PyArrayObject *)arr), cf_dtype_size(as));
+    Py_DECREF(arr);
+    return 0;
+}
+
+int cf_py_arg_upload(cf_py_arg *a, cf_dtype as, int device, PyObject *stream, cf_stream *s)
+{
+    PyArray_Descr *d = cf_py_descr_from_dtype(as);
+    if (d == NULL)
+        return -1;
+    PyArrayObject *c = (PyArrayObject *)PyArray_FromAny(
+        a->keep, d, 0, 0, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, NULL);
+    if (c == NULL)
+        return -1;
+    int64_t shape[CF_MAX_DIMS];
+    for (int k = 0; k < PyArray_NDIM(c); k++)
+        shape[k] = PyArray_DIM(c, k);
+    PyObject *dev = cf_py_devicearray_alloc(PyArray_NDIM(c), shape, as, 'C', device, stream);
+    if (dev == NULL) {
+        Py_DECREF(c);
+        return -1;
+    }
+    CfPyDeviceArray *da = (CfPyDeviceArray *)dev;
+    cf_status st = CF_OK;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_memcpy_htod(s, da->view.data, PyArray_DATA(c), (size_t)PyArray_NBYTES(c), 0);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(c);
+    if (st != CF_OK) {
+        Py_DECREF(dev);
+        return cf_py_fail(st, "copying an input to the device");
+    }
+    cf_py_view_copy(&a->view, &da->view);
+    a->dtype = as;
+    Py_SETREF(a->keep, dev);
+    a->kind = CF_PY_ARG_DEVICE;
+    return 0;
+}
+
+int cf_py_arg_copy(cf_py_arg *a, int device, PyObject *stream)
+{
+    PyObject *dev = cf_py_devicearray_alloc(a->view.ndim, a->view.shape, a->dtype, 'C', device,
+                                            stream);
+    if (dev == NULL)
+        return -1;
+    PyObject *src = cf_py_devicearray_wrap(&a->view, a->keep, stream, 1);
+    PyObject *r = src ? PyObject_CallMethod(dev, "copy_to_device", "OO", src,
+                                            stream ? stream : Py_None)
+                      : NULL;
+    Py_XDECREF(src);
+    if (r == NULL) {
+        Py_DECREF(dev);
+        return -1;
+    }
+    Py_DECREF(r);
+    cf_py_view_copy(&a->view, &((CfPyDeviceArray *)dev)->view);
+    Py_SETREF(a->keep, dev);
+    return 0;
+}
+
+int cf_py_same_view(const cf_array *a, const cf_array *b)
+{
+    if (a->data != b->data || a->ndim != b->ndim || a->dtype != b->dtype)
+        return 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
+            return 0;
+    return 1;
+}

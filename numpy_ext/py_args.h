@@ -1,0 +1,44 @@
+/* py_args.h: the arguments of ufunc and gufunc calls (py_ufunc.c, py_gufunc.c): what each one is
+ * (a device array, a host array, a scalar), NEP 50 weak Python scalars as kernel parameters,
+ * host arrays moved to the device, inputs copied when they overlap an output. */
+#ifndef CF_PY_ARGS_H
+#define CF_PY_ARGS_H
+
+#include "py_common.h"
+
+enum { CF_PY_ARG_DEVICE = 0, CF_PY_ARG_HOST = 1, CF_PY_ARG_SCALAR = 2 };
+
+typedef struct {
+    int kind;              /* CF_PY_ARG_* */
+    cf_array view;         /* device: the view; host: shape/strides/dtype of the ndarray */
+    PyObject *keep;        /* keeps the memory alive: the device owner, or the host ndarray */
+    cf_dtype dtype;
+    int weak;              /* a Python int/float/complex (NEP 50) */
+    PyObject *value;       /* scalars: the object (borrowed from the call, or `keep`) */
+} cf_py_arg;
+
+/* Start an argument for `obj` without clearing its (large) view. */
+void cf_py_arg_reset(cf_py_arg *a, PyObject *obj);
+/* Release what the argument holds. */
+void cf_py_arg_clear(cf_py_arg *a);
+/* What `obj` is: a DeviceArray or __cuda_array_interface__ object (a device view), a NumPy or
+ * Python scalar (NumPy scalars and 0-d arrays strong, Python int/float/complex weak, bool strong),
+ * a __dlpack__ object (imported as a device view), or anything np.asarray takes (a host array).
+ * Needs no GPU except for foreign device objects. `argname` names it in errors. */
+int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname);
+/* Make `a` the host view of ndarray `arr` (kind CF_PY_ARG_HOST; `keep` is left as it is). */
+void cf_py_arg_host_view(cf_py_arg *a, PyArrayObject *arr);
+/* The kernel parameter of scalar argument `a` for loop type `t`: a weak scalar converted to `t`
+ * (a Python int that does not fit an integer `t` is NumPy's OverflowError), a strong one as its
+ * own dtype. `fname` and `pos` name the call in errors. */
+int cf_py_arg_scalar(const cf_py_arg *a, cf_dtype t, cf_operand *op, const char *fname, int pos);
+/* Move a host argument to a new C-contiguous device array of dtype `as` (converted on the host
+ * when it differs), on `stream` / `s`; the argument becomes that device view. */
+int cf_py_arg_upload(cf_py_arg *a, cf_dtype as, int device, PyObject *stream, cf_stream *s);
+/* Replace a device argument by a contiguous copy of it (an input that overlaps an output in
+ * another layout is copied first, as NumPy does). */
+int cf_py_arg_copy(cf_py_arg *a, int device, PyObject *stream);
+/* Whether two views are the same elements in the same order. */
+int cf_py_same_view(const cf_array *a, const cf_array *b);
+
+#endif
