@@ -577,3 +577,14 @@ def test_python_loop_reference_over_loop_dimensions():
     got = cholesky(spd)
     for idx in np.ndindex(6, 5):
         np.testing.assert_allclose(got[idx], np.linalg.cholesky(spd[idx]), rtol=1e-12, atol=1e-12)
+
+
+@gpu
+def test_numpy_scalars_are_strong_python_scalars_weak():
+    """NEP 50, as in vectorize: np.float64(2) picks the float64 loop for a float32 array, a
+    Python float keeps float32 (np.float64 is a Python float subclass, which must not make it
+    weak)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert axpy(x, 2.0).dtype == np.float32
+    assert axpy(x, np.float64(2.0)).dtype == np.float64
+    np.testing.assert_array_equal(axpy(x, np.float64(2.0)), x.astype(np.float64) * 2)
