@@ -32,18 +32,16 @@ import time
 import numpy as np
 
 SCAN_SETTINGS = [
-    ("default (256 x 48)", {}),
+    ("default (256 x 56)", {}),
+    ("256 x 48", {"CUFUNC_SCAN_ITEMS": "48"}),
     ("256 x 32", {"CUFUNC_SCAN_ITEMS": "32"}),
-    ("256 x 16", {"CUFUNC_SCAN_BLOCK": "256", "CUFUNC_SCAN_ITEMS": "16"}),
-    ("512 x 16", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "16"}),
-    ("128 x 32", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "32"}),
-    ("256 x 24", {"CUFUNC_SCAN_BLOCK": "256", "CUFUNC_SCAN_ITEMS": "24"}),
-    ("512 x 8", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "8"}),
-    ("1024 x 8", {"CUFUNC_SCAN_BLOCK": "1024", "CUFUNC_SCAN_ITEMS": "8"}),
-    ("256 x 48", {"CUFUNC_SCAN_BLOCK": "256", "CUFUNC_SCAN_ITEMS": "48"}),
-    ("256 x 32, sleep 100 ns", {"CUFUNC_SCAN_SLEEP": "100"}),
-    ("256 x 16, sleep 100 ns", {"CUFUNC_SCAN_BLOCK": "256", "CUFUNC_SCAN_ITEMS": "16",
-                                "CUFUNC_SCAN_SLEEP": "100"}),
+    ("256 x 64", {"CUFUNC_SCAN_ITEMS": "64"}),
+    ("128 x 48", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "48"}),
+    ("128 x 64", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "64"}),
+    ("512 x 48", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "48"}),
+    ("512 x 32", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "32"}),
+    ("256 x 48, sleep 50 ns", {"CUFUNC_SCAN_SLEEP": "50"}),
+    ("256 x 64, sleep 50 ns", {"CUFUNC_SCAN_ITEMS": "64", "CUFUNC_SCAN_SLEEP": "50"}),
 ]
 REDUCE_SETTINGS = [
     ("default (2 blocks/SM, unroll 4)", {}),
