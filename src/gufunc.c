@@ -31,6 +31,7 @@
 #include "cufunc/gufunc.cuh"
 #include "cufunc/gufunc.h"
 #include "error.h"
+#include "loopfn.h"
 #include "strbuf.h"
 
 #define GU_MAX_ARGS CF_SIG_MAX_ARGS
@@ -44,10 +45,7 @@ _Static_assert(CF_GU_CORE_NDIM == CF_GUFUNC_MAX_CORE_NDIM, "core ndim of the ker
 typedef struct gu_loop {
     cf_dtype types[GU_MAX_ARGS];
     int arg_ndim[GU_MAX_ARGS];
-    char *source;
-    char *fn_name;
-    char **options;
-    int noptions;
+    cf_loop_fn fn;         /* source, function name, NVRTC options */
 } gu_loop;
 
 typedef struct gu_kernel {
@@ -131,11 +129,7 @@ fail:
 
 static void loop_clear(gu_loop *l)
 {
-    cf_free(l->source);
-    cf_free(l->fn_name);
-    for (int i = 0; i < l->noptions; i++)
-        cf_free(l->options[i]);
-    cf_free(l->options);
+    cf_loop_fn_clear(&l->fn);
 }
 
 void cf_gufunc_free(cf_gufunc *g)
@@ -227,24 +221,9 @@ cf_status cf_gufunc_add_loop(cf_gufunc *g, const cf_dtype *types, const int *arg
     memset(&l, 0, sizeof l);
     memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
     memcpy(l.arg_ndim, arg_ndim, (size_t)nargs * sizeof(int));
-    l.source = cf_strdup(source);
-    l.fn_name = cf_strdup(fn_name);
-    if (!l.source || !l.fn_name)
-        goto fail;
-    if (noptions) {
-        l.options = cf_calloc((size_t)noptions, sizeof(char *));
-        if (!l.options)
-            goto fail;
-        for (int i = 0; i < noptions; i++) {
-            if (!options[i]) {
-                loop_clear(&l);
-                return cf_error_set(CF_ERR_INVALID, "cf_gufunc_add_loop: option %d is NULL", i);
-            }
-            if (!(l.options[i] = cf_strdup(options[i])))
-                goto fail;
-            l.noptions = i + 1;
-        }
-    }
+    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions);
+    if (st)
+        return st;
     pthread_mutex_lock(&g->lock);
     if (g->nloops == g->loops_cap) {
         int cap = g->loops_cap ? 2 * g->loops_cap : 4;
@@ -818,7 +797,7 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
                   "extern \"C\" __global__ void __launch_bounds__(%d)\n"
                   "cf_gu(const __grid_constant__ cf_params p)\n{\n"
                   "    typedef %s I;\n    typedef %s O;\n",
-              l->source, nops, p->block_threads, I, O);
+              l->fn.source, nops, p->block_threads, I, O);
     /* scalar parameters, converted once */
     for (int i = 0; i < nops; i++) {
         if (p->kind[i] != 'S' && p->kind[i] != 'R')
@@ -926,7 +905,7 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
             }
         }
     }
-    cf_strbuf_printf(&b, "%s%s(", ind, l->fn_name);
+    cf_strbuf_printf(&b, "%s%s(", ind, l->fn.fn_name);
     for (int i = 0; i < nops; i++)
         cf_strbuf_printf(&b, "%s%c%d", i ? ", " : "", p->kind[i] == 'S' ? 'v' : 'a', i);
     cf_strbuf_printf(&b, ");\n        }\n");
@@ -1059,7 +1038,7 @@ static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
     const gu_loop *l = &g->loops[loop];
     cf_status st = generate(g, loop, p, mem_dtype, &src);
     if (!st)
-        st = cf_module_load(device, src, (const char *const *)l->options, l->noptions, &m);
+        st = cf_module_load(device, src, (const char *const *)l->fn.options, l->fn.noptions, &m);
     if (!st)
         st = cf_module_function(m, "cf_gu", &fn);
     if (!st)

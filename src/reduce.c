@@ -18,16 +18,14 @@
 #include "cufunc/reduce.cuh"
 #include "cufunc/reduce.h"
 #include "error.h"
+#include "loopfn.h"
 #include "strbuf.h"
 
 #define RED_MAX_LOOPS CF_NDTYPES
 
 typedef struct red_loop {
     cf_dtype acc;
-    char *source;
-    char *fn_name;
-    char **options;
-    int noptions;
+    cf_loop_fn fn;         /* source, function name, NVRTC options */
 } red_loop;
 
 typedef struct red_kernel {
@@ -71,11 +69,7 @@ fail:
 
 static void loop_clear(red_loop *l)
 {
-    cf_free(l->source);
-    cf_free(l->fn_name);
-    for (int i = 0; i < l->noptions; i++)
-        cf_free(l->options[i]);
-    cf_free(l->options);
+    cf_loop_fn_clear(&l->fn);
     memset(l, 0, sizeof *l);
 }
 
@@ -139,20 +133,9 @@ cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source, c
     red_loop l;
     memset(&l, 0, sizeof l);
     l.acc = acc;
-    l.source = cf_strdup(source);
-    l.fn_name = cf_strdup(fn_name);
-    if (!l.source || !l.fn_name)
-        goto fail;
-    if (noptions) {
-        l.options = cf_calloc((size_t)noptions, sizeof(char *));
-        if (!l.options)
-            goto fail;
-        for (int i = 0; i < noptions; i++) {
-            if (!options[i] || !(l.options[i] = cf_strdup(options[i])))
-                goto fail;
-            l.noptions = i + 1;
-        }
-    }
+    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions);
+    if (st)
+        return st;
     pthread_mutex_lock(&r->lock);
     if (cf_reducer_find_loop(r, acc) >= 0 || r->nloops == RED_MAX_LOOPS) {
         pthread_mutex_unlock(&r->lock);
@@ -166,9 +149,6 @@ cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source, c
     if (index)
         *index = idx;
     return CF_OK;
-fail:
-    loop_clear(&l);
-    return cf_error_set(CF_ERR_NOMEM, "cf_reducer_add_loop: out of memory");
 }
 
 /* ---- planning ------------------------------------------------------------------------------ */
@@ -700,7 +680,7 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
                   "};\n\n"
                   "extern \"C\" __global__ void __launch_bounds__(%d)\n"
                   "cf_reduce(const __grid_constant__ cf_red_params p)\n{\n    ",
-              l->source, acc, l->fn_name, sp->block);
+              l->fn.source, acc, l->fn.fn_name, sp->block);
     switch (sp->kind) {
     case CF_REDUCE_ALL:
         cf_strbuf_printf(&b, "cf_red_all<cf_red_op, %s, %s, %d, %d, %d, %d, %s, %s>(p);\n", tin, tout,
@@ -804,7 +784,7 @@ static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, red_k
     const red_loop *l = &r->loops[sp->loop];
     cf_status st = generate(r, sp, &src);
     if (!st)
-        st = cf_module_load(device, src, (const char *const *)l->options, l->noptions, &m);
+        st = cf_module_load(device, src, (const char *const *)l->fn.options, l->fn.noptions, &m);
     if (!st)
         st = cf_module_function(m, "cf_reduce", &fn);
     if (!st)

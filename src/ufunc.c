@@ -54,6 +54,7 @@
 #include "cufunc/kernel_args.h"
 #include "cufunc/ufunc.h"
 #include "error.h"
+#include "loopfn.h"
 #include "strbuf.h"
 #include "hash.h"
 
@@ -77,10 +78,7 @@
 
 typedef struct uf_loop {
     cf_dtype types[UF_MAX_ARGS];
-    char *source;
-    char *fn_name;
-    char **options;
-    int noptions;
+    cf_loop_fn fn;         /* source, function name, NVRTC options */
 } uf_loop;
 
 /* Kernel shapes. */
@@ -154,11 +152,7 @@ fail:
 
 static void loop_clear(uf_loop *l)
 {
-    cf_free(l->source);
-    cf_free(l->fn_name);
-    for (int i = 0; i < l->noptions; i++)
-        cf_free(l->options[i]);
-    cf_free(l->options);
+    cf_loop_fn_clear(&l->fn);
 }
 
 void cf_ufunc_free(cf_ufunc *u)
@@ -226,20 +220,9 @@ cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *sour
     uf_loop l;
     memset(&l, 0, sizeof l);
     memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
-    l.source = cf_strdup(source);
-    l.fn_name = cf_strdup(fn_name);
-    if (!l.source || !l.fn_name)
-        goto fail;
-    if (noptions) {
-        l.options = cf_calloc((size_t)noptions, sizeof(char *));
-        if (!l.options)
-            goto fail;
-        for (int i = 0; i < noptions; i++) {
-            if (!options[i] || !(l.options[i] = cf_strdup(options[i])))
-                goto fail;
-            l.noptions = i + 1;
-        }
-    }
+    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions);
+    if (st)
+        return st;
     pthread_mutex_lock(&u->lock);
     u->loops[u->nloops] = l;
     int idx = u->nloops++;
@@ -247,9 +230,6 @@ cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *sour
     if (index)
         *index = idx;
     return CF_OK;
-fail:
-    loop_clear(&l);
-    return cf_last_status() ? cf_last_status() : cf_error_set(CF_ERR_INVALID, "bad option");
 }
 
 /* ---- casting and loop resolution ---------------------------------------------------------- */
@@ -722,7 +702,7 @@ static void gen_input_value(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, i
 static void gen_compute(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int mode,
                         const char *ind)
 {
-    cf_strbuf_printf(b, "%sconst auto r = %s(", ind, l->fn_name);
+    cf_strbuf_printf(b, "%sconst auto r = %s(", ind, l->fn.fn_name);
     for (int i = 0; i < nin; i++) {
         if (i)
             cf_strbuf_printf(b, ", ");
@@ -958,7 +938,7 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
     const uf_loop *l = &u->loops[sp->loop];
     int nin = u->nin, nout = u->nout, w = sp->has_where ? nin + nout : -1;
     cf_strbuf b = {0};
-    cf_strbuf_printf(&b, "%s\n#include \"cufunc/elementwise.cuh\"\n\n", l->source);
+    cf_strbuf_printf(&b, "%s\n#include \"cufunc/elementwise.cuh\"\n\n", l->fn.source);
     if (sp->shape == SH_FLAT)
         cf_strbuf_printf(&b, "struct cf_params { cf_ka_i64 n; cf_ew_flat_operand op[%d]; };\n\n", sp->nops);
     else
@@ -1303,7 +1283,7 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, uf_kernel *out)
     const uf_loop *l = &u->loops[sp->loop];
     cf_status st = generate(u, sp, &src);
     if (!st)
-        st = cf_module_load(sp->device, src, (const char *const *)l->options, l->noptions, &m);
+        st = cf_module_load(sp->device, src, (const char *const *)l->fn.options, l->fn.noptions, &m);
     if (!st)
         st = cf_module_function(m, "cf_ew", &fn);
     if (!st)
