@@ -248,15 +248,6 @@ fail:
 
 /* ---- loop resolution ---------------------------------------------------------------------- */
 
-static int kind_rank(cf_dtype t)
-{
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'i': case 'u': return 1;
-    case 'f': return 2;
-    default: return 3;
-    }
-}
 
 cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsigned char *weak,
                             int *loop)
@@ -267,40 +258,12 @@ cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsign
         if (!valid_dtype(in[i]))
             return cf_error_set(CF_ERR_TYPE, "cf_gufunc_resolve: input %d has an invalid dtype",
                                 i + 1);
-    for (int pass = 0; pass < 2; pass++)
-        for (int l = 0; l < g->nloops; l++) {
-            const cf_dtype *t = g->loops[l].types;
-            int ok = 1;
-            for (int i = 0; i < g->nin && ok; i++) {
-                if (weak && weak[i])
-                    ok = t[i] != CF_BOOL && kind_rank(t[i]) >= kind_rank(in[i]);
-                else
-                    ok = pass == 0 ? in[i] == t[i] : cf_can_cast_safe(in[i], t[i]);
-            }
-            if (ok) {
-                *loop = l;
-                return CF_OK;
-            }
-        }
-    cf_strbuf m = {0};
-    cf_strbuf_printf(&m, "gufunc '%s' not supported for the input types (", g->name);
-    for (int i = 0; i < g->nin; i++)
-        cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
-                  cf_dtype_name(in[i]));
-    cf_strbuf_printf(&m, "), and the inputs could not be safely coerced to any supported types according "
-                  "to the casting rule 'safe'; its loops are:");
-    for (int l = 0; l < g->nloops; l++) {
-        cf_strbuf_printf(&m, " (");
-        for (int i = 0; i < g->nin + g->nout; i++)
-            cf_strbuf_printf(&m, "%s%s", i == 0 ? "" : i == g->nin ? ") -> (" : ", ",
-                      cf_dtype_name(g->loops[l].types[i]));
-        cf_strbuf_printf(&m, ")");
-    }
-    if (g->nloops == 0)
-        cf_strbuf_printf(&m, " none");
-    cf_status st = cf_error_set(CF_ERR_TYPE, "%s", m.failed ? "gufunc: no matching loop" : m.s);
-    cf_free(m.s);
-    return st;
+    if (g->nloops &&
+        (*loop = cf_loops_find(g->loops[0].types, sizeof g->loops[0], g->nloops, g->nin, in, weak,
+                               2)) >= 0)
+        return CF_OK;
+    return cf_loops_no_match("gufunc", g->name, g->nloops ? g->loops[0].types : NULL,
+                             sizeof(gu_loop), g->nloops, g->nin, g->nout, in, weak);
 }
 
 /* ---- shapes ------------------------------------------------------------------------------- */

@@ -1,10 +1,13 @@
 /* loopfn.c: see loopfn.h. */
 #include "loopfn.h"
 
+#include "cufunc/ufunc.h" /* cf_can_cast_safe */
+
 #include <string.h>
 
 #include "alloc.h"
 #include "error.h"
+#include "strbuf.h"
 
 void cf_loop_fn_clear(cf_loop_fn *f)
 {
@@ -42,4 +45,64 @@ cf_status cf_loop_fn_init(cf_loop_fn *f, const char *source, const char *fn_name
 nomem:
     cf_loop_fn_clear(f);
     return CF_ERR_NOMEM;
+}
+
+static int kind_rank(cf_dtype t)
+{
+    switch (cf_dtype_kind(t)) {
+    case 'b': return 0;
+    case 'i': case 'u': return 1;
+    case 'f': return 2;
+    default: return 3;
+    }
+}
+
+static const cf_dtype *row(const cf_dtype *types, size_t stride, int l)
+{
+    return (const cf_dtype *)((const char *)types + (size_t)l * stride);
+}
+
+int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, const cf_dtype *in,
+                  const unsigned char *weak, int passes)
+{
+    for (int pass = 0; pass < passes; pass++)
+        for (int l = 0; l < nloops; l++) {
+            const cf_dtype *t = row(types, stride, l);
+            int ok = 1;
+            for (int i = 0; i < nin && ok; i++) {
+                if (weak && weak[i])
+                    ok = t[i] != CF_BOOL && kind_rank(t[i]) >= kind_rank(in[i]);
+                else
+                    ok = pass == 0 ? in[i] == t[i] : cf_can_cast_safe(in[i], t[i]);
+            }
+            if (ok)
+                return l;
+        }
+    return -1;
+}
+
+cf_status cf_loops_no_match(const char *what, const char *name, const cf_dtype *types,
+                            size_t stride, int nloops, int nin, int nout, const cf_dtype *in,
+                            const unsigned char *weak)
+{
+    cf_strbuf m = {0};
+    cf_strbuf_printf(&m, "%s '%s' not supported for the input types (", what, name);
+    for (int i = 0; i < nin; i++)
+        cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
+                         cf_dtype_name(in[i]));
+    cf_strbuf_printf(&m, "), and the inputs could not be safely coerced to any supported types "
+                         "according to the casting rule 'safe'; its loops are:");
+    for (int l = 0; l < nloops; l++) {
+        const cf_dtype *t = row(types, stride, l);
+        cf_strbuf_printf(&m, " (");
+        for (int i = 0; i < nin + nout; i++)
+            cf_strbuf_printf(&m, "%s%s", i == 0 ? "" : i == nin ? ") -> (" : ", ",
+                             cf_dtype_name(t[i]));
+        cf_strbuf_printf(&m, ")");
+    }
+    if (nloops == 0)
+        cf_strbuf_printf(&m, " none");
+    cf_status st = cf_error_set(CF_ERR_TYPE, "%s", m.failed ? "no matching loop" : m.s);
+    cf_free(m.s);
+    return st;
 }

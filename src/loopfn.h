@@ -3,6 +3,9 @@
 #ifndef CF_LOOPFN_H
 #define CF_LOOPFN_H
 
+#include <stddef.h>
+
+#include "cufunc/dtype.h"
 #include "cufunc/status.h"
 
 typedef struct cf_loop_fn {
@@ -18,5 +21,20 @@ cf_status cf_loop_fn_init(cf_loop_fn *f, const char *source, const char *fn_name
                           const char *const *options, int noptions);
 /* Free what `f` holds and zero it; no-op on a zeroed one. */
 void cf_loop_fn_clear(cf_loop_fn *f);
+
+/* Loop selection shared by the engines. An engine's loops are an array of structs, each holding
+ * its nin + nout types; `types` points at the first loop's types and `stride` is the size of a
+ * loop struct in bytes.
+ *
+ * The first loop whose inputs `in` reach: an exact match in pass 0, then (when passes == 2) by
+ * safe casting; weak[i] (may be NULL) marks a NEP 50 Python scalar, which reaches any loop type of
+ * its kind or a higher one (bool < int < float < complex). -1 if none. */
+int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, const cf_dtype *in,
+                  const unsigned char *weak, int passes);
+/* CF_ERR_TYPE with NumPy's message ("ufunc 'f' not supported for the input types (...)") and the
+ * list of loops. `what` is "ufunc" or "gufunc". Returns the status. */
+cf_status cf_loops_no_match(const char *what, const char *name, const cf_dtype *types,
+                            size_t stride, int nloops, int nin, int nout, const cf_dtype *in,
+                            const unsigned char *weak);
 
 #endif

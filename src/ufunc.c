@@ -234,16 +234,6 @@ cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *sour
 
 /* ---- casting and loop resolution ---------------------------------------------------------- */
 
-static int kind_rank(cf_dtype t)
-{
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'i': case 'u': return 1;
-    case 'f': return 2;
-    default: return 3;
-    }
-}
-
 int cf_can_cast_safe(cf_dtype from, cf_dtype to)
 {
     if (!valid_dtype(from) || !valid_dtype(to))
@@ -323,28 +313,14 @@ const char *cf_casting_name(cf_casting rule)
     return (unsigned)rule <= CF_CAST_UNSAFE ? names[rule] : "?";
 }
 
-static int weak_matches(cf_dtype weak, cf_dtype loop_type)
-{
-    return loop_type != CF_BOOL && kind_rank(loop_type) >= kind_rank(weak);
-}
 
-/* The first loop the inputs reach: pass 0 exact, pass 1 by safe casting. -1 if none. */
+/* The first loop the inputs reach in `passes` passes (loopfn.h). -1 if none. */
 static int find_loop(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak, int passes)
 {
-    for (int pass = 0; pass < passes; pass++)
-        for (int l = 0; l < u->nloops; l++) {
-            const cf_dtype *t = u->loops[l].types;
-            int ok = 1;
-            for (int i = 0; i < u->nin && ok; i++) {
-                if (weak && weak[i])
-                    ok = weak_matches(in[i], t[i]);
-                else
-                    ok = pass == 0 ? in[i] == t[i] : cf_can_cast_safe(in[i], t[i]);
-            }
-            if (ok)
-                return l;
-        }
-    return -1;
+    if (!u->nloops)
+        return -1;
+    return cf_loops_find(u->loops[0].types, sizeof u->loops[0], u->nloops, u->nin, in, weak,
+                         passes);
 }
 
 cf_status cf_ufunc_find_exact(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak,
@@ -363,25 +339,8 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_resolve: NULL argument");
     if ((*loop = find_loop(u, in, weak, 2)) >= 0)
         return CF_OK;
-    cf_strbuf m = {0};
-    cf_strbuf_printf(&m, "ufunc '%s' not supported for the input types (", u->name);
-    for (int i = 0; i < u->nin; i++)
-        cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
-                  cf_dtype_name(in[i]));
-    cf_strbuf_printf(&m, "), and the inputs could not be safely coerced to any supported types according "
-                  "to the casting rule 'safe'; its loops are:");
-    for (int l = 0; l < u->nloops; l++) {
-        cf_strbuf_printf(&m, " (");
-        for (int i = 0; i < u->nin + u->nout; i++)
-            cf_strbuf_printf(&m, "%s%s", i == 0 ? "" : i == u->nin ? ") -> (" : ", ",
-                      cf_dtype_name(u->loops[l].types[i]));
-        cf_strbuf_printf(&m, ")");
-    }
-    if (u->nloops == 0)
-        cf_strbuf_printf(&m, " none");
-    cf_status st = cf_error_set(CF_ERR_TYPE, "%s", m.failed ? "ufunc: no matching loop" : m.s);
-    cf_free(m.s);
-    return st;
+    return cf_loops_no_match("ufunc", u->name, u->nloops ? u->loops[0].types : NULL,
+                             sizeof(uf_loop), u->nloops, u->nin, u->nout, in, weak);
 }
 
 /* ---- tuning knobs ------------------------------------------------------------------------- */
