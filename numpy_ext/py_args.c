@@ -220,3 +220,46 @@ int cf_py_same_view(const cf_array *a, const cf_array *b)
             return 0;
     return 1;
 }
+
+int cf_py_call_positional(PyObject *args, int nin, int nout, const char *prefix, const char *name,
+                          PyObject **inputs, PyObject **outs)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < nin || n > nin + nout) {
+        PyErr_Format(PyExc_TypeError, "%s%s() takes from %d to %d positional arguments but %zd "
+                     "were given", prefix, name, nin, nin + nout, n);
+        return -1;
+    }
+    for (int i = 0; i < nin; i++)
+        inputs[i] = PyTuple_GET_ITEM(args, i);
+    for (Py_ssize_t i = nin; i < n; i++)
+        outs[i - nin] = PyTuple_GET_ITEM(args, i);
+    return 0;
+}
+
+int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const char *what,
+                   const char *name, PyObject **outs)
+{
+    if (npos > nin) {
+        PyErr_SetString(PyExc_TypeError, "cannot specify 'out' as both a positional and keyword "
+                        "argument");
+        return -1;
+    }
+    if (PyTuple_Check(value)) {
+        if (PyTuple_GET_SIZE(value) != nout) {
+            PyErr_Format(PyExc_ValueError, "The 'out' tuple must have exactly %d entries: one per "
+                         "%s output", nout, what);
+            return -1;
+        }
+        for (int o = 0; o < nout; o++)
+            outs[o] = PyTuple_GET_ITEM(value, o);
+        return 0;
+    }
+    if (nout == 1) {
+        outs[0] = value;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "'out' must be a tuple of %d arrays for %s '%s'", nout, what,
+                 name);
+    return -1;
+}

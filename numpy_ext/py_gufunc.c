@@ -122,19 +122,8 @@ static int parse_call(CfPyGUFunc *self, PyObject *args, PyObject *kwargs, gu_cal
         return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     memset(c, 0, sizeof *c);
-    if (n < self->nin || n > self->nin + self->nout) {
-        if (self->nout == 0 || n < self->nin)
-            PyErr_Format(PyExc_TypeError, "%s() takes from %d to %d positional arguments but %zd "
-                         "were given", name, self->nin, self->nin + self->nout, n);
-        else
-            PyErr_Format(PyExc_TypeError, "%s() takes from %d to %d positional arguments but %zd "
-                         "were given", name, self->nin, self->nin + self->nout, n);
+    if (cf_py_call_positional(args, self->nin, self->nout, "", name, c->inputs, c->outs) < 0)
         return -1;
-    }
-    for (int i = 0; i < self->nin; i++)
-        c->inputs[i] = PyTuple_GET_ITEM(args, i);
-    for (Py_ssize_t i = self->nin; i < n; i++)
-        c->outs[i - self->nin] = PyTuple_GET_ITEM(args, i);
     if (kwargs == NULL)
         return 0;
     PyObject *key, *value;
@@ -144,26 +133,8 @@ static int parse_call(CfPyGUFunc *self, PyObject *args, PyObject *kwargs, gu_cal
         if (k == NULL)
             return -1;
         if (strcmp(k, "out") == 0) {
-            if (n > self->nin) {
-                PyErr_SetString(PyExc_TypeError, "cannot specify 'out' as both a positional and "
-                                "keyword argument");
+            if (cf_py_call_out(value, n, self->nin, self->nout, "gufunc", name, c->outs) < 0)
                 return -1;
-            }
-            if (PyTuple_Check(value)) {
-                if (PyTuple_GET_SIZE(value) != self->nout) {
-                    PyErr_Format(PyExc_ValueError, "The 'out' tuple must have exactly %d entries: "
-                                 "one per gufunc output", self->nout);
-                    return -1;
-                }
-                for (int o = 0; o < self->nout; o++)
-                    c->outs[o] = PyTuple_GET_ITEM(value, o);
-            } else if (self->nout == 1) {
-                c->outs[0] = value;
-            } else {
-                PyErr_Format(PyExc_TypeError, "'out' must be a tuple of %d arrays for gufunc '%s'",
-                             self->nout, name);
-                return -1;
-            }
         } else if (strcmp(k, "axes") == 0) {
             c->axes = value;
         } else if (strcmp(k, "axis") == 0) {

@@ -570,16 +570,9 @@ static int parse_call(CfPyUFunc *self, PyObject *args, PyObject *kwargs, uf_call
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     memset(c, 0, sizeof *c);
     c->outer = outer;
-    if (n < self->nin || n > self->nin + self->nout) {
-        PyErr_Format(PyExc_TypeError, "%s%s() takes from %d to %d positional arguments but %zd "
-                     "were given", outer ? "outer of " : "", name, self->nin,
-                     self->nin + self->nout, n);
+    if (cf_py_call_positional(args, self->nin, self->nout, outer ? "outer of " : "", name,
+                              c->inputs, c->outs) < 0)
         return -1;
-    }
-    for (int i = 0; i < self->nin; i++)
-        c->inputs[i] = PyTuple_GET_ITEM(args, i);
-    for (Py_ssize_t i = self->nin; i < n; i++)
-        c->outs[i - self->nin] = PyTuple_GET_ITEM(args, i);
     if (kwargs == NULL)
         return 0;
     PyObject *key, *value;
@@ -589,26 +582,8 @@ static int parse_call(CfPyUFunc *self, PyObject *args, PyObject *kwargs, uf_call
         if (k == NULL)
             return -1;
         if (strcmp(k, "out") == 0) {
-            if (n > self->nin) {
-                PyErr_SetString(PyExc_TypeError, "cannot specify 'out' as both a positional and "
-                                "keyword argument");
+            if (cf_py_call_out(value, n, self->nin, self->nout, "ufunc", name, c->outs) < 0)
                 return -1;
-            }
-            if (PyTuple_Check(value)) {
-                if (PyTuple_GET_SIZE(value) != self->nout) {
-                    PyErr_Format(PyExc_ValueError, "The 'out' tuple must have exactly %d entries: "
-                                 "one per ufunc output", self->nout);
-                    return -1;
-                }
-                for (int o = 0; o < self->nout; o++)
-                    c->outs[o] = PyTuple_GET_ITEM(value, o);
-            } else if (self->nout == 1) {
-                c->outs[0] = value;
-            } else {
-                PyErr_Format(PyExc_TypeError, "'out' must be a tuple of %d arrays for ufunc '%s'",
-                             self->nout, name);
-                return -1;
-            }
         } else if (strcmp(k, "where") == 0) {
             c->where = value;
         } else if (strcmp(k, "dtype") == 0) {
