@@ -29,11 +29,12 @@ import itertools
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from benchlib import timeit
 
 KNOBS = ("CUFUNC_EW_BLOCK", "CUFUNC_EW_UNROLL", "CUFUNC_EW_BLOCKS_PER_SM",
          "CUFUNC_EW_ROW_BLOCKS_PER_SM", "CUFUNC_EW_TILE_ROWS", "CUFUNC_EW_TILE_BLOCKS_PER_SM")
@@ -44,20 +45,6 @@ CASES = (
     ("broadcast", 4 * M * M + 8 * M),
     ("transposed", 12 * M * M),
 )
-
-
-def timeit(fn, sync, reps, inner=5):
-    """Median seconds per call of fn (inner calls per timed batch, then a sync)."""
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
 
 
 def kernel_shape(src):
@@ -98,7 +85,7 @@ def contiguous(np, cuda, hypot, rng, reps, out):
     hypot(da, db, out=dout)
     out["ok"]["contiguous"] = bool(np.allclose(dout.copy_to_host(), np.hypot(ha, hb), rtol=1e-6))
     out["kernel"]["contiguous"] = kernel_shape(hypot.kernel_source(da, db))
-    t = timeit(lambda: hypot(da, db, out=dout), cuda.synchronize, reps)
+    t = timeit(lambda: hypot(da, db, out=dout), cuda.synchronize, reps, 5)
     out["gbs"]["contiguous"] = CASES[0][1] / t / 1e9
 
 
@@ -117,7 +104,7 @@ def broadcast(np, cuda, hypot, rng, reps, out, ob):
     hypot(col, row, out=ob)
     out["ok"]["broadcast"] = bool(np.allclose(ob.copy_to_host(), np.hypot(hc, hr), rtol=1e-6))
     out["kernel"]["broadcast"] = kernel_shape(hypot.kernel_source(col, row))
-    t = timeit(lambda: hypot(col, row, out=ob), cuda.synchronize, reps)
+    t = timeit(lambda: hypot(col, row, out=ob), cuda.synchronize, reps, 5)
     out["gbs"]["broadcast"] = CASES[1][1] / t / 1e9
 
 
@@ -128,7 +115,7 @@ def transposed(np, cuda, hypot, rng, reps, out, ob):
     hypot(sq, sqt, out=ob)
     out["ok"]["transposed"] = bool(np.allclose(ob.copy_to_host(), np.hypot(hs, ht.T), rtol=1e-6))
     out["kernel"]["transposed"] = kernel_shape(hypot.kernel_source(sq, sqt))
-    t = timeit(lambda: hypot(sq, sqt, out=ob), cuda.synchronize, reps)
+    t = timeit(lambda: hypot(sq, sqt, out=ob), cuda.synchronize, reps, 5)
     out["gbs"]["transposed"] = CASES[2][1] / t / 1e9
 
 
@@ -153,13 +140,13 @@ def parent_figures(reps):
     sync = torch.cuda.synchronize
     ta, tb = torch.rand(N, device="cuda"), torch.rand(N, device="cuda")
     to = torch.empty_like(ta)
-    fig["torch contiguous"] = CASES[0][1] / timeit(lambda: torch.hypot(ta, tb, out=to), sync, reps) / 1e9
+    fig["torch contiguous"] = CASES[0][1] / timeit(lambda: torch.hypot(ta, tb, out=to), sync, reps, 5) / 1e9
     del ta, tb, to
     tc, tr = torch.rand((M, 1), device="cuda"), torch.rand((1, M), device="cuda")
     tob = torch.empty((M, M), device="cuda")
-    fig["torch broadcast"] = CASES[1][1] / timeit(lambda: torch.hypot(tc, tr, out=tob), sync, reps) / 1e9
+    fig["torch broadcast"] = CASES[1][1] / timeit(lambda: torch.hypot(tc, tr, out=tob), sync, reps, 5) / 1e9
     ts_, tst = torch.rand((M, M), device="cuda"), torch.rand((M, M), device="cuda").T
-    fig["torch transposed"] = CASES[2][1] / timeit(lambda: torch.hypot(ts_, tst, out=tob), sync, reps) / 1e9
+    fig["torch transposed"] = CASES[2][1] / timeit(lambda: torch.hypot(ts_, tst, out=tob), sync, reps, 5) / 1e9
     del tc, tr, tob, ts_, tst
     torch.cuda.empty_cache()
     return fig

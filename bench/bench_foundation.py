@@ -21,23 +21,13 @@ import time
 
 import numpy as np
 
+from benchlib import timeit
+
 if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
     np.row_stack = np.vstack
 
 import cufunc
 from cufunc import cuda
-
-
-def median_time(fn, reps, sync):
-    fn()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def gbps(nbytes, seconds):
@@ -48,14 +38,14 @@ def bench_ours(host, reps):
     out = {}
     d = cuda.to_device(host)
     back = np.empty_like(host)
-    out["h2d"] = gbps(host.nbytes, median_time(lambda: d.copy_to_device(host), reps, cuda.synchronize))
-    out["h2d_new"] = gbps(host.nbytes, median_time(lambda: cuda.to_device(host), reps, cuda.synchronize))
-    out["d2h"] = gbps(host.nbytes, median_time(lambda: d.copy_to_host(back), reps, cuda.synchronize))
+    out["h2d"] = gbps(host.nbytes, timeit(lambda: d.copy_to_device(host), cuda.synchronize, reps))
+    out["h2d_new"] = gbps(host.nbytes, timeit(lambda: cuda.to_device(host), cuda.synchronize, reps))
+    out["d2h"] = gbps(host.nbytes, timeit(lambda: d.copy_to_host(back), cuda.synchronize, reps))
     assert np.array_equal(back, host), "cufunc round trip corrupted data"
     pinned = cuda.pinned_array(host.shape, host.dtype)
     pinned[...] = host
-    out["h2d_pinned"] = gbps(host.nbytes, median_time(lambda: d.copy_to_device(pinned), reps, cuda.synchronize))
-    out["d2h_pinned"] = gbps(host.nbytes, median_time(lambda: d.copy_to_host(pinned), reps, cuda.synchronize))
+    out["h2d_pinned"] = gbps(host.nbytes, timeit(lambda: d.copy_to_device(pinned), cuda.synchronize, reps))
+    out["d2h_pinned"] = gbps(host.nbytes, timeit(lambda: d.copy_to_host(pinned), cuda.synchronize, reps))
     return out
 
 
@@ -63,7 +53,7 @@ def bench_d2d_ours(nbytes, reps):
     n = nbytes // 4
     a = cuda.to_device(np.arange(n, dtype=np.float32))
     b = cuda.device_array(n, np.float32)
-    t = median_time(lambda: b.copy_to_device(a), reps, cuda.synchronize)
+    t = timeit(lambda: b.copy_to_device(a), cuda.synchronize, reps)
     return gbps(2 * nbytes, t)
 
 
@@ -75,10 +65,10 @@ def bench_cupy(host, reps):
     out = {}
     sync = cp.cuda.runtime.deviceSynchronize
     d = cp.asarray(host)
-    out["h2d"] = gbps(host.nbytes, median_time(lambda: d.set(host), reps, sync))
-    out["h2d_new"] = gbps(host.nbytes, median_time(lambda: cp.asarray(host), reps, sync))
+    out["h2d"] = gbps(host.nbytes, timeit(lambda: d.set(host), sync, reps))
+    out["h2d_new"] = gbps(host.nbytes, timeit(lambda: cp.asarray(host), sync, reps))
     back = np.empty_like(host)
-    out["d2h"] = gbps(host.nbytes, median_time(lambda: d.get(out=back), reps, sync))
+    out["d2h"] = gbps(host.nbytes, timeit(lambda: d.get(out=back), sync, reps))
     # device-to-device copy with CUDA events
     n = 1 << 28
     a = cp.arange(n, dtype=cp.float32)
@@ -102,10 +92,10 @@ def bench_numba(host, reps):
         return {"error": "Numba not available: %s" % e}
     out = {}
     d = ncuda.to_device(host)
-    out["h2d"] = gbps(host.nbytes, median_time(lambda: d.copy_to_device(host), reps, ncuda.synchronize))
-    out["h2d_new"] = gbps(host.nbytes, median_time(lambda: ncuda.to_device(host), reps, ncuda.synchronize))
+    out["h2d"] = gbps(host.nbytes, timeit(lambda: d.copy_to_device(host), ncuda.synchronize, reps))
+    out["h2d_new"] = gbps(host.nbytes, timeit(lambda: ncuda.to_device(host), ncuda.synchronize, reps))
     back = np.empty_like(host)
-    out["d2h"] = gbps(host.nbytes, median_time(lambda: d.copy_to_host(back), reps, ncuda.synchronize))
+    out["d2h"] = gbps(host.nbytes, timeit(lambda: d.copy_to_host(back), ncuda.synchronize, reps))
     return out
 
 

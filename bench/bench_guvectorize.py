@@ -14,10 +14,10 @@
 Usage: python3 bench/bench_guvectorize.py [--reps N]
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
+
+from benchlib import timeit, peers
 
 if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
     np.row_stack = np.vstack
@@ -58,42 +58,12 @@ wsum = guvectorize(*WSUM_SIG, target="cuda")(wsum_body)
 matmul = guvectorize(*MATMUL_SIG, target="cuda")(matmul_body)
 
 
-def timeit(fn, sync, reps, inner=1):
-    """Median seconds per call of fn (inner calls per timed batch, then a sync)."""
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
-
-
-def peers():
-    out = {}
-    try:
-        import cupy
-        out["cupy"] = cupy
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from numba import cuda as ncuda, guvectorize as nguvectorize
-        if ncuda.is_available():
-            out["numba"] = (ncuda, nguvectorize)
-    except Exception:  # noqa: BLE001
-        pass
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=15)
     args = ap.parse_args()
     reps = args.reps
-    P = peers()
+    P = peers("guvectorize")
     rows = []
     dev = cuda.get_current_device()
     rng = np.random.default_rng(0)

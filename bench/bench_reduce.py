@@ -17,10 +17,10 @@ Reductions count the bytes read; the copy and accumulate count read + write, as 
 Usage: python3 bench/bench_reduce.py [--reps N]
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
+
+from benchlib import timeit, peers
 
 if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
     np.row_stack = np.vstack
@@ -44,42 +44,6 @@ lambda_reduce = cuda.Reduce(lambda a, b: a + b * 1)
 @vectorize(["float32(float32, float32)", "float64(float64, float64)"], identity=0)
 def add(a, b):
     return a + b
-
-
-def timeit(fn, sync, reps, inner=1):
-    """Median seconds per call of fn (inner calls per timed batch, then a sync)."""
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
-
-
-def peers():
-    out = {}
-    try:
-        import torch
-        if torch.cuda.is_available():
-            out["torch"] = torch
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        import cupy
-        out["cupy"] = cupy
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from numba import cuda as ncuda, vectorize as nvectorize
-        if ncuda.is_available():
-            out["numba"] = (ncuda, nvectorize)
-    except Exception:  # noqa: BLE001
-        pass
-    return out
 
 
 def main():

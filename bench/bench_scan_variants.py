@@ -24,12 +24,13 @@ Usage: python3 bench/bench_scan_variants.py [--reps N] [--budget SECONDS] [--qui
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from benchlib import timeit
 
 SCAN_SETTINGS = [
     ("default (256 x 56)", {}),
@@ -55,20 +56,6 @@ N28, N24, N27 = 1 << 28, 1 << 24, 1 << 27
 SCAN_FIGURES = [("accumulate f32 2^28", "f32_28"), ("accumulate f32 2^24", "f32_24"),
                 ("accumulate f64 2^27", "f64_27"), ("accumulate i32 2^28", "i32_28")]
 REDUCE_FIGURES = [("reduce sum f32 2^28", "sum"), ("reduce max f32 2^28", "max")]
-
-
-def timeit(fn, sync, reps, inner=1):
-    """Median seconds per call of fn (inner calls per timed batch, then a sync)."""
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
 
 
 def host_data(dtype, n, rng):

@@ -15,7 +15,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,8 @@ import textwrap
 import time
 
 import numpy as np
+
+from benchlib import timeit, peers
 
 if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
     np.row_stack = np.vstack
@@ -33,42 +34,6 @@ from cufunc import cuda, vectorize
 @vectorize(["float32(float32, float32)", "float64(float64, float64)"])
 def hypot(x, y):
     return math.sqrt(x * x + y * y)
-
-
-def timeit(fn, sync, reps, inner=1):
-    """Median seconds per call of fn (inner calls per timed batch, then a sync)."""
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
-
-
-def peers():
-    out = {}
-    try:
-        import torch
-        if torch.cuda.is_available():
-            out["torch"] = torch
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        import cupy
-        out["cupy"] = cupy
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from numba import cuda as ncuda, vectorize as nvectorize
-        if ncuda.is_available():
-            out["numba"] = (ncuda, nvectorize)
-    except Exception:  # noqa: BLE001
-        pass
-    return out
 
 
 def main():

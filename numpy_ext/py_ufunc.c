@@ -563,7 +563,7 @@ done:
     return result;
 }
 
-/* Read (args, kwargs) of a call into `c`; `npos_in` inputs expected. */
+/* Read (args, kwargs) of a call into `c`. */
 static int parse_call(CfPyUFunc *self, PyObject *args, PyObject *kwargs, uf_call *c, int outer)
 {
     const char *name = PyUnicode_AsUTF8(self->name);
