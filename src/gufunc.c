@@ -31,6 +31,7 @@
 #include "cufunc/gufunc.cuh"
 #include "cufunc/gufunc.h"
 #include "error.h"
+#include "ktable.h"
 #include "loopfn.h"
 #include "strbuf.h"
 
@@ -48,12 +49,6 @@ typedef struct gu_loop {
     cf_loop_fn fn;         /* source, function name, NVRTC options */
 } gu_loop;
 
-typedef struct gu_kernel {
-    char *key; /* NULL: empty slot */
-    cf_function *fn;
-    int64_t max_resident; /* blocks resident on the whole device at once */
-} gu_kernel;
-
 struct cf_gufunc {
     char *name;
     char *signature;
@@ -62,12 +57,10 @@ struct cf_gufunc {
     gu_loop *loops;
     int nloops, loops_cap;
     pthread_mutex_t lock;
-    gu_kernel *table;
-    size_t table_cap, table_count;
+    cf_ktable table;        /* compiled kernels by specialisation key */
     cf_ufunc *cast;                 /* identity loops that convert dtypes (made on first need) */
     int cast_loop[CF_NDTYPES];      /* the cast ufunc's loop producing each dtype, or -1 */
 };
-
 
 
 static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
@@ -139,9 +132,7 @@ void cf_gufunc_free(cf_gufunc *g)
     for (int i = 0; i < g->nloops; i++)
         loop_clear(&g->loops[i]);
     cf_free(g->loops);
-    for (size_t i = 0; i < g->table_cap; i++)
-        cf_free(g->table[i].key);
-    cf_free(g->table);
+    cf_ktable_clear(&g->table);
     cf_ufunc_free(g->cast);
     pthread_mutex_destroy(&g->lock);
     cf_free(g->name);
@@ -161,7 +152,7 @@ int cf_gufunc_kernel_count(const cf_gufunc *g)
     if (!g)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&g->lock);
-    int n = (int)g->table_count;
+    int n = (int)g->table.count;
     pthread_mutex_unlock((pthread_mutex_t *)&g->lock);
     return n;
 }
@@ -921,60 +912,8 @@ cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operand *ops,
 
 /* ---- the kernel table --------------------------------------------------------------------- */
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static gu_kernel *table_find(cf_gufunc *g, const char *key)
-{
-    if (!g->table_cap)
-        return NULL;
-    size_t mask = g->table_cap - 1;
-    for (size_t i = fnv1a(key) & mask;; i = (i + 1) & mask) {
-        if (!g->table[i].key)
-            return NULL;
-        if (strcmp(g->table[i].key, key) == 0)
-            return &g->table[i];
-    }
-}
-
-static cf_status table_insert(cf_gufunc *g, const char *key, cf_function *fn, int64_t resident)
-{
-    if ((g->table_count + 1) * 2 > g->table_cap) {
-        size_t cap = g->table_cap ? 2 * g->table_cap : 16;
-        gu_kernel *t = cf_calloc(cap, sizeof *t);
-        if (!t)
-            return CF_ERR_NOMEM;
-        for (size_t i = 0; i < g->table_cap; i++)
-            if (g->table[i].key) {
-                size_t j = fnv1a(g->table[i].key) & (cap - 1);
-                while (t[j].key)
-                    j = (j + 1) & (cap - 1);
-                t[j] = g->table[i];
-            }
-        cf_free(g->table);
-        g->table = t;
-        g->table_cap = cap;
-    }
-    char *k = cf_strdup(key);
-    if (!k)
-        return CF_ERR_NOMEM;
-    size_t j = fnv1a(key) & (g->table_cap - 1);
-    while (g->table[j].key)
-        j = (j + 1) & (g->table_cap - 1);
-    g->table[j].key = k;
-    g->table[j].fn = fn;
-    g->table[j].max_resident = resident;
-    g->table_count++;
-    return CF_OK;
-}
-
 static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
-                            const cf_dtype *mem_dtype, int device, gu_kernel *out)
+                            const cf_dtype *mem_dtype, int device, cf_kentry *out)
 {
     cf_strbuf key = {0};
     spec_key(p, loop, device, &key);
@@ -986,7 +925,7 @@ static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         return CF_ERR_NOMEM;
     }
     pthread_mutex_lock(&g->lock);
-    gu_kernel *k = table_find(g, key.s);
+    const cf_kentry *k = cf_ktable_find(&g->table, key.s);
     if (k) {
         *out = *k;
         pthread_mutex_unlock(&g->lock);
@@ -1010,9 +949,9 @@ static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         st = cf_device_props_get(device, &props);
     if (!st) {
         int64_t resident = (int64_t)props.multiprocessor_count * (per_sm > 0 ? per_sm : 1);
-        st = table_insert(g, key.s, fn, resident);
+        st = cf_ktable_insert(&g->table, key.s, fn, resident);
         if (!st)
-            *out = *table_find(g, key.s);
+            *out = *cf_ktable_find(&g->table, key.s);
     }
     pthread_mutex_unlock(&g->lock);
     cf_free(src);
@@ -1128,7 +1067,7 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
     cf_dtype mem[GU_MAX_ARGS];
     for (int i = 0; i < nops; i++)
         mem[i] = operand_dtype(&use[i]);
-    gu_kernel k;
+    cf_kentry k;
     st = get_kernel(g, loop, p, mem, device, &k);
     if (st)
         goto done;
@@ -1170,7 +1109,7 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
         }
     }
     int64_t items = p->staged ? (p->n + p->tile - 1) / p->tile : p->n;
-    unsigned grid[3] = {cf_plan_grid(items, p->staged ? 1 : p->block_threads, k.max_resident), 1, 1};
+    unsigned grid[3] = {cf_plan_grid(items, p->staged ? 1 : p->block_threads, k.aux), 1, 1};
     unsigned block[3] = {(unsigned)p->block_threads, 1, 1};
     void *args[1] = {params.bytes};
     st = cf_launch(k.fn, grid, block, 0, s, args);

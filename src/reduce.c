@@ -18,6 +18,7 @@
 #include "cufunc/reduce.cuh"
 #include "cufunc/reduce.h"
 #include "error.h"
+#include "ktable.h"
 #include "loopfn.h"
 #include "strbuf.h"
 
@@ -28,21 +29,13 @@ typedef struct red_loop {
     cf_loop_fn fn;         /* source, function name, NVRTC options */
 } red_loop;
 
-typedef struct red_kernel {
-    char *key; /* NULL: empty slot */
-    cf_function *fn;
-    int blocks_per_sm;
-} red_kernel;
-
 struct cf_reducer {
     char *name;
     red_loop loops[RED_MAX_LOOPS];
     int nloops;
     pthread_mutex_t lock;
-    red_kernel *table;
-    size_t table_cap, table_count;
+    cf_ktable table;        /* compiled kernels by specialisation key */
 };
-
 
 /* ---- reducer objects ---------------------------------------------------------------------- */
 
@@ -79,9 +72,7 @@ void cf_reducer_free(cf_reducer *r)
         return;
     for (int i = 0; i < r->nloops; i++)
         loop_clear(&r->loops[i]);
-    for (size_t i = 0; i < r->table_cap; i++)
-        cf_free(r->table[i].key);
-    cf_free(r->table);
+    cf_ktable_clear(&r->table);
     pthread_mutex_destroy(&r->lock);
     cf_free(r->name);
     cf_free(r);
@@ -95,7 +86,7 @@ int cf_reducer_kernel_count(const cf_reducer *r)
     if (!r)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&r->lock);
-    int n = (int)r->table_count;
+    int n = (int)r->table.count;
     pthread_mutex_unlock((pthread_mutex_t *)&r->lock);
     return n;
 }
@@ -714,64 +705,12 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
 
 /* ---- the kernel table ------------------------------------------------------------------------ */
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static red_kernel *table_find(cf_reducer *r, const char *key)
-{
-    if (!r->table_cap)
-        return NULL;
-    size_t mask = r->table_cap - 1;
-    for (size_t i = fnv1a(key) & mask;; i = (i + 1) & mask) {
-        if (!r->table[i].key)
-            return NULL;
-        if (strcmp(r->table[i].key, key) == 0)
-            return &r->table[i];
-    }
-}
-
-static cf_status table_insert(cf_reducer *r, const char *key, cf_function *fn, int blocks_per_sm)
-{
-    if ((r->table_count + 1) * 2 > r->table_cap) {
-        size_t cap = r->table_cap ? 2 * r->table_cap : 16;
-        red_kernel *t = cf_calloc(cap, sizeof *t);
-        if (!t)
-            return CF_ERR_NOMEM;
-        for (size_t i = 0; i < r->table_cap; i++)
-            if (r->table[i].key) {
-                size_t j = fnv1a(r->table[i].key) & (cap - 1);
-                while (t[j].key)
-                    j = (j + 1) & (cap - 1);
-                t[j] = r->table[i];
-            }
-        cf_free(r->table);
-        r->table = t;
-        r->table_cap = cap;
-    }
-    char *k = cf_strdup(key);
-    if (!k)
-        return CF_ERR_NOMEM;
-    size_t j = fnv1a(key) & (r->table_cap - 1);
-    while (r->table[j].key)
-        j = (j + 1) & (r->table_cap - 1);
-    r->table[j].key = k;
-    r->table[j].fn = fn;
-    r->table[j].blocks_per_sm = blocks_per_sm;
-    r->table_count++;
-    return CF_OK;
-}
-
-static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, red_kernel *out)
+static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, cf_kentry *out)
 {
     char key[256];
     spec_key(sp, device, key, sizeof key);
     pthread_mutex_lock(&r->lock);
-    red_kernel *k = table_find(r, key);
+    const cf_kentry *k = cf_ktable_find(&r->table, key);
     if (k) {
         *out = *k;
         pthread_mutex_unlock(&r->lock);
@@ -790,9 +729,9 @@ static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, red_k
     if (!st)
         st = cf_function_max_active_blocks(fn, sp->block, 0, &per_sm);
     if (!st) {
-        st = table_insert(r, key, fn, per_sm > 0 ? per_sm : 1);
+        st = cf_ktable_insert(&r->table, key, fn, per_sm > 0 ? per_sm : 1);
         if (!st)
-            *out = *table_find(r, key);
+            *out = *cf_ktable_find(&r->table, key);
     }
     pthread_mutex_unlock(&r->lock);
     cf_free(src);
@@ -982,7 +921,7 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
     cf_device_props props;
     cf_reduce_geom g;
     red_spec sp;
-    red_kernel k;
+    cf_kentry k;
     cf_status st = cf_device_props_get(device, &props);
     if (st)
         return st;
@@ -993,7 +932,7 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
     make_spec(r, loop, p, &g, in_dtype, out_dtype, &sp);
     if ((st = get_kernel(r, &sp, device, &k)))
         return st;
-    int bps = k.blocks_per_sm;
+    int bps = (int)k.aux;
     if (p->kind == CF_REDUCE_ALL) {
         /* The same grid whatever the body: a cheap body (32 registers) would otherwise get twice
          * the blocks of the configuration measured best (bench/REDUCE_NOTES.md). */
