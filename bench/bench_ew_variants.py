@@ -7,6 +7,7 @@ For each setting of the environment variables the engine reads once per process
     CUFUNC_EW_BLOCKS_PER_SM  grid cap per multiprocessor, 0 for none (one pass over the data)
     CUFUNC_EW_TILE_ROWS      tile kernel: threads along a 32x32 tile's rows
     CUFUNC_EW_TILE_BLOCKS_PER_SM  tile kernel's grid cap per multiprocessor, 0 for none
+    CUFUNC_EW_TILE_PRELOAD   tile kernel: in-place inputs loaded before the barrier (1) or after (0)
 
 a child process times the cases those knobs affect (the first three knobs: the first two cases;
 the tile knobs: the third; the built-in defaults: all three) and checks results against NumPy:
@@ -22,7 +23,7 @@ overall: the element-wise knobs with the highest geometric mean over the first t
 fractions of the copy bandwidth, with the tile knobs best for the third. The whole sweep stays under about 3 minutes; --budget
 stops it earlier (the variants run so far are still reported).
 
-Usage: python3 bench/bench_ew_variants.py [--quick] [--budget SECONDS] [--reps N]
+Usage: python3 bench/bench_ew_variants.py [--quick] [--only tile] [--budget SECONDS] [--reps N]
 """
 import argparse
 import itertools
@@ -37,7 +38,8 @@ import time
 from benchlib import timeit
 
 KNOBS = ("CUFUNC_EW_BLOCK", "CUFUNC_EW_UNROLL", "CUFUNC_EW_BLOCKS_PER_SM",
-         "CUFUNC_EW_ROW_BLOCKS_PER_SM", "CUFUNC_EW_TILE_ROWS", "CUFUNC_EW_TILE_BLOCKS_PER_SM")
+         "CUFUNC_EW_ROW_BLOCKS_PER_SM", "CUFUNC_EW_TILE_ROWS", "CUFUNC_EW_TILE_BLOCKS_PER_SM",
+         "CUFUNC_EW_TILE_PRELOAD")
 N = 1 << 26
 M = 4096
 CASES = (
@@ -152,10 +154,16 @@ def parent_figures(reps):
     return fig
 
 
-def variants(quick):
-    """(settings, cases) to run: the built-in defaults first, on every case."""
+def variants(quick, only=None):
+    """(settings, cases) to run: the built-in defaults first, on every case; only="tile": the
+    defaults and the tile knobs alone."""
     every = [c for c, _ in CASES]
     out = [(None, every)]
+    if only == "tile":
+        for r, p, pre in itertools.product((2, 4, 8, 16), (0, 8), (0, 1)):
+            out.append(({"CUFUNC_EW_TILE_ROWS": r, "CUFUNC_EW_TILE_BLOCKS_PER_SM": p,
+                         "CUFUNC_EW_TILE_PRELOAD": pre}, ["transposed"]))
+        return out
     blocks = (128, 256, 512) if not quick else (256,)
     unrolls = (1, 2, 4)
     per_sm = (0, 2, 4, 8) if not quick else (0, 4)
@@ -176,7 +184,8 @@ def label(v):
     short = {"CUFUNC_EW_BLOCK": "block", "CUFUNC_EW_UNROLL": "unroll",
              "CUFUNC_EW_BLOCKS_PER_SM": "per_sm", "CUFUNC_EW_ROW_BLOCKS_PER_SM": "row_per_sm",
              "CUFUNC_EW_TILE_ROWS": "tile_rows",
-             "CUFUNC_EW_TILE_BLOCKS_PER_SM": "tile_per_sm"}
+             "CUFUNC_EW_TILE_BLOCKS_PER_SM": "tile_per_sm",
+             "CUFUNC_EW_TILE_PRELOAD": "preload"}
     return " ".join("%s=%s" % (short[k], v[k]) for k in KNOBS if k in v)
 
 
@@ -186,6 +195,7 @@ def main():
     ap.add_argument("--cases", default=",".join(c for c, _ in CASES), help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--quick", action="store_true", help="fewer variants")
+    ap.add_argument("--only", choices=("tile",), help="sweep only the tile kernel's knobs")
     ap.add_argument("--budget", type=float, default=170.0, help="seconds for the whole sweep")
     args = ap.parse_args()
     if args.child:
@@ -195,7 +205,7 @@ def main():
     fig = parent_figures(args.reps)
     results = []
     with tempfile.TemporaryDirectory() as cache:
-        for v, cases in variants(args.quick):
+        for v, cases in variants(args.quick, args.only):
             if time.perf_counter() - start > args.budget:
                 print("(budget of %.0f s spent: the remaining variants were not run)" % args.budget)
                 break

@@ -35,6 +35,9 @@
  *   CUFUNC_EW_TILE_BLOCKS_PER_SM  the tile kernel's grid cap per multiprocessor; 0: none, one
  *                            tile per block, so blocks waiting at a barrier leave room for
  *                            others (0..64)
+ *   CUFUNC_EW_TILE_PRELOAD   tile kernel: 1 (default) loads the inputs read in place into
+ *                            registers together with the staged ones, before the barrier, so a
+ *                            tile waits for one memory latency instead of two; 0: after it
  * Block size, unroll and tile rows are part of the generated source and of the specialisation.
  *
  * The launch path is kept short for small calls: the plan is made on the stack over pointers to
@@ -73,6 +76,7 @@
 #define UF_DEFAULT_ROW_BLOCKS_PER_SM 8
 #define UF_DEFAULT_TILE_ROWS 4
 #define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
+#define UF_DEFAULT_TILE_PRELOAD 1
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
@@ -98,7 +102,8 @@ typedef struct uf_spec {
     uint8_t unroll;       /* flat, row-vector: vectors per thread per iteration */
     uint8_t tile_rows;    /* tile: blockDim.y */
     uint16_t block;       /* threads per block */
-    uint16_t pad16;
+    uint8_t tile_preload; /* tile: in-place inputs loaded into registers before the barrier */
+    uint8_t pad8;
     uint32_t pad32;
     char kind[UF_KEY_OPS];
     uint8_t dtype[UF_KEY_OPS];
@@ -347,11 +352,12 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 
 typedef struct uf_knobs {
     int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
+    int tile_preload;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
                          UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
-                         UF_DEFAULT_TILE_BLOCKS_PER_SM};
+                         UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 /* The integer value of environment variable `name` when it is one in [lo, hi], else dflt. */
@@ -379,6 +385,7 @@ static void knobs_read(void)
     knobs.tile_rows = (tr & (tr - 1)) == 0 ? tr : UF_DEFAULT_TILE_ROWS; /* divides UF_TILE */
     knobs.tile_blocks_per_sm = env_int("CUFUNC_EW_TILE_BLOCKS_PER_SM", 0, 64,
                                        UF_DEFAULT_TILE_BLOCKS_PER_SM);
+    knobs.tile_preload = env_int("CUFUNC_EW_TILE_PRELOAD", 0, 1, UF_DEFAULT_TILE_PRELOAD);
 }
 
 /* ---- planning on the stack ---------------------------------------------------------------- */
@@ -637,6 +644,8 @@ static void gen_stored_value(cf_strbuf *b, const uf_spec *sp, int i, int mode)
         cf_strbuf_printf(b, "b%d[u]", i);
     else if (mode == M_TILE && sp->kind[i] == K_TRANS)
         cf_strbuf_printf(b, "sm%d[tx * %d + ly]", i, UF_TILE + 1);
+    else if (mode == M_TILE && sp->tile_preload)
+        cf_strbuf_printf(b, "pre%d[j]", i); /* only inputs are read: outputs are written */
     else
         cf_strbuf_printf(b, "*(const %s *)(p.op[%d].ptr + off[%d])", st, i, i);
 }
@@ -876,6 +885,22 @@ static void gen_tile(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin,
                          " + boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + (%s)c * (%s)p.op[%d]"
                          ".strides[%d]);\n", i, TR, P, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i,
                       i, O, O, i, nd - 2, O, O, i, nd - 1);
+    if (sp->tile_preload) {
+        /* the in-place inputs at the positions the body will visit, loaded before the barrier */
+        cf_strbuf_printf(b, "            }\n        }\n");
+        for (int i = 0; i < sp->nops; i++)
+            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
+                cf_strbuf_printf(b, "        %s pre%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, RPT);
+        cf_strbuf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
+                     "            const %s r = r0 + ty + j * %d, c = c0 + tx;\n"
+                     "            if (r < R && c < C) {\n", RPT, I, TR);
+        for (int i = 0; i < sp->nops; i++)
+            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
+                cf_strbuf_printf(b, "                pre%d[j] = *(const %s *)(p.op[%d].ptr + boff[%d] + (%s)r * "
+                             "(%s)p.op[%d].strides[%d] + (%s)c * (%s)p.op[%d].strides[%d]);\n",
+                          i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, O, i, nd - 2, O, O, i,
+                          nd - 1);
+    }
     cf_strbuf_printf(b, "            }\n        }\n        __syncthreads();\n"
                  "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
                  "            const unsigned ly = ty + j * %d;\n"
@@ -1133,6 +1158,7 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
         sp->shape = SH_TILE;
         sp->unroll = 1;
         sp->tile_rows = (uint8_t)knobs.tile_rows;
+        sp->tile_preload = (uint8_t)knobs.tile_preload;
         sp->block = (uint16_t)(UF_TILE * knobs.tile_rows);
         return CF_OK;
     }
