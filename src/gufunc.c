@@ -469,6 +469,31 @@ static int64_t layout_smem(cf_gufunc_plan *p, int tile, int64_t *base_off)
     return off;
 }
 
+/* Rows of a tile of at most 8 iterations are all read by lanes of one warp phase (8 lanes of 16
+ * bytes), so a pitch of an odd number of 16-byte units keeps them on distinct banks just as an odd
+ * number of words does, and keeps every row 16-byte aligned: the copy stores whole 16-byte units
+ * (an odd word pitch splits each into four 4-byte stores that conflict 4 ways) and the compiler can
+ * merge the body's consecutive reads of its row into 16-byte loads. Large rows (4 KiB: a row sum)
+ * get small tiles, so this is the case that matters; nothing changes if the budget would break. */
+static void widen_pitches(cf_gufunc_plan *p, int tile)
+{
+    if (tile > 8)
+        return;
+    int64_t keep[CF_SIG_MAX_ARGS];
+    for (int i = 0; i < p->nops; i++) {
+        keep[i] = p->pitch[i];
+        if (p->kind[i] != 'G' || p->copy_width[i] != 16)
+            continue;
+        int64_t pitch = round_up(p->row_bytes[i], 16);
+        if ((pitch / 16) % 2 == 0)
+            pitch += 16;
+        p->pitch[i] = pitch;
+    }
+    if (layout_smem(p, tile, NULL) > CF_GUFUNC_STAGE_BUDGET)
+        for (int i = 0; i < p->nops; i++)
+            p->pitch[i] = keep[i];
+}
+
 /* Choose which operands to stage and the tile size. */
 static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_plan *p)
 {
@@ -533,6 +558,7 @@ static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_pl
             while (tile > CF_GUFUNC_MIN_TILE && tile / 2 >= p->n)
                 tile /= 2;
             p->tile = tile;
+            widen_pitches(p, tile);
             p->smem_bytes = layout_smem(p, tile, NULL);
             /* at least 128 threads, whatever the tile: the copies need them in flight */
             p->block_threads = tile < GU_BLOCK ? GU_BLOCK : tile;

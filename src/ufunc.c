@@ -846,11 +846,57 @@ static void gen_rowvec(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int ni
     cf_strbuf_printf(b, "            }\n        }\n    }\n");
 }
 
+/* The two phases of a tile (see gen_tile), unchecked for a full tile or checked against the
+ * rows and columns left (rn, cn) for a ragged one at the loop's edge. Every operand's address is
+ * its per-tile, per-thread offset plus j times a per-tile step, one multiply-add per element. */
+static void gen_tile_phases(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout,
+                            int w, int checked)
+{
+    const char *O = sp->index32 ? "int" : "long long";
+    const int P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
+    const char *ind = "                ";
+    cf_strbuf_printf(b, "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n", RPT);
+    if (checked)
+        cf_strbuf_printf(b, "              if (tx < rn && ty + j * %d < cn)\n", TR);
+    cf_strbuf_printf(b, "              {\n");
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_TRANS)
+            cf_strbuf_printf(b, "%ssm%d[(ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr + (goff%d + "
+                             "(%s)j * gstep%d));\n", ind, i, TR, P, cf_dtype_ctype((cf_dtype)sp->dtype[i]),
+                             i, i, O, i);
+    cf_strbuf_printf(b, "              }\n            }\n");
+    if (sp->tile_preload) {
+        /* the in-place inputs at the positions the body will visit, loaded before the barrier */
+        cf_strbuf_printf(b, "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n", RPT);
+        if (checked)
+            cf_strbuf_printf(b, "              if (ty + j * %d < rn && tx < cn)\n", TR);
+        cf_strbuf_printf(b, "              {\n");
+        for (int i = 0; i < sp->nops; i++)
+            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
+                cf_strbuf_printf(b, "%spre%d[j] = *(const %s *)(p.op[%d].ptr + (hoff%d + (%s)j * hstep%d));\n",
+                                 ind, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, i);
+        cf_strbuf_printf(b, "              }\n            }\n");
+    }
+    cf_strbuf_printf(b, "            __syncthreads();\n"
+                     "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n"
+                     "              const unsigned ly = ty + j * %d;\n", RPT, TR);
+    if (checked)
+        cf_strbuf_printf(b, "              if (ly < rn && tx < cn)\n");
+    cf_strbuf_printf(b, "              {\n%s%s off[%d];\n", ind, O, sp->nops);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_STRIDED)
+            cf_strbuf_printf(b, "%soff[%d] = hoff%d + (%s)j * hstep%d;\n", ind, i, i, O, i);
+    gen_body(b, sp, l, nin, nout, w, M_TILE, ind);
+    cf_strbuf_printf(b, "              }\n            }\n");
+}
+
 /* Tile: block (UF_TILE, TR); tile t of the header's n covers rows r0.. and columns c0.. of the
  * last two axes (extents R, C) at outer index q (the axes before them). Staged operands are read
  * with consecutive threads on consecutive rows (their fast axis) into sm[col][row] (a padded row
  * of UF_TILE + 1, so the body's column-wise reads hit distinct banks), the body then runs with
- * consecutive threads on consecutive columns, the outputs' fast axis. */
+ * consecutive threads on consecutive columns, the outputs' fast axis. With the preload knob, the
+ * inputs read in place are loaded into registers before the barrier too, so that a tile waits for
+ * one memory latency, not two. Full tiles (all but the loop's edges) run without bounds checks. */
 static void gen_tile(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
 {
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
@@ -872,49 +918,34 @@ static void gen_tile(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin,
                  "        const %s c0 = (t - q * (%s)p.h.div[%d].divisor) * %d;\n"
                  "        const %s q2 = cf_divi<%s>(q, p.h.div[%d]);\n"
                  "        const %s r0 = (q - q2 * (%s)p.h.div[%d].divisor) * %d;\n"
+                 "        const %s rn = R - r0, cn = C - c0;\n"
                  "        %s boff[%d];\n"
                  "        cf_offsets<%d, %d, %s, %s>(q2, p.h, p.op, boff);\n",
               I, I, nd - 2, I, nd - 1, I, I, I, I, I, nd - 1, I, I, nd - 1, T, I, I, nd - 2, I, I,
-              nd - 2, T, O, sp->nops, nd - 2, sp->nops, I, O);
-    cf_strbuf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
-                 "            const %s r = r0 + tx, c = c0 + ty + j * %d;\n"
-                 "            if (r < R && c < C) {\n", RPT, I, TR);
-    for (int i = 0; i < sp->nops; i++)
+              nd - 2, T, I, O, sp->nops, nd - 2, sp->nops, I, O);
+    for (int i = 0; i < sp->nops; i++) {
         if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "                sm%d[(ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr"
-                         " + boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + (%s)c * (%s)p.op[%d]"
-                         ".strides[%d]);\n", i, TR, P, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i,
-                      i, O, O, i, nd - 2, O, O, i, nd - 1);
-    if (sp->tile_preload) {
-        /* the in-place inputs at the positions the body will visit, loaded before the barrier */
-        cf_strbuf_printf(b, "            }\n        }\n");
+            cf_strbuf_printf(b, "        const %s goff%d = boff[%d] + (%s)(r0 + tx) * (%s)p.op[%d].strides[%d] + "
+                             "(%s)(c0 + ty) * (%s)p.op[%d].strides[%d];\n"
+                             "        const %s gstep%d = %d * (%s)p.op[%d].strides[%d];\n",
+                             O, i, i, O, O, i, nd - 2, O, O, i, nd - 1, O, i, TR, O, i, nd - 1);
+        else if (sp->kind[i] == K_STRIDED)
+            cf_strbuf_printf(b, "        const %s hoff%d = boff[%d] + (%s)(r0 + ty) * (%s)p.op[%d].strides[%d] + "
+                             "(%s)(c0 + tx) * (%s)p.op[%d].strides[%d];\n"
+                             "        const %s hstep%d = %d * (%s)p.op[%d].strides[%d];\n",
+                             O, i, i, O, O, i, nd - 2, O, O, i, nd - 1, O, i, TR, O, i, nd - 2);
+    }
+    if (sp->tile_preload)
         for (int i = 0; i < sp->nops; i++)
             if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
                 cf_strbuf_printf(b, "        %s pre%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, RPT);
-        cf_strbuf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
-                     "            const %s r = r0 + ty + j * %d, c = c0 + tx;\n"
-                     "            if (r < R && c < C) {\n", RPT, I, TR);
-        for (int i = 0; i < sp->nops; i++)
-            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-                cf_strbuf_printf(b, "                pre%d[j] = *(const %s *)(p.op[%d].ptr + boff[%d] + (%s)r * "
-                             "(%s)p.op[%d].strides[%d] + (%s)c * (%s)p.op[%d].strides[%d]);\n",
-                          i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, O, i, nd - 2, O, O, i,
-                          nd - 1);
-    }
-    cf_strbuf_printf(b, "            }\n        }\n        __syncthreads();\n"
-                 "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
-                 "            const unsigned ly = ty + j * %d;\n"
-                 "            const %s r = r0 + ly, c = c0 + tx;\n"
-                 "            if (r < R && c < C) {\n"
-                 "                %s off[%d];\n", RPT, TR, I, O, sp->nops);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_STRIDED)
-            cf_strbuf_printf(b, "                off[%d] = boff[%d] + (%s)r * (%s)p.op[%d].strides[%d] + "
-                         "(%s)c * (%s)p.op[%d].strides[%d];\n", i, i, O, O, i, nd - 2, O, O, i,
-                      nd - 1);
-    gen_body(b, sp, l, nin, nout, w, M_TILE, "                ");
+    /* the condition is the same for the whole block, so both branches' barriers are reached */
+    cf_strbuf_printf(b, "        if (rn >= %d && cn >= %d) {\n", T, T);
+    gen_tile_phases(b, sp, l, nin, nout, w, 0);
+    cf_strbuf_printf(b, "        } else {\n");
+    gen_tile_phases(b, sp, l, nin, nout, w, 1);
     /* the second barrier: the next tile's staging must not overwrite what this one still reads */
-    cf_strbuf_printf(b, "            }\n        }\n        __syncthreads();\n    }\n");
+    cf_strbuf_printf(b, "        }\n        __syncthreads();\n    }\n");
 }
 
 static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)

@@ -331,12 +331,14 @@ static void test_plan_rowsum(void)
     CHECK(p.n == 65536 && p.loop_ndim == 1 && p.loop_shape[0] == 65536);
     CHECK(p.loop_strides[0][0] == 4096 && p.loop_strides[1][0] == 4);
     CHECK(p.index32);
-    /* the 4 KiB rows are staged: 8 per block (8 * 4100 bytes fit 48 KiB) copied by 128 threads,
-     * 16-byte copies, rows padded by one word; the scalar output is written in place (adjacent across threads) */
+    /* the 4 KiB rows are staged: 8 per block (8 * 4112 bytes fit 48 KiB) copied by 128 threads,
+     * 16-byte copies, rows padded to an odd number of 16-byte units (a tile of at most 8 rows:
+     * aligned rows, no bank conflicts); the scalar output is written in place (adjacent across
+     * threads) */
     CHECK(p.kind[0] == 'G' && p.kind[1] == 'A');
     CHECK(p.staged && p.tile == 8 && p.block_threads == 128);
-    CHECK(p.row_bytes[0] == 4096 && p.pitch[0] == 4100 && p.copy_width[0] == 16);
-    CHECK(p.smem_bytes <= CF_GUFUNC_STAGE_BUDGET && p.smem_bytes >= 8 * 4100);
+    CHECK(p.row_bytes[0] == 4096 && p.pitch[0] == 4112 && p.copy_width[0] == 16);
+    CHECK(p.smem_bytes <= CF_GUFUNC_STAGE_BUDGET && p.smem_bytes >= 8 * 4112);
     CHECK(p.core_ndim[1] == 1 && p.core_shape[1][0] == 1);
 
     /* rows 64 KiB long cannot be staged CF_GUFUNC_MIN_TILE at a time: direct access */
@@ -499,7 +501,7 @@ static void test_kernels_compile(void)
     cf_gufunc *g = make_rowsum();
     int64_t xs[2] = {65536, 1024}, os[1] = {65536};
     cf_operand ops[3] = {arr(CF_FLOAT32, 2, xs, 0x10000000), arr(CF_FLOAT32, 1, os, 0x40000000)};
-    check_kernel(g, ops, has_out, 1, "cf_gu_copy<4096, 4100, 16, 4, true, O>");
+    check_kernel(g, ops, has_out, 1, "cf_gu_copy<4096, 4112, 16, 16, true, O>");
     ops[0] = arr(CF_FLOAT32, 2, xs, 0x10000004); /* element copies */
     check_kernel(g, ops, has_out, 1, "cf_gu_copy<4096, 4100, 4, 4, true, O>");
     int64_t longrows[2] = {64, 16384}, os64[1] = {64};
