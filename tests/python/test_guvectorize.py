@@ -278,7 +278,7 @@ def test_casting_rule():
 def test_kernels_compile_with_nvrtc():
     rng = np.random.default_rng(0)
     cases = [
-        (rowsum, (np.ones((4096, 1024), np.float32),), "cf_gu_copy<4096, 4100, 16, 4, true"),
+        (rowsum, (np.ones((4096, 1024), np.float32),), "cf_gu_copy<4096, 4112, 16, 16, true"),
         (rowsum, (np.ones((4096, 1024), np.float32)[:, ::2],), "core_strides"),
         (MATMUL, (np.ones((1 << 16, 4, 4), np.float32),) * 2, "cf_gu_copy<64, 68, 16, 4, false"),
         (MATMUL, (np.ones((1 << 16, 4, 4), np.float32), np.ones((4, 4), np.float32)),
