@@ -221,19 +221,18 @@ int cf_py_same_view(const cf_array *a, const cf_array *b)
     return 1;
 }
 
-int cf_py_call_positional(PyObject *args, int nin, int nout, const char *prefix, const char *name,
-                          PyObject **inputs, PyObject **outs)
+int cf_py_call_positional(PyObject *const *args, Py_ssize_t n, int nin, int nout, const char *prefix,
+                          const char *name, PyObject **inputs, PyObject **outs)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n < nin || n > nin + nout) {
         PyErr_Format(PyExc_TypeError, "%s%s() takes from %d to %d positional arguments but %zd "
                      "were given", prefix, name, nin, nin + nout, n);
         return -1;
     }
     for (int i = 0; i < nin; i++)
-        inputs[i] = PyTuple_GET_ITEM(args, i);
+        inputs[i] = args[i];
     for (Py_ssize_t i = nin; i < n; i++)
-        outs[i - nin] = PyTuple_GET_ITEM(args, i);
+        outs[i - nin] = args[i];
     return 0;
 }
 

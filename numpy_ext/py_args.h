@@ -41,11 +41,11 @@ int cf_py_arg_copy(cf_py_arg *a, int device, PyObject *stream);
 /* Whether two views are the same elements in the same order. */
 int cf_py_same_view(const cf_array *a, const cf_array *b);
 
-/* The positional arguments of a (g)ufunc call: nin inputs, then up to nout outputs (the rest of
- * outs[] is left as it is). TypeError with NumPy's wording otherwise; `prefix` is put before the
- * name in it ("outer of "). */
-int cf_py_call_positional(PyObject *args, int nin, int nout, const char *prefix, const char *name,
-                          PyObject **inputs, PyObject **outs);
+/* The n positional arguments of a (g)ufunc call (a tuple's items or a vectorcall's array): nin
+ * inputs, then up to nout outputs (the rest of outs[] is left as it is). TypeError with NumPy's
+ * wording otherwise; `prefix` is put before the name in it ("outer of "). */
+int cf_py_call_positional(PyObject *const *args, Py_ssize_t n, int nin, int nout, const char *prefix,
+                          const char *name, PyObject **inputs, PyObject **outs);
 /* The out= keyword: one array (nout == 1) or a tuple of nout; `npos` positional arguments were
  * given (outputs among them are an error with out=). `what` is "ufunc" or "gufunc". */
 int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const char *what,

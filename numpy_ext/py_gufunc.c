@@ -122,7 +122,8 @@ static int parse_call(CfPyGUFunc *self, PyObject *args, PyObject *kwargs, gu_cal
         return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     memset(c, 0, sizeof *c);
-    if (cf_py_call_positional(args, self->nin, self->nout, "", name, c->inputs, c->outs) < 0)
+    if (cf_py_call_positional(&PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), self->nin,
+                              self->nout, "", name, c->inputs, c->outs) < 0)
         return -1;
     if (kwargs == NULL)
         return 0;

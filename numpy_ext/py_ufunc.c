@@ -563,22 +563,21 @@ done:
     return result;
 }
 
-/* Read (args, kwargs) of a call into `c`. */
-static int parse_call(CfPyUFunc *self, PyObject *args, PyObject *kwargs, uf_call *c, int outer)
+/* Read a call's arguments into `c`: n positional ones in args[0..n), then the values of the
+ * keywords named in kwnames (may be NULL), as a vectorcall passes them. */
+static int parse_call(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
+                      uf_call *c, int outer)
 {
     const char *name = PyUnicode_AsUTF8(self->name);
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
     memset(c, 0, sizeof *c);
     c->outer = outer;
-    if (cf_py_call_positional(args, self->nin, self->nout, outer ? "outer of " : "", name,
+    if (cf_py_call_positional(args, n, self->nin, self->nout, outer ? "outer of " : "", name,
                               c->inputs, c->outs) < 0)
         return -1;
-    if (kwargs == NULL)
-        return 0;
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &key, &value)) {
-        const char *k = PyUnicode_AsUTF8(key);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *value = args[n + i];
+        const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
         if (k == NULL)
             return -1;
         if (strcmp(k, "out") == 0) {
@@ -602,22 +601,24 @@ static int parse_call(CfPyUFunc *self, PyObject *args, PyObject *kwargs, uf_call
     return 0;
 }
 
-static PyObject *ufunc_call(CfPyUFunc *self, PyObject *args, PyObject *kwargs)
+static PyObject *ufunc_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames)
 {
     uf_call c;
-    if (parse_call(self, args, kwargs, &c, 0) < 0)
+    if (parse_call((CfPyUFunc *)self, args, PyVectorcall_NARGS(nargsf), kwnames, &c, 0) < 0)
         return NULL;
-    return ufunc_apply(self, &c);
+    return ufunc_apply((CfPyUFunc *)self, &c);
 }
 
-static PyObject *ufunc_outer(CfPyUFunc *self, PyObject *args, PyObject *kwargs)
+static PyObject *ufunc_outer(CfPyUFunc *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
 {
     if (self->nin != 2) {
         PyErr_SetString(PyExc_ValueError, "outer product only supported for binary functions");
         return NULL;
     }
     uf_call c;
-    if (parse_call(self, args, kwargs, &c, 1) < 0)
+    if (parse_call(self, args, nargs, kwnames, &c, 1) < 0)
         return NULL;
     return ufunc_apply(self, &c);
 }
@@ -732,6 +733,7 @@ static PyObject *ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->nin = nin;
     self->nout = nout;
+    self->vectorcall = ufunc_vectorcall;
     Py_INCREF(name);
     self->name = name;
     Py_INCREF(doc);
@@ -842,10 +844,11 @@ static PyObject *get_types(CfPyUFunc *self, void *c)
 
 /* The generated kernel source of a call with these arguments (host arrays are described as if on
  * the device, contiguous); for inspection. No GPU needed when the inputs are host objects. */
-static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *args, PyObject *kwargs)
+static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames)
 {
     uf_call c;
-    if (parse_call(self, args, kwargs, &c, 0) < 0)
+    if (parse_call(self, args, nargs, kwnames, &c, 0) < 0)
         return NULL;
     cf_py_arg in[UF_MAX_ARGS];
     int n = 0, loop;
@@ -914,11 +917,11 @@ static PyMethodDef ufunc_methods[] = {
      "stream=0): reduce array's dimension(s) by applying the ufunc along them (binary ufuncs)."},
     {"accumulate", (PyCFunction)(void (*)(void))cf_py_ufunc_accumulate, METH_VARARGS | METH_KEYWORDS,
      "accumulate(array, axis=0, dtype=None, out=None, stream=0): the inclusive scan along an axis."},
-    {"outer", (PyCFunction)(void (*)(void))ufunc_outer, METH_VARARGS | METH_KEYWORDS,
+    {"outer", (PyCFunction)(void (*)(void))ufunc_outer, METH_FASTCALL | METH_KEYWORDS,
      "outer(A, B, /, **kwargs): apply the ufunc to all pairs (a, b) with a in A and b in B."},
     {"add_loop", (PyCFunction)ufunc_add_loop, METH_VARARGS,
      "add_loop(types, source, fn_name, options=()): add a loop from CUDA C (used by vectorize)."},
-    {"kernel_source", (PyCFunction)(void (*)(void))ufunc_kernel_source, METH_VARARGS | METH_KEYWORDS,
+    {"kernel_source", (PyCFunction)(void (*)(void))ufunc_kernel_source, METH_FASTCALL | METH_KEYWORDS,
      "kernel_source(*inputs): the CUDA C of the kernel a call with these inputs launches."},
     {NULL},
 };
@@ -944,8 +947,10 @@ PyTypeObject CfPyUFunc_Type = {
     .tp_basicsize = sizeof(CfPyUFunc),
     .tp_dealloc = (destructor)ufunc_dealloc,
     .tp_repr = (reprfunc)ufunc_repr,
-    .tp_call = (ternaryfunc)ufunc_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(CfPyUFunc, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+                Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A GPU ufunc: call it like a NumPy ufunc on NumPy arrays, device arrays or scalars.",
     .tp_traverse = (traverseproc)ufunc_traverse,
     .tp_clear = (inquiry)ufunc_clear,

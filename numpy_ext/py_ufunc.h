@@ -19,6 +19,7 @@ typedef struct {
     PyObject *loops;      /* list of (types tuple of np.dtype, source, fn_name, options) */
     PyObject *dict;
     PyObject *weakreflist;
+    vectorcallfunc vectorcall; /* calls skip the args tuple and kwargs dict (PEP 590) */
     /* Last resolutions: input dtypes, weak flags and requested out dtype -> loop. */
     struct {
         int valid;
