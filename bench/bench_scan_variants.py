@@ -7,6 +7,7 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
   CUFUNC_SCAN_ITEMS            elements per thread of a scan tile          (default 32 for 4-byte
                                accumulators, 16 for 8-byte, 8 for 16-byte)
   CUFUNC_SCAN_SLEEP            ns between polls of a look-back state       (default 0)
+  CUFUNC_SCAN_MIN_BLOCKS       __launch_bounds__ min blocks per SM of scans (default none)
   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per SM of full reductions     (default 2)
   CUFUNC_REDUCE_UNROLL         vector loads in flight per thread           (default 4; 2 for
                                1- and 2-byte elements)
@@ -19,7 +20,7 @@ Figures: accumulate (add) on 2^28 and 2^24 float32, 2^27 float64 and 2^28 int32,
 read + write (as issue 6 does; target >= 80% of the copy bandwidth for 2^28 float32); cuda.reduce
 sum and max on 2^28 float32 in GB/s read (target >= CuPy's sum).
 
-Usage: python3 bench/bench_scan_variants.py [--reps N] [--budget SECONDS] [--quick]
+Usage: python3 bench/bench_scan_variants.py [--reps N] [--budget SECONDS] [--quick] [--scan-only]
 """
 import argparse
 import json
@@ -43,6 +44,14 @@ SCAN_SETTINGS = [
     ("512 x 32", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "32"}),
     ("256 x 48, sleep 50 ns", {"CUFUNC_SCAN_SLEEP": "50"}),
     ("256 x 64, sleep 50 ns", {"CUFUNC_SCAN_ITEMS": "64", "CUFUNC_SCAN_SLEEP": "50"}),
+    # registers decide how many tiles are resident: ask the compiler for more blocks per SM
+    ("256 x 48, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "48", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("256 x 44, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "44", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("256 x 40, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "40", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("256 x 64, 3 blocks/SM", {"CUFUNC_SCAN_ITEMS": "64", "CUFUNC_SCAN_MIN_BLOCKS": "3"}),
+    ("256 x 32, 5 blocks/SM", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "5"}),
+    ("128 x 48, 8 blocks/SM", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "48",
+                               "CUFUNC_SCAN_MIN_BLOCKS": "8"}),
 ]
 REDUCE_SETTINGS = [
     ("default (2 blocks/SM, unroll 4)", {}),
@@ -189,7 +198,7 @@ def copy_bandwidth(reps):
 def run_child(kind, env_extra, reps, timeout):
     env = dict(os.environ)
     for k in ("CUFUNC_SCAN_BLOCK", "CUFUNC_SCAN_ITEMS", "CUFUNC_SCAN_SLEEP",
-              "CUFUNC_REDUCE_BLOCKS_PER_SM", "CUFUNC_REDUCE_UNROLL"):
+              "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_REDUCE_BLOCKS_PER_SM", "CUFUNC_REDUCE_UNROLL"):
         env.pop(k, None)
     env.update(env_extra)
     try:
@@ -209,6 +218,7 @@ def main():
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--budget", type=float, default=170.0, help="seconds for the whole run")
     ap.add_argument("--quick", action="store_true", help="the first 3 settings of each kind")
+    ap.add_argument("--scan-only", action="store_true", help="the scan settings alone")
     ap.add_argument("--worker", choices=["scan", "reduce"])
     args = ap.parse_args()
     if args.worker:
@@ -222,6 +232,8 @@ def main():
     results = {}   # (kind, label) -> figures
     scans, reds = (SCAN_SETTINGS[:3], REDUCE_SETTINGS[:3]) if args.quick else (SCAN_SETTINGS,
                                                                                   REDUCE_SETTINGS)
+    if args.scan_only:
+        reds = []
     # the defaults first, then two scan settings per reduction setting, so that a run cut off by
     # the budget still has some of both
     plan = []

@@ -416,9 +416,13 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
  *   CUFUNC_SCAN_ITEMS            elements per thread of a scan tile (1..64; rounded up to a
  *                                multiple of the elements of one 16-byte vector)
  *   CUFUNC_SCAN_SLEEP            nanoseconds a look-back waits between polls of a tile state that
- *                                is not ready yet (0..10000; 0: poll again at once) */
+ *                                is not ready yet (0..10000; 0: poll again at once)
+ *   CUFUNC_SCAN_MIN_BLOCKS       scan tiles resident per multiprocessor asked of the compiler
+ *                                (__launch_bounds__'s second argument, 1..32; unset: none): a
+ *                                tile lives in registers, so fewer registers per thread means more
+ *                                tiles, and more bytes, in flight */
 typedef struct red_knobs {
-    int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep;
+    int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep, scan_min_blocks;
 } red_knobs;
 
 static int env_int(const char *name, int lo, int hi)
@@ -446,6 +450,7 @@ static void read_knobs(void)
         k->scan_block = 0;
     k->scan_items = env_int("CUFUNC_SCAN_ITEMS", 1, 64);
     k->scan_sleep = env_int("CUFUNC_SCAN_SLEEP", 0, 10000);
+    k->scan_min_blocks = env_int("CUFUNC_SCAN_MIN_BLOCKS", 1, 32);
 }
 
 static const red_knobs *knobs(void)
@@ -608,7 +613,7 @@ typedef struct red_spec {
     int loop;
     cf_reduce_kind kind;
     cf_dtype in, out, acc;
-    int block, group, vec, unroll, items, sleep;
+    int block, group, vec, unroll, items, sleep, min_blocks;
     int knd, rnd;
     int where, index32;
 } red_spec;
@@ -628,6 +633,7 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->unroll = g->unroll;
     sp->items = g->items;
     sp->sleep = p->kind == CF_SCAN_TILES ? knobs()->scan_sleep : 0;
+    sp->min_blocks = p->kind == CF_SCAN_TILES ? knobs()->scan_min_blocks : 0;
     sp->knd = p->kept_ndim;
     sp->where = p->has_where;
     sp->index32 = p->index32;
@@ -650,10 +656,10 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
 
 static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d kn%d rn%d w%d i%d", device,
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d kn%d rn%d w%d i%d", device,
              sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
-             sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->knd, sp->rnd, sp->where,
-             sp->index32);
+             sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->min_blocks, sp->knd, sp->rnd,
+             sp->where, sp->index32);
 }
 
 static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
@@ -669,9 +675,9 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
                   "    typedef %s T;\n"
                   "    static __device__ __forceinline__ T apply(T a, T b) { return cf_cast<T>(%s(a, b)); }\n"
                   "};\n\n"
-                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                  "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n"
                   "cf_reduce(const __grid_constant__ cf_red_params p)\n{\n    ",
-              l->fn.source, acc, l->fn.fn_name, sp->block);
+              l->fn.source, acc, l->fn.fn_name, sp->block, sp->min_blocks > 0 ? sp->min_blocks : 1);
     switch (sp->kind) {
     case CF_REDUCE_ALL:
         cf_strbuf_printf(&b, "cf_red_all<cf_red_op, %s, %s, %d, %d, %d, %d, %s, %s>(p);\n", tin, tout,
