@@ -576,9 +576,13 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
         const red_knobs *k = knobs();
         g->vec = V;
         g->block = k->scan_block ? k->scan_block : SCAN_BLOCK;
-        /* 56 items per thread for 4-byte accumulators: the best of bench_scan_variants.py's
-         * sweeps on an H200 (2^28 float32: 56 items 3198 GB/s, 48 items 3089, 32 items 2949) */
-        int items = k->scan_items ? k->scan_items : asz <= 4 ? 56 : asz == 8 ? 16 : 8;
+        /* 4-byte accumulators: 44 items per thread with registers capped for 4 resident blocks
+         * per SM (176 KiB of tiles per SM), the best of bench_scan_variants.py's sweep on an
+         * H200 (2^28 int32: 3214 GB/s, float32 3215; 56 items uncapped, 3 blocks: 2878 / ~3200;
+         * 48 items capped: 3007) */
+        int items = k->scan_items ? k->scan_items : asz <= 4 ? 44 : asz == 8 ? 16 : 8;
+        g->min_blocks = k->scan_min_blocks ? k->scan_min_blocks
+                        : !k->scan_items && !k->scan_block && asz <= 4 ? 4 : 0;
         if (items < V)
             items = V;
         items = (items + V - 1) / V * V;
@@ -633,7 +637,7 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->unroll = g->unroll;
     sp->items = g->items;
     sp->sleep = p->kind == CF_SCAN_TILES ? knobs()->scan_sleep : 0;
-    sp->min_blocks = p->kind == CF_SCAN_TILES ? knobs()->scan_min_blocks : 0;
+    sp->min_blocks = p->kind == CF_SCAN_TILES ? g->min_blocks : 0;
     sp->knd = p->kept_ndim;
     sp->where = p->has_where;
     sp->index32 = p->index32;

@@ -305,12 +305,13 @@ static void test_geometry(void)
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT64, CF_FLOAT64, sh.data, sms, 8, &g));
     CHECK(g.group == 32 && g.vec == 2 && g.grid[0] == 8448); /* 12500 blocks of 8 rows, capped */
 
-    /* scans: 2^28 float32 in tiles of 256 x 56, float4 vectors (14 rounds of 4 per lane) */
+    /* scans: 2^28 float32 in tiles of 256 x 44, float4 vectors (11 rounds of 4 per lane), 4
+     * blocks per SM asked of the compiler */
     cf_array so = view(CF_FLOAT32, 1, n, 0x100000);
     CHECK_OK(cf_reduce_plan_scan(&p, &a, 0, &so));
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, sms, 0, &g));
-    CHECK(g.items == 56 && g.block == 256 && g.vec == 4);
-    CHECK(g.tiles_per_row == 18725 && g.grid[0] == 18725 && g.chunk == 14336);
+    CHECK(g.items == 44 && g.block == 256 && g.vec == 4 && g.min_blocks == 4);
+    CHECK(g.tiles_per_row == 23832 && g.grid[0] == 23832 && g.chunk == 11264);
     /* accumulators of 8 and 16 bytes: 16 and 8 items; items stay a multiple of the vector */
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT64, a.data, sms, 0, &g));
     CHECK(g.items == 16 && g.vec == 4);
@@ -396,7 +397,7 @@ static void test_kernels_compile(void)
     cf_array f1 = view(CF_FLOAT32, 1, n1m, 0x100000);
     cf_array f1o = view(CF_FLOAT32, 1, n1m, 0x800000);
     compile_case(r, 0, &f1, NULL, 0, &f1o, NULL,
-                 "cf_scan_tiles<cf_red_op, cf_float32, cf_float32, 256, 56, 4, 0, 0, unsigned>");
+                 "cf_scan_tiles<cf_red_op, cf_float32, cf_float32, 256, 44, 4, 0, 0, unsigned>");
     cf_array i1 = view(CF_INT8, 1, n1m, 0x100000);
     cf_array i1o = view(CF_INT64, 1, n1m, 0x800000);
     compile_case(r, 2, &i1, NULL, 0, &i1o, NULL, "cf_scan_tiles<cf_red_op, cf_int8, cf_int64, 256, 16, 16");
@@ -405,10 +406,10 @@ static void test_kernels_compile(void)
     cf_array z1 = view(CF_COMPLEX128, 1, n1m, 0x100000);
     compile_case(r, 6, &z1, NULL, 0, &z1, NULL, "cf_scan_tiles<cf_red_op, cf_complex128, cf_complex128, 256, 8, 1");
     cf_array b1 = view(CF_BOOL, 1, n1m, 0x100000);
-    compile_case(r, 4, &b1, NULL, 0, &b1, NULL, "cf_scan_tiles<cf_red_op, cf_bool, cf_bool, 256, 64, 16");
+    compile_case(r, 4, &b1, NULL, 0, &b1, NULL, "cf_scan_tiles<cf_red_op, cf_bool, cf_bool, 256, 48, 16");
     int64_t tall[2] = {100000, 3};
     cf_array t3 = view(CF_FLOAT32, 2, tall, 0x100000);
-    compile_case(r, 0, &t3, NULL, 0, &t3, NULL, "cf_scan_tiles<cf_red_op, cf_float32, cf_float32, 256, 56, 4, 0, 1");
+    compile_case(r, 0, &t3, NULL, 0, &t3, NULL, "cf_scan_tiles<cf_red_op, cf_float32, cf_float32, 256, 44, 4, 0, 1");
     /* where= masks (full, rows, cols) and strided (transposed) inputs */
     cf_array w = view(CF_BOOL, 2, sq, 0x300000);
     cf_array mf = view(CF_FLOAT32, 2, sq, 0x100000);
