@@ -14,6 +14,7 @@
  * read them, as it may in NumPy). */
 #include "py_gufunc.h"
 #include "py_args.h"
+#include "py_capture.h"
 
 #include <string.h>
 
@@ -726,17 +727,20 @@ done:
 
 /* ---- construction and loops ------------------------------------------------------------------- */
 
-/* spec = (types, arg_ndim, source, fn_name[, options]) */
+/* spec = (types, arg_ndim, source, fn_name[, options[, captures]]); captures: the loop's captured
+ * device arrays (py_capture.h) */
 static int add_loop_from(CfPyGUFunc *self, PyObject *spec)
 {
-    PyObject *types, *ndims, *source, *fn_name, *options = NULL;
+    PyObject *types, *ndims, *source, *fn_name, *options = NULL, *captures = NULL;
     if (!PyTuple_Check(spec)) {
         PyErr_SetString(PyExc_TypeError, "add_loop: a loop is (types, arg_ndim, source, fn_name"
-                        "[, options])");
+                        "[, options[, captures]])");
         return -1;
     }
-    if (!PyArg_ParseTuple(spec, "OOUU|O:add_loop", &types, &ndims, &source, &fn_name, &options))
+    if (!PyArg_ParseTuple(spec, "OOUU|OO:add_loop", &types, &ndims, &source, &fn_name, &options,
+                          &captures))
         return -1;
+    cf_py_captures cap = {0};
     int nargs = self->nin + self->nout;
     PyObject *tseq = PySequence_Fast(types, "add_loop: types must be a sequence of dtypes");
     PyObject *nseq = tseq ? PySequence_Fast(ndims, "add_loop: arg_ndim must be a sequence of "
@@ -782,19 +786,29 @@ static int add_loop_from(CfPyGUFunc *self, PyObject *spec)
     const char *src = PyUnicode_AsUTF8(source), *fn = PyUnicode_AsUTF8(fn_name);
     if (src == NULL || fn == NULL)
         goto done;
-    cf_status st = cf_gufunc_add_loop(self->gu, dts, nd, src, fn, opts, nopts, NULL);
+    if (cf_py_captures_read(captures, &cap, "add_loop") < 0)
+        goto done;
+    /* The entry keeps the captured arrays alive as long as the gufunc (its kernels read them);
+     * it is in the list before the loop exists, so that no kernel can outlive them. */
+    PyObject *ndt = PySequence_Tuple(nseq);
+    PyObject *cap_items = cap.items ? Py_NewRef(cap.items) : PyTuple_New(0);
+    entry = ndt && cap_items ? PyTuple_Pack(5, descrs, ndt, source, fn_name, cap_items) : NULL;
+    Py_XDECREF(ndt);
+    Py_XDECREF(cap_items);
+    if (entry == NULL || PyList_Append(self->loops, entry) < 0)
+        goto done;
+    cf_status st = cf_gufunc_add_loop_globals(self->gu, dts, nd, src, fn, opts, nopts,
+                                              cap.globals, cap.n, NULL);
     if (st != CF_OK) {
+        Py_ssize_t n = PyList_GET_SIZE(self->loops);
+        PyList_SetSlice(self->loops, n - 1, n, NULL);
         cf_py_fail(st, "add_loop");
         goto done;
     }
-    PyObject *ndt = PySequence_Tuple(nseq);
-    entry = ndt ? PyTuple_Pack(4, descrs, ndt, source, fn_name) : NULL;
-    Py_XDECREF(ndt);
-    if (entry == NULL || PyList_Append(self->loops, entry) < 0)
-        goto done;
     memset(self->cache, 0, sizeof self->cache); /* a new loop can change resolutions */
     rc = 0;
 done:
+    cf_py_captures_clear(&cap);
     Py_XDECREF(tseq);
     Py_XDECREF(nseq);
     Py_XDECREF(optseq);
@@ -939,8 +953,10 @@ static PyObject *get_types(CfPyGUFunc *self, void *c)
 
 static PyMethodDef gufunc_methods[] = {
     {"add_loop", (PyCFunction)gufunc_add_loop, METH_VARARGS,
-     "add_loop(types, arg_ndim, source, fn_name, options=()): add a loop from CUDA C (used by "
-     "guvectorize). arg_ndim[i]: 0 = operand i passed by value, k = as cf_array_ref<T, k>."},
+     "add_loop(types, arg_ndim, source, fn_name, options=(), captures=()): add a loop from CUDA C "
+     "(used by guvectorize). arg_ndim[i]: 0 = operand i passed by value, k = as "
+     "cf_array_ref<T, k>; captures: (symbol, device array, label) for each captured device "
+     "array."},
     {"kernel_source", (PyCFunction)(void (*)(void))gufunc_kernel_source,
      METH_VARARGS | METH_KEYWORDS,
      "kernel_source(*args, **kwargs): the CUDA C of the kernel a call with these arguments "
@@ -957,7 +973,8 @@ static PyGetSetDef gufunc_getset[] = {
     {"signature", (getter)get_signature, NULL, "the layout, '(m,n),(n,p)->(m,p)'", NULL},
     {"__name__", (getter)get_name, NULL, "the gufunc's name", NULL},
     {"__doc__", (getter)get_doc, (setter)set_doc, "the gufunc's docstring", NULL},
-    {"loops", (getter)get_loops, NULL, "(types, arg_ndim, source, fn_name) of each loop", NULL},
+    {"loops", (getter)get_loops, NULL, "(types, arg_ndim, source, fn_name, captures) of each loop",
+     NULL},
     {"compiler", (getter)get_compiler, NULL, "the loop compiler of a dynamic gufunc, or None", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
     {NULL},

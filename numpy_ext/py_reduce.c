@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cufunc/reduce.h"
+#include "py_capture.h"
 #include "py_ufunc.h"
 
 /* ---- arguments ------------------------------------------------------------------------------ */
@@ -167,21 +168,26 @@ typedef struct {
     PyObject_HEAD
     cf_reducer *r;
     PyObject *name;     /* str */
-    PyObject *compiler; /* callable(np.dtype) -> (source, fn_name, options), or None */
+    PyObject *compiler; /* callable(np.dtype) -> (source, fn_name, options[, captures]), or None */
+    PyObject *captures; /* list: the captured device arrays of its loops, kept alive (or NULL) */
     PyObject *dict;
     PyObject *weakreflist;
 } CfPyReducer;
 
 static PyTypeObject CfPyReducer_Type;
 
-/* spec = (source, fn_name[, options]) for accumulator type dt. */
-static int reducer_add_spec(cf_reducer *r, cf_dtype dt, PyObject *spec, int *loop)
+/* spec = (source, fn_name[, options[, captures]]) for accumulator type dt (captures: the loop's
+ * captured device arrays, py_capture.h). The capture items are appended to the list *keep (made
+ * when NULL), whose owner keeps the arrays alive; keep is NULL when the caller keeps them. */
+static int reducer_add_spec(cf_reducer *r, cf_dtype dt, PyObject *spec, int *loop,
+                            PyObject **keep)
 {
-    PyObject *source, *fn_name, *options = NULL;
+    PyObject *source, *fn_name, *options = NULL, *captures = NULL;
     if (!PyTuple_Check(spec) ||
-        !PyArg_ParseTuple(spec, "UU|O:reducer loop", &source, &fn_name, &options))
+        !PyArg_ParseTuple(spec, "UU|OO:reducer loop", &source, &fn_name, &options, &captures))
         return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_TypeError, "a reducer loop is "
-                                                       "(source, fn_name, options)"), -1);
+                                                       "(source, fn_name, options[, captures])"),
+                                        -1);
     const char *opts[64];
     int nopts = 0;
     PyObject *seq = NULL;
@@ -205,10 +211,31 @@ static int reducer_add_spec(cf_reducer *r, cf_dtype dt, PyObject *spec, int *loo
         nopts = 1;
     }
     const char *src = PyUnicode_AsUTF8(source), *fn = PyUnicode_AsUTF8(fn_name);
-    cf_status st = src && fn ? cf_reducer_add_loop(r, dt, src, fn, opts, nopts, loop) : CF_ERR_INVALID;
+    cf_py_captures cap;
+    if (src == NULL || fn == NULL || cf_py_captures_read(captures, &cap, "reduce") < 0) {
+        Py_XDECREF(seq);
+        return -1;
+    }
+    /* kept before the loop exists, so that no kernel can outlive the arrays it reads */
+    int kept = 0;
+    if (keep && cap.n > 0) {
+        if ((*keep == NULL && (*keep = PyList_New(0)) == NULL) ||
+            PyList_Append(*keep, cap.items) < 0) {
+            cf_py_captures_clear(&cap);
+            Py_XDECREF(seq);
+            return -1;
+        }
+        kept = 1;
+    }
+    cf_status st = cf_reducer_add_loop_globals(r, dt, src, fn, opts, nopts, cap.globals, cap.n,
+                                               loop);
     Py_XDECREF(seq);
-    if (st != CF_OK)
-        return PyErr_Occurred() ? -1 : cf_py_fail(st, "reduce");
+    cf_py_captures_clear(&cap);
+    if (st != CF_OK) {
+        if (kept)
+            PyList_SetSlice(*keep, PyList_GET_SIZE(*keep) - 1, PyList_GET_SIZE(*keep), NULL);
+        return cf_py_fail(st, "reduce");
+    }
     return 0;
 }
 
@@ -229,7 +256,7 @@ static int reducer_loop(CfPyReducer *self, cf_dtype dt, int *loop)
     Py_DECREF(descr);
     if (spec == NULL)
         return -1;
-    int r = reducer_add_spec(self->r, dt, spec, loop);
+    int r = reducer_add_spec(self->r, dt, spec, loop, &self->captures);
     Py_DECREF(spec);
     return r;
 }
@@ -263,6 +290,7 @@ static PyObject *reducer_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
 static int reducer_traverse(CfPyReducer *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->compiler);
+    Py_VISIT(self->captures);
     Py_VISIT(self->dict);
     return 0;
 }
@@ -270,6 +298,7 @@ static int reducer_traverse(CfPyReducer *self, visitproc visit, void *arg)
 static int reducer_clear(CfPyReducer *self)
 {
     Py_CLEAR(self->compiler);
+    Py_CLEAR(self->captures);
     Py_CLEAR(self->dict);
     return 0;
 }
@@ -426,17 +455,17 @@ done:
 
 static PyObject *reducer_add_loop(CfPyReducer *self, PyObject *args)
 {
-    PyObject *dtype, *source, *fn_name, *options = Py_None;
-    if (!PyArg_ParseTuple(args, "OUU|O:add_loop", &dtype, &source, &fn_name, &options))
+    PyObject *dtype, *source, *fn_name, *options = Py_None, *captures = Py_None;
+    if (!PyArg_ParseTuple(args, "OUU|OO:add_loop", &dtype, &source, &fn_name, &options, &captures))
         return NULL;
     cf_dtype dt;
     if (cf_py_dtype_from_object(dtype, &dt, NULL, "dtype") < 0)
         return NULL;
-    PyObject *spec = PyTuple_Pack(3, source, fn_name, options);
+    PyObject *spec = PyTuple_Pack(4, source, fn_name, options, captures);
     if (spec == NULL)
         return NULL;
     int loop;
-    int r = reducer_add_spec(self->r, dt, spec, &loop);
+    int r = reducer_add_spec(self->r, dt, spec, &loop, &self->captures);
     Py_DECREF(spec);
     if (r < 0)
         return NULL;
@@ -472,8 +501,9 @@ static PyObject *reducer_get_types(CfPyReducer *self, void *c)
 
 static PyMethodDef reducer_methods[] = {
     {"add_loop", (PyCFunction)reducer_add_loop, METH_VARARGS,
-     "add_loop(dtype, source, fn_name, options=None): the CUDA C device function "
-     "fn_name(dtype, dtype) -> dtype that reduces arrays of that dtype."},
+     "add_loop(dtype, source, fn_name, options=None, captures=None): the CUDA C device function "
+     "fn_name(dtype, dtype) -> dtype that reduces arrays of that dtype; captures: (symbol, "
+     "device array, label) for each captured device array."},
     {NULL},
 };
 
@@ -622,13 +652,12 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
         PyErr_Format(PyExc_RuntimeError, "ufunc '%s': loop %d has no source", name, loop);
         return -1;
     }
-    PyObject *spec = PyTuple_GET_SIZE(entry) >= 4
-                         ? PyTuple_Pack(3, PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 2),
-                                        PyTuple_GET_ITEM(entry, 3))
-                         : PyTuple_Pack(2, PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 2));
+    /* the entry's captures (5th item) stay alive in the entry, as long as the ufunc */
+    Py_ssize_t nitems = PyTuple_GET_SIZE(entry) > 5 ? 5 : PyTuple_GET_SIZE(entry);
+    PyObject *spec = PyTuple_GetSlice(entry, 1, nitems);
     if (spec == NULL)
         return -1;
-    int r = reducer_add_spec(*red, *acc, spec, rloop);
+    int r = reducer_add_spec(*red, *acc, spec, rloop, NULL);
     Py_DECREF(spec);
     return r;
 }

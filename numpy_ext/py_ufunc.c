@@ -15,6 +15,7 @@
  * travel as kernel parameters, never as arrays. */
 #include "py_ufunc.h"
 #include "py_args.h"
+#include "py_capture.h"
 #include "py_reduce.h"
 
 #include <string.h>
@@ -625,11 +626,12 @@ static PyObject *ufunc_outer(CfPyUFunc *self, PyObject *const *args, Py_ssize_t 
 
 /* ---- construction and loops ------------------------------------------------------------------- */
 
-/* spec = (types, source, fn_name, options): types a sequence of nin + nout dtype-likes. */
+/* spec = (types, source, fn_name[, options[, captures]]): types a sequence of nin + nout
+ * dtype-likes, captures the loop's captured device arrays (py_capture.h). */
 static int add_loop_from(CfPyUFunc *self, PyObject *spec)
 {
-    PyObject *types, *source, *fn_name, *options = NULL;
-    if (!PyArg_ParseTuple(spec, "OUU|O:add_loop", &types, &source, &fn_name, &options))
+    PyObject *types, *source, *fn_name, *options = NULL, *captures = NULL;
+    if (!PyArg_ParseTuple(spec, "OUU|OO:add_loop", &types, &source, &fn_name, &options, &captures))
         return -1;
     PyObject *seq = PySequence_Fast(types, "add_loop: types must be a sequence of dtypes");
     if (seq == NULL)
@@ -679,27 +681,39 @@ static int add_loop_from(CfPyUFunc *self, PyObject *spec)
             }
         }
     }
-    cf_status st = cf_ufunc_add_loop(self->uf, dts, PyUnicode_AsUTF8(source),
-                                     PyUnicode_AsUTF8(fn_name), opts, nopts, NULL);
-    if (st != CF_OK) {
+    cf_py_captures cap;
+    if (cf_py_captures_read(captures, &cap, "add_loop") < 0) {
         Py_XDECREF(optseq);
-        Py_DECREF(descrs);
-        return cf_py_fail(st, "add_loop");
-    }
-    PyObject *opt_tuple = optseq ? PySequence_Tuple(optseq) : PyTuple_New(0);
-    Py_XDECREF(optseq);
-    if (opt_tuple == NULL) {
         Py_DECREF(descrs);
         return -1;
     }
-    PyObject *entry = PyTuple_Pack(4, descrs, source, fn_name, opt_tuple);
-    Py_DECREF(opt_tuple);
+    PyObject *opt_tuple = optseq ? PySequence_Tuple(optseq) : PyTuple_New(0);
+    PyObject *cap_items = cap.items ? Py_NewRef(cap.items) : PyTuple_New(0);
+    /* The entry keeps the captured arrays alive as long as the ufunc (its kernels read them); it
+     * is in the list before the loop exists, so that no kernel can outlive them. */
+    PyObject *entry = opt_tuple && cap_items ? PyTuple_Pack(5, descrs, source, fn_name, opt_tuple,
+                                                            cap_items)
+                                             : NULL;
+    Py_XDECREF(opt_tuple);
+    Py_XDECREF(cap_items);
     Py_DECREF(descrs);
     if (entry == NULL || PyList_Append(self->loops, entry) < 0) {
         Py_XDECREF(entry);
+        Py_XDECREF(optseq);
+        cf_py_captures_clear(&cap);
         return -1;
     }
     Py_DECREF(entry);
+    cf_status st = cf_ufunc_add_loop_globals(self->uf, dts, PyUnicode_AsUTF8(source),
+                                             PyUnicode_AsUTF8(fn_name), opts, nopts, cap.globals,
+                                             cap.n, NULL);
+    Py_XDECREF(optseq); /* after the call: opts point into its items */
+    cf_py_captures_clear(&cap);
+    if (st != CF_OK) {
+        Py_ssize_t n = PyList_GET_SIZE(self->loops);
+        PyList_SetSlice(self->loops, n - 1, n, NULL);
+        return cf_py_fail(st, "add_loop");
+    }
     memset(self->cache, 0, sizeof self->cache); /* a new loop can change resolutions */
     return 0;
 }
@@ -920,7 +934,8 @@ static PyMethodDef ufunc_methods[] = {
     {"outer", (PyCFunction)(void (*)(void))ufunc_outer, METH_FASTCALL | METH_KEYWORDS,
      "outer(A, B, /, **kwargs): apply the ufunc to all pairs (a, b) with a in A and b in B."},
     {"add_loop", (PyCFunction)ufunc_add_loop, METH_VARARGS,
-     "add_loop(types, source, fn_name, options=()): add a loop from CUDA C (used by vectorize)."},
+     "add_loop(types, source, fn_name, options=(), captures=()): add a loop from CUDA C (used by "
+     "vectorize); captures: (symbol, device array, label) for each captured device array."},
     {"kernel_source", (PyCFunction)(void (*)(void))ufunc_kernel_source, METH_FASTCALL | METH_KEYWORDS,
      "kernel_source(*inputs): the CUDA C of the kernel a call with these inputs launches."},
     {NULL},
@@ -935,7 +950,8 @@ static PyGetSetDef ufunc_getset[] = {
     {"identity", (getter)get_identity, NULL, "the identity for reductions, or None", NULL},
     {"__name__", (getter)get_name, NULL, "the ufunc's name", NULL},
     {"__doc__", (getter)get_doc, (setter)set_doc, "the ufunc's docstring", NULL},
-    {"loops", (getter)get_loops, NULL, "(types, source, fn_name, options) of each loop", NULL},
+    {"loops", (getter)get_loops, NULL, "(types, source, fn_name, options, captures) of each loop",
+     NULL},
     {"compiler", (getter)get_compiler, NULL, "the loop compiler of a dynamic ufunc, or None", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
     {NULL},

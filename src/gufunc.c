@@ -173,6 +173,15 @@ cf_status cf_gufunc_add_loop(cf_gufunc *g, const cf_dtype *types, const int *arg
                              const char *source, const char *fn_name, const char *const *options,
                              int noptions, int *index)
 {
+    return cf_gufunc_add_loop_globals(g, types, arg_ndim, source, fn_name, options, noptions,
+                                      NULL, 0, index);
+}
+
+cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const int *arg_ndim,
+                                     const char *source, const char *fn_name,
+                                     const char *const *options, int noptions,
+                                     const cf_module_global *globals, int nglobals, int *index)
+{
     if (!g || !types || !arg_ndim || !source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_add_loop: NULL argument");
     int nargs = g->nin + g->nout;
@@ -212,7 +221,7 @@ cf_status cf_gufunc_add_loop(cf_gufunc *g, const cf_dtype *types, const int *arg
     memset(&l, 0, sizeof l);
     memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
     memcpy(l.arg_ndim, arg_ndim, (size_t)nargs * sizeof(int));
-    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions);
+    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
     if (st)
         return st;
     pthread_mutex_lock(&g->lock);
@@ -966,7 +975,7 @@ static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
     const gu_loop *l = &g->loops[loop];
     cf_status st = generate(g, loop, p, mem_dtype, &src);
     if (!st)
-        st = cf_module_load(device, src, (const char *const *)l->fn.options, l->fn.noptions, &m);
+        st = cf_loop_fn_load(&l->fn, device, src, &m);
     if (!st)
         st = cf_module_function(m, "cf_gu", &fn);
     if (!st)

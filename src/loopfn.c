@@ -16,16 +16,79 @@ void cf_loop_fn_clear(cf_loop_fn *f)
     for (int i = 0; i < f->noptions; i++)
         cf_free(f->options[i]);
     cf_free(f->options);
+    for (int i = 0; i < f->nglobals; i++) {
+        /* the copies made by copy_globals, owned here whatever the public struct's const says */
+        cf_free((char *)f->globals[i].name);
+        cf_free((char *)f->globals[i].label);
+        cf_free((void *)f->globals[i].bytes);
+    }
+    cf_free(f->globals);
     memset(f, 0, sizeof *f);
 }
 
+/* Copy `globals` into f->globals (f->nglobals counts the complete copies, for cleanup). */
+static cf_status copy_globals(cf_loop_fn *f, const cf_module_global *globals, int nglobals)
+{
+    if (nglobals < 0 || (nglobals && !globals))
+        return cf_error_set(CF_ERR_INVALID, "a loop's globals: %d at %p", nglobals,
+                            (const void *)globals);
+    for (int i = 0; i < nglobals; i++) {
+        const cf_module_global *g = &globals[i];
+        if (!g->name || !*g->name || !g->bytes || g->size == 0 || g->device < -1)
+            return cf_error_set(CF_ERR_INVALID, "a loop's global %d needs a name, a value and a "
+                                "device (-1 for any)", i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(globals[j].name, g->name) == 0)
+                return cf_error_set(CF_ERR_INVALID, "a loop has two globals named '%s'",
+                                    g->name);
+    }
+    if (!nglobals)
+        return CF_OK;
+    if (!(f->globals = cf_calloc((size_t)nglobals, sizeof *f->globals)))
+        return CF_ERR_NOMEM;
+    for (int i = 0; i < nglobals; i++) {
+        const cf_module_global *g = &globals[i];
+        cf_module_global *c = &f->globals[i];
+        char *name = cf_strdup(g->name);
+        char *label = g->label ? cf_strdup(g->label) : NULL;
+        void *bytes = cf_malloc(g->size);
+        if (!name || (g->label && !label) || !bytes) {
+            cf_free(name);
+            cf_free(label);
+            cf_free(bytes);
+            return CF_ERR_NOMEM;
+        }
+        memcpy(bytes, g->bytes, g->size);
+        c->name = name;
+        c->label = label;
+        c->bytes = bytes;
+        c->size = g->size;
+        c->device = g->device;
+        f->nglobals = i + 1;
+    }
+    return CF_OK;
+}
+
+cf_status cf_loop_fn_load(const cf_loop_fn *f, int device, const char *kernel_source,
+                          cf_module **out)
+{
+    return cf_module_load_globals(device, kernel_source, (const char *const *)f->options,
+                                  f->noptions, f->globals, f->nglobals, out);
+}
+
 cf_status cf_loop_fn_init(cf_loop_fn *f, const char *source, const char *fn_name,
-                          const char *const *options, int noptions)
+                          const char *const *options, int noptions,
+                          const cf_module_global *globals, int nglobals)
 {
     memset(f, 0, sizeof *f);
     if (!source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "a loop needs its source, its function name and "
                             "valid options");
+    cf_status st = copy_globals(f, globals, nglobals);
+    if (st) {
+        cf_loop_fn_clear(f);
+        return st;
+    }
     if (!(f->source = cf_strdup(source)) || !(f->fn_name = cf_strdup(fn_name)))
         goto nomem;
     if (noptions) {

@@ -1,10 +1,13 @@
 /* loopfn.h: the CUDA C of one loop of an engine (ufunc.c, gufunc.c, reduce.c): the source that
- * defines the __device__ function, its name, and the NVRTC options it is compiled with. */
+ * defines the __device__ function, its name, the NVRTC options it is compiled with, and the
+ * module globals its kernels' modules get at load (cf_module_load_globals: a captured device
+ * array's descriptor, kept out of the source so that the compiled kernel stays cacheable). */
 #ifndef CF_LOOPFN_H
 #define CF_LOOPFN_H
 
 #include <stddef.h>
 
+#include "cufunc/compile.h"
 #include "cufunc/dtype.h"
 #include "cufunc/status.h"
 
@@ -13,14 +16,23 @@ typedef struct cf_loop_fn {
     char *fn_name;
     char **options;
     int noptions;
+    cf_module_global *globals; /* owned: each name, label and value is a copy */
+    int nglobals;
 } cf_loop_fn;
 
-/* Copy the strings into `f`, which owns them afterwards (free with cf_loop_fn_clear). On failure
- * (CF_ERR_NOMEM, or CF_ERR_INVALID for a NULL string) `f` holds nothing. */
+/* Copy the strings and the globals (names, labels, values) into `f`, which owns them afterwards
+ * (free with cf_loop_fn_clear). `globals` may be NULL when nglobals is 0. On failure
+ * (CF_ERR_NOMEM, or CF_ERR_INVALID for a NULL string, a global without a name or a value, two
+ * globals of one name) `f` holds nothing. */
 cf_status cf_loop_fn_init(cf_loop_fn *f, const char *source, const char *fn_name,
-                          const char *const *options, int noptions);
+                          const char *const *options, int noptions,
+                          const cf_module_global *globals, int nglobals);
 /* Free what `f` holds and zero it; no-op on a zeroed one. */
 void cf_loop_fn_clear(cf_loop_fn *f);
+/* Load `kernel_source` (a kernel of this loop: it includes the loop's source) on `device` with the
+ * loop's options and globals: the one way the engines load a loop's kernels. */
+cf_status cf_loop_fn_load(const cf_loop_fn *f, int device, const char *kernel_source,
+                          cf_module **out);
 
 /* Loop selection shared by the engines. An engine's loops are an array of structs, each holding
  * its nin + nout types; `types` points at the first loop's types and `stride` is the size of a

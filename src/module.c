@@ -7,6 +7,11 @@
  *
  * PTX images (for a GPU newer than NVRTC) are JIT-compiled by the driver here; a JIT failure is a
  * compile error like NVRTC's, with the driver's log.
+ *
+ * Module globals (cf_module_load_globals) are written once, right after the image is loaded and
+ * before the module enters the map, so no kernel of a module ever runs with them unset and no
+ * module's values ever change. Their values are part of the map's key (not of the image cache's
+ * key): sources that differ only in their globals share one compiled image but get a module each.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -19,6 +24,7 @@
 #include "cufunc/compile.h"
 #include "driver.h"
 #include "error.h"
+#include "hash.h"
 
 #define MODULE_MAGIC 0x6d6f64756c65cf01ull
 #define FUNCTION_MAGIC 0x66756e6374cf0002ull
@@ -148,25 +154,115 @@ static cf_status device_limits(cf_module *m)
     return CF_OK;
 }
 
+static const char *global_label(const cf_module_global *g)
+{
+    return g->label ? g->label : g->name;
+}
+
+/* Checks that need no GPU, so that they come first (and are testable without one). */
+static cf_status check_globals(int device, const cf_module_global *globals, int nglobals)
+{
+    if (nglobals < 0 || (nglobals > 0 && !globals))
+        return cf_error_set(CF_ERR_INVALID, "cf_module_load_globals: %d globals at %p",
+                            nglobals, (const void *)globals);
+    for (int i = 0; i < nglobals; i++) {
+        const cf_module_global *g = &globals[i];
+        if (!g->name || !*g->name)
+            return cf_error_set(CF_ERR_INVALID, "cf_module_load_globals: global %d has no name",
+                                i);
+        if (!g->bytes || g->size == 0)
+            return cf_error_set(CF_ERR_INVALID, "cf_module_load_globals: %s has no value",
+                                global_label(g));
+        if (g->device < -1)
+            return cf_error_set(CF_ERR_INVALID, "cf_module_load_globals: %s has device %d",
+                                global_label(g), g->device);
+        if (g->device >= 0 && g->device != device)
+            return cf_error_set(CF_ERR_INVALID,
+                                "%s is on device %d, but the kernel runs on device %d (a kernel "
+                                "reads its captured arrays on its own device: copy the array "
+                                "there, or run the call on device %d)",
+                                global_label(g), g->device, device, g->device);
+    }
+    return CF_OK;
+}
+
+/* The module map's key: the image's cache key, then each global's name and value. */
+static void map_key(const unsigned char image_key[32], const cf_module_global *globals,
+                    int nglobals, unsigned char key[32])
+{
+    if (nglobals == 0) {
+        memcpy(key, image_key, 32);
+        return;
+    }
+    cf_sha256 h;
+    cf_sha256_init(&h);
+    cf_sha256_field(&h, "cufunc module globals 1", 23);
+    cf_sha256_field(&h, image_key, 32);
+    for (int i = 0; i < nglobals; i++) {
+        cf_sha256_field(&h, globals[i].name, strlen(globals[i].name));
+        cf_sha256_field(&h, globals[i].bytes, globals[i].size);
+    }
+    cf_sha256_final(&h, key);
+}
+
+/* Write the globals into a freshly loaded module (its device's context current). The copies are
+ * complete when this returns: the module's kernels may run on any stream, non-blocking ones
+ * included, so ordering on the default stream alone would not do. */
+static cf_status write_globals(CUmodule mod, const cf_module_global *globals, int nglobals)
+{
+    for (int i = 0; i < nglobals; i++) {
+        const cf_module_global *g = &globals[i];
+        CUdeviceptr ptr = 0;
+        size_t size = 0;
+        CUresult r = cf_drv.cuModuleGetGlobal(&ptr, &size, mod, g->name);
+        if (r == CUDA_ERROR_NOT_FOUND)
+            return cf_error_set(CF_ERR_INVALID,
+                                "the kernel module has no variable named '%s' for %s (declare it "
+                                "__device__ or __constant__ inside extern \"C\" { })",
+                                g->name, global_label(g));
+        CF_CU_TRY(r);
+        if (size != g->size)
+            return cf_error_set(CF_ERR_INVALID,
+                                "the kernel module's variable '%s' has %zu bytes, but %s has %zu",
+                                g->name, size, global_label(g), g->size);
+        CF_CU_TRY(cf_drv.cuMemcpyHtoDAsync(ptr, g->bytes, g->size, NULL));
+    }
+    if (nglobals > 0)
+        CF_CU_TRY(cf_drv.cuStreamSynchronize(NULL));
+    return CF_OK;
+}
+
 cf_status cf_module_load(int device, const char *source, const char *const *options,
                          int noptions, cf_module **out)
+{
+    return cf_module_load_globals(device, source, options, noptions, NULL, 0, out);
+}
+
+cf_status cf_module_load_globals(int device, const char *source, const char *const *options,
+                                 int noptions, const cf_module_global *globals, int nglobals,
+                                 cf_module **out)
 {
     if (!out)
         return cf_error_set(CF_ERR_INVALID, "cf_module_load: out is NULL");
     *out = NULL;
     if (!source)
         return cf_error_set(CF_ERR_INVALID, "cf_module_load: source is NULL");
-    cf_status st = cf_context_enter(device);
+    cf_status st = check_globals(device, globals, nglobals);
+    if (st)
+        return st;
+    st = cf_context_enter(device);
     if (st)
         return st;
     cf_device_props props;
     st = cf_device_props_get(device, &props);
     if (st)
         return st;
-    unsigned char key[32];
-    st = cf_cache_key_digest(source, options, noptions, props.cc_major, props.cc_minor, key);
+    unsigned char image_key[32], key[32];
+    st = cf_cache_key_digest(source, options, noptions, props.cc_major, props.cc_minor,
+                             image_key);
     if (st)
         return st;
+    map_key(image_key, globals, nglobals, key);
 
     pthread_mutex_lock(&map_lock);
     cf_module *found = map_find(device, key);
@@ -184,11 +280,14 @@ cf_status cf_module_load(int device, const char *source, const char *const *opti
     int is_ptx = 0;
     cf_module *m = NULL;
     CUmodule mod = NULL;
-    st = cf_cache_lookup(key, source, options, noptions, props.cc_major, props.cc_minor, &image,
-                         &size, &is_ptx, NULL);
+    st = cf_cache_lookup(image_key, source, options, noptions, props.cc_major, props.cc_minor,
+                         &image, &size, &is_ptx, NULL);
     if (st)
         goto fail;
     st = load_image(image, is_ptx, props.cc_major, props.cc_minor, &mod);
+    if (st)
+        goto fail;
+    st = write_globals(mod, globals, nglobals);
     if (st)
         goto fail;
     m = cf_calloc(1, sizeof *m);
@@ -403,5 +502,26 @@ cf_status cf_launch(cf_function *f, const unsigned grid[3], const unsigned block
                                f->name, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                shared_bytes);
     }
+    return CF_OK;
+}
+
+cf_status cf_array_ref_pack(const cf_array *a, void *bytes, size_t cap, size_t *size)
+{
+    if (!a || !bytes || !size)
+        return cf_error_set(CF_ERR_INVALID, "cf_array_ref_pack: NULL argument");
+    *size = 0;
+    if (a->ndim < 0 || a->ndim > CF_MAX_DIMS)
+        return cf_error_set(CF_ERR_INVALID, "cf_array_ref_pack: ndim %d is not in 0..%d",
+                            a->ndim, CF_MAX_DIMS);
+    size_t need = 8 + 16 * (size_t)a->ndim;
+    if (cap < need)
+        return cf_error_set(CF_ERR_INVALID, "cf_array_ref_pack: a %d-d view needs %zu bytes, the "
+                            "buffer has %zu", a->ndim, need, cap);
+    /* the struct's fields are 64-bit values in a row (char *, long long[ND], long long[ND]) */
+    unsigned char *p = bytes;
+    memcpy(p, &a->data, 8);
+    memcpy(p + 8, a->shape, 8 * (size_t)a->ndim);
+    memcpy(p + 8 + 8 * (size_t)a->ndim, a->strides, 8 * (size_t)a->ndim);
+    *size = need;
     return CF_OK;
 }

@@ -109,6 +109,15 @@ cf_dtype cf_reducer_loop_type(const cf_reducer *r, int loop)
 cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source, const char *fn_name,
                               const char *const *options, int noptions, int *index)
 {
+    return cf_reducer_add_loop_globals(r, acc, source, fn_name, options, noptions, NULL, 0,
+                                       index);
+}
+
+cf_status cf_reducer_add_loop_globals(cf_reducer *r, cf_dtype acc, const char *source,
+                                      const char *fn_name, const char *const *options,
+                                      int noptions, const cf_module_global *globals,
+                                      int nglobals, int *index)
+{
     if (!r || !source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "cf_reducer_add_loop: NULL argument");
     if (!valid_dtype(acc))
@@ -124,7 +133,7 @@ cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source, c
     red_loop l;
     memset(&l, 0, sizeof l);
     l.acc = acc;
-    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions);
+    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
     if (st)
         return st;
     pthread_mutex_lock(&r->lock);
@@ -733,7 +742,7 @@ static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, cf_ke
     const red_loop *l = &r->loops[sp->loop];
     cf_status st = generate(r, sp, &src);
     if (!st)
-        st = cf_module_load(device, src, (const char *const *)l->fn.options, l->fn.noptions, &m);
+        st = cf_loop_fn_load(&l->fn, device, src, &m);
     if (!st)
         st = cf_module_function(m, "cf_reduce", &fn);
     if (!st)

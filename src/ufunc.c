@@ -201,6 +201,14 @@ cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *sour
                             const char *fn_name, const char *const *options, int noptions,
                             int *index)
 {
+    return cf_ufunc_add_loop_globals(u, types, source, fn_name, options, noptions, NULL, 0, index);
+}
+
+cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const char *source,
+                                    const char *fn_name, const char *const *options,
+                                    int noptions, const cf_module_global *globals, int nglobals,
+                                    int *index)
+{
     if (!u || !types || !source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_add_loop: NULL argument");
     int nargs = u->nin + u->nout;
@@ -225,7 +233,7 @@ cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *sour
     uf_loop l;
     memset(&l, 0, sizeof l);
     memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
-    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions);
+    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
     if (st)
         return st;
     pthread_mutex_lock(&u->lock);
@@ -1299,7 +1307,7 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, uf_kernel *out)
     const uf_loop *l = &u->loops[sp->loop];
     cf_status st = generate(u, sp, &src);
     if (!st)
-        st = cf_module_load(sp->device, src, (const char *const *)l->fn.options, l->fn.noptions, &m);
+        st = cf_loop_fn_load(&l->fn, sp->device, src, &m);
     if (!st)
         st = cf_module_function(m, "cf_ew", &fn);
     if (!st)

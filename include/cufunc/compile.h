@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cufunc/array.h"
 #include "cufunc/status.h"
 #include "cufunc/runtime.h"
 
@@ -102,6 +103,41 @@ typedef struct cf_function cf_function;
 /* Compile (through the cache) and load `source` on `device`. */
 CF_API cf_status cf_module_load(int device, const char *source, const char *const *options,
                                 int noptions, cf_module **out);
+
+/* A value written into a `__device__` or `__constant__` variable of a module when the module is
+ * loaded: how a kernel reads data that must not be baked into its source (a captured device
+ * array's pointer), so that the source, and with it the compiled image on disk, stays the same
+ * whatever the value. The variable must be declared in an `extern "C" { ... }` block, so that its
+ * symbol is its name. */
+typedef struct cf_module_global {
+    const char *name;   /* the variable's name */
+    const void *bytes;  /* its value: exactly the variable's size */
+    size_t size;
+    int device;         /* the device the value is valid on (a device pointer's), -1 for any */
+    const char *label;  /* what messages call it ("the captured device array 'table'"); NULL: the
+                         * name */
+} cf_module_global;
+
+/* cf_module_load, then the globals written into the loaded module before any kernel of it can
+ * run. Loaded modules are shared per (device, source, options, globals): sources that differ only
+ * in their globals' values share the compiled image (memory and disk cache) but each set of
+ * values gets a module of its own, so two users of one source never see each other's values.
+ * Errors, all before anything is loaded where they can be: a global whose `device` is not
+ * `device` (CF_ERR_INVALID naming its label and both devices), a NULL or empty name, NULL bytes or
+ * a size of 0; after loading, a name the module does not define or a size that differs from the
+ * variable's (CF_ERR_INVALID). `globals` may be NULL when nglobals is 0. */
+CF_API cf_status cf_module_load_globals(int device, const char *source,
+                                        const char *const *options, int noptions,
+                                        const cf_module_global *globals, int nglobals,
+                                        cf_module **out);
+
+/* Bytes of the largest cf_array_ref (below). */
+#define CF_ARRAY_REF_MAX_BYTES (8 + 16 * CF_MAX_DIMS)
+/* The value of a `cf_array_ref<T, ND>` (templates/cufunc/runtime.cuh: the data pointer, then ND
+ * extents, then ND byte strides, 64 bits each, no padding) describing the view `a`, ND being
+ * a->ndim (0 to CF_MAX_DIMS), written to `bytes` (room for `cap` bytes; CF_ARRAY_REF_MAX_BYTES always
+ * suffices); its size goes to *size. CF_ERR_INVALID for a bad view or too small a buffer. */
+CF_API cf_status cf_array_ref_pack(const cf_array *a, void *bytes, size_t cap, size_t *size);
 /* Find an `extern "C" __global__` function by name. */
 CF_API cf_status cf_module_function(cf_module *m, const char *name, cf_function **out);
 /* Occupancy-derived facts about a function, for sizing grids. */

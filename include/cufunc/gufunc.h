@@ -56,6 +56,12 @@ CF_API const char *cf_gufunc_signature(const cf_gufunc *g);
 CF_API cf_status cf_gufunc_add_loop(cf_gufunc *g, const cf_dtype *types, const int *arg_ndim,
                                     const char *source, const char *fn_name,
                                     const char *const *options, int noptions, int *index);
+/* cf_gufunc_add_loop with module globals, as cf_ufunc_add_loop_globals (ufunc.h). */
+CF_API cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types,
+                                            const int *arg_ndim, const char *source,
+                                            const char *fn_name, const char *const *options,
+                                            int noptions, const cf_module_global *globals,
+                                            int nglobals, int *index);
 CF_API int cf_gufunc_nloops(const cf_gufunc *g);
 /* The nin + nout types and argument ranks of a loop (either pointer may be NULL). */
 CF_API cf_status cf_gufunc_loop_types(const cf_gufunc *g, int loop, cf_dtype *types, int *arg_ndim);

@@ -27,6 +27,7 @@
 
 #include <stdint.h>
 #include "cufunc/array.h"
+#include "cufunc/compile.h"
 #include "cufunc/runtime.h"
 
 #ifdef __cplusplus
@@ -48,6 +49,11 @@ CF_API const char *cf_reducer_name(const cf_reducer *r);
 CF_API cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source,
                                      const char *fn_name, const char *const *options,
                                      int noptions, int *index);
+/* cf_reducer_add_loop with module globals, as cf_ufunc_add_loop_globals (ufunc.h). */
+CF_API cf_status cf_reducer_add_loop_globals(cf_reducer *r, cf_dtype acc, const char *source,
+                                             const char *fn_name, const char *const *options,
+                                             int noptions, const cf_module_global *globals,
+                                             int nglobals, int *index);
 CF_API int cf_reducer_nloops(const cf_reducer *r);
 /* The loop for accumulator type `acc`, or -1. */
 CF_API int cf_reducer_find_loop(const cf_reducer *r, cf_dtype acc);

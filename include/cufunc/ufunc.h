@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include "cufunc/array.h"
+#include "cufunc/compile.h"
 #include "cufunc/plan.h"
 #include "cufunc/runtime.h"
 
@@ -35,6 +36,17 @@ CF_API void cf_ufunc_free(cf_ufunc *u);
 CF_API cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *source,
                                    const char *fn_name, const char *const *options, int noptions,
                                    int *index);
+/* cf_ufunc_add_loop with module globals (compile.h): every kernel module of the loop gets them when
+ * it is loaded (cf_module_load_globals), e.g. the descriptors of device arrays the device
+ * function reads (captured from Python globals), declared in `source` and left out of its text so
+ * that its kernels stay cacheable on disk. They are copied (names, labels, values); a launch on
+ * another device than a global's is CF_ERR_INVALID naming its label. The caller keeps the memory
+ * a global points to alive as long as the ufunc. `globals` may be NULL when nglobals is 0. The
+ * same parameters in cf_gufunc_add_loop_globals and cf_reducer_add_loop_globals. */
+CF_API cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const char *source,
+                                           const char *fn_name, const char *const *options,
+                                           int noptions, const cf_module_global *globals,
+                                           int nglobals, int *index);
 CF_API int cf_ufunc_nin(const cf_ufunc *u);
 CF_API int cf_ufunc_nout(const cf_ufunc *u);
 CF_API int cf_ufunc_nloops(const cf_ufunc *u);

@@ -26,6 +26,25 @@ With a type list every loop is translated at decoration. Without one (``@guvecto
 Numba cannot do this), a loop is translated on the first call for each new combination of input
 types; outputs take the dtype of ``out=`` when given, else NumPy's result type of the inputs.
 
+The body may read device arrays bound to globals (a cufunc DeviceArray, or any object with
+``__cuda_array_interface__``: CuPy, PyTorch), of any dtype and number of dimensions, indexed as
+arrays are (``weights[i, j]``, ``weights.shape[0]``)::
+
+    weights = cuda.to_device(w)                         # a (k, n) float32 array
+
+    @guvectorize(['void(int64, float32[:], float32[:])'], '(),(n)->()')
+    def row_dot(i, x, out):                             # weights[i, :] . x
+        s = 0.0
+        for j in range(x.shape[0]):
+            s += weights[i, j] * x[j]
+        out[0] = s
+
+As in vectorize, the array is captured by reference when a loop is translated: the gufunc keeps
+it alive, its kernels read its contents at the time they run (a later ``copy_to_device`` is seen
+by the next call), its address is given to the kernel when the kernel is loaded rather than
+written in the source (so kernels are cached on disk, cache=True included), and a call on
+another device than the array's raises ValueError naming it.
+
 The object returned is a cufunc GUFunc: its call path is C (cufunc._core.GUFunc), which also takes
 ``out=`` (a tuple for several outputs), ``axes=`` / ``axis=`` as NumPy gufuncs do, ``casting=`` and
 ``stream=``.
@@ -38,6 +57,7 @@ import numpy as np
 from . import _core
 from . import types as _T
 from .lang import translate as _translate
+from .lang.captures import loop_function as _loop_function
 
 __all__ = ["guvectorize", "GPUGUFunc"]
 
@@ -111,7 +131,8 @@ class _Form:
 
 
 def _void_loop(pyfunc, form, argtypes, fastmath):
-    """(types, arg_ndim, source, fn_name, options) for a function writing its outputs."""
+    """(types, arg_ndim, source, fn_name, options, captures) for a function writing its
+    outputs."""
     seen, ndims = [], []
     for i, t in enumerate(argtypes):
         st, nd = form.check_arg(i, t)
@@ -122,9 +143,9 @@ def _void_loop(pyfunc, form, argtypes, fastmath):
         raise TypeError("gufunc kernel must have void return type: %s returns %s; write the "
                         "results into the output arguments (or declare the outputs as the "
                         "return type and take only the inputs)" % (form.name, r.return_type))
-    _check_globals(r, form)
+    source, name, captures = _loop_function(r, form.name)
     types = tuple((t.dtype if isinstance(t, _T.Array) else t).dtype for t in seen)
-    return (types, tuple(ndims), r.source, r.name, _compile_options(fastmath))
+    return (types, tuple(ndims), source, name, _compile_options(fastmath), captures)
 
 
 def _return_loop(pyfunc, form, in_types, out_types, fastmath):
@@ -149,28 +170,20 @@ def _return_loop(pyfunc, form, in_types, out_types, fastmath):
         if not isinstance(t, _T.Scalar):
             raise TypeError("guvectorize: %s returns %s; only scalars can be returned"
                             % (form.name, t))
-    _check_globals(r, form)
+    source, fn, captures = _loop_function(r, form.name)
     params = ["%s a%d" % (t.cname, i) for i, t in enumerate(seen)]
     params += ["cf_array_ref<%s, 1> o%d" % (t.cname, o) for o, t in enumerate(outs)]
     wrapper = "cf_gu_ret_" + r.name
-    body = ["    const auto r = %s(%s);" % (r.name, ", ".join("a%d" % i for i in range(len(seen))))]
+    body = ["    const auto r = %s(%s);" % (fn, ", ".join("a%d" % i for i in range(len(seen))))]
     for o, t in enumerate(outs):
         field = ".f%d" % o if isinstance(rt, _T.Tuple) else ""
         body.append("    *(%s *)o%d.data = r%s;" % (t.cname, o, field))
     source = "%s\n__device__ inline void %s(%s)\n{\n%s\n}\n" % (
-        r.source, wrapper, ", ".join(params), "\n".join(body))
+        source, wrapper, ", ".join(params), "\n".join(body))
     types = tuple((t.dtype if isinstance(t, _T.Array) else t).dtype for t in seen)
     types += tuple(t.dtype for t in outs)
-    return (types, tuple(ndims) + (1,) * len(outs), source, wrapper, _compile_options(fastmath))
-
-
-def _check_globals(r, form):
-    if r.device_array_globals:
-        names = ", ".join(name for name, _ in r.device_array_globals)
-        raise NotImplementedError(
-            "guvectorize: %s reads device arrays captured from globals (%s); gufunc kernels do "
-            "not pass captured device arrays yet: pass the array as an argument instead"
-            % (form.name, names))
+    return (types, tuple(ndims) + (1,) * len(outs), source, wrapper, _compile_options(fastmath),
+            captures)
 
 
 class GPUGUFunc(_core.GUFunc):
@@ -182,13 +195,13 @@ class GPUGUFunc(_core.GUFunc):
         kernel a call with these arguments would launch."""
         if args or kwargs:
             return self.kernel_source(*args, **kwargs)
-        return "\n".join(src for _, _, src, _ in self.loops)
+        return "\n".join(loop[2] for loop in self.loops)
 
     @property
     def signatures(self):
         """The loops as Numba writes type lists: 'void(float32[:], float32[:])'."""
         out = []
-        for types, ndims, _, _ in self.loops:
+        for types, ndims in (loop[:2] for loop in self.loops):
             args = []
             for t, nd in zip(types, ndims):
                 s = _T.from_dtype(t)
@@ -295,7 +308,8 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     signature: the layout, '(m,n),(n,p)->(m,p)' (also accepted as layout=).
     fastmath: allow contraction into FMAs and fast approximate math (--use_fast_math).
     cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
-    disk cache off); accepted for Numba compatibility, as are nopython, identity and the like.
+    disk cache off), those of bodies reading captured device arrays too; accepted for Numba
+    compatibility, as are nopython, identity and the like.
     """
     if target not in ("cuda", "gpu"):
         raise ValueError("cufunc.guvectorize supports target='cuda' only, not %r" % (target,))

@@ -31,6 +31,20 @@ Calling ``r(arr, size=None, res=None, init=0, stream=0)``:
 
 The whole reduction is one kernel launch (the last block to finish combines the blocks' partial
 results), reading the array with 16-byte vector loads where it is contiguous and aligned.
+
+The function may read device arrays bound to globals (a cufunc DeviceArray, or any object with
+``__cuda_array_interface__``), e.g. a weight table indexed by the values::
+
+    w = cuda.to_device(weights)                  # the array's int64 values index w
+    @cuda.reduce
+    def heaviest(a, b):                          # the value of largest weight, smallest on ties
+        return a if w[a] > w[b] or (w[a] == w[b] and a < b) else b
+
+They are captured by reference when the function is translated for a dtype (first call with that
+dtype): the reduction keeps them alive and reads their contents at the time the kernel runs (a
+later ``copy_to_device`` is seen by the next call). Their addresses reach the kernel when it is
+loaded, not through its source, so kernels stay cached on disk; a call on another device than a
+captured array's raises ValueError naming it.
 """
 import inspect
 
@@ -62,15 +76,12 @@ def _check_binary(functor):
 def _make_compiler(pyfunc):
     def compile_loop(dtype):
         from .lang import translate
+        from .lang.captures import loop_function
         t = _T.from_dtype(dtype)
         r = translate(pyfunc, [t, t], t)
-        if r.device_array_globals:
-            names = ", ".join(name for name, _ in r.device_array_globals)
-            raise NotImplementedError(
-                "cuda.reduce: %s reads device arrays captured from globals (%s), which "
-                "reductions do not pass" % (pyfunc.__qualname__, names))
+        source, name, captures = loop_function(r, getattr(pyfunc, "__qualname__", "reduce"))
         # LANGUAGE.md: no contraction of a*b+c into a fused multiply-add
-        return (r.source, r.name, ("--fmad=false",))
+        return (source, name, ("--fmad=false",), captures)
     return compile_loop
 
 

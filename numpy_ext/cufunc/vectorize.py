@@ -13,6 +13,28 @@ With signatures, every loop is translated at decoration, so type errors surface 
 signatures (Numba cannot do this), the ufunc translates a loop on the first call for each new
 combination of input types, with the result type inferred.
 
+A body may read device arrays bound to globals (a cufunc DeviceArray, a CuPy or PyTorch tensor:
+any object with ``__cuda_array_interface__``), as in Numba::
+
+    table = cuda.to_device(np.arange(16, dtype=np.float32))
+
+    @vectorize(['float32(int32)'], target='cuda')
+    def lookup(i):
+        return table[i]
+
+    lookup(idx)                         # reads table on the device
+    table.copy_to_device(new_values)
+    lookup(idx)                         # sees new_values
+
+The array is captured by reference when a loop is translated (at decoration with signatures,
+on the first call per input types without): the ufunc keeps the array object alive and its
+kernels read it in place, so later changes of its *contents* are seen by the next call, while
+binding the global name to another array later changes only loops translated after that. The kernel
+gets the array's address when it is loaded, not in its source, so the compiled kernel is cached
+on disk like any other (cache=True applies) and shared by processes that capture different
+arrays. A call on another device than the captured array's raises ValueError naming the array.
+NumPy arrays read from globals are different: they are constant tables, copied into the kernel.
+
 The object returned is a cufunc.UFunc: its call path is C (cufunc._core.UFunc); this module only
 translates bodies into loops.
 """
@@ -23,6 +45,7 @@ import numpy as np
 from . import _core
 from . import types as _T
 from .lang import translate as _translate
+from .lang.captures import loop_function as _loop_function
 
 __all__ = ["vectorize", "GPUUFunc"]
 
@@ -33,7 +56,8 @@ def _compile_options(fastmath):
 
 
 def _loop_from(pyfunc, argtypes, return_type, fastmath):
-    """Translate one loop: (types, source, fn_name, options) for UFunc.add_loop, and nout."""
+    """Translate one loop: (types, source, fn_name, options, captures) for UFunc.add_loop, and
+    nout."""
     r = _translate(pyfunc, argtypes, return_type, fastmath=fastmath)
     ret = r.return_type
     if isinstance(ret, _T.Void):
@@ -44,14 +68,9 @@ def _loop_from(pyfunc, argtypes, return_type, fastmath):
         if not isinstance(t, _T.Scalar):
             raise TypeError("vectorize: %s: arguments and results of a ufunc must be scalars, "
                             "not %s" % (pyfunc.__qualname__, t))
-    if r.device_array_globals:
-        names = ", ".join(name for name, _ in r.device_array_globals)
-        raise NotImplementedError(
-            "vectorize: %s reads device arrays captured from globals (%s); element-wise kernels "
-            "do not pass captured device arrays yet: pass the array as an argument of a "
-            "guvectorize function instead" % (pyfunc.__qualname__, names))
+    source, name, captures = _loop_function(r, pyfunc.__qualname__)
     types = tuple(t.dtype for t in list(r.arg_types) + outs)
-    return (types, r.source, r.name, _compile_options(fastmath)), len(outs)
+    return (types, source, name, _compile_options(fastmath), captures), len(outs)
 
 
 class GPUUFunc(_core.UFunc):
@@ -167,7 +186,8 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     identity: the value ufunc.reduce starts from (0, 1, 'reorderable' or None), as Numba.
     fastmath: allow contraction into FMAs and fast approximate math (CUDA's --use_fast_math).
     cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
-    disk cache off); the keyword is accepted for Numba compatibility.
+    disk cache off); the keyword is accepted for Numba compatibility. Bodies that read captured
+    device arrays are cached too: the arrays' addresses are not part of the source.
     Other Numba keywords (nopython, ...) are accepted and ignored.
     """
     if target not in ("cuda", "gpu"):

@@ -68,9 +68,11 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
     reads from globals: for each entry ``(c_param_name, obj)`` of
     ``result.device_array_globals``, in order, one parameter of type
     ``cf_array_ref<T, ND>`` (``result.device_array_types[i]`` gives T and ND) which the kernel
-    fills at launch from ``obj.__cuda_array_interface__`` (data pointer, shape, strides in bytes;
-    for a C-contiguous array without strides, the C-order strides). Nothing about these arrays
-    but their dtype and ndim is in the source, so the compiled kernel can be cached on disk.
+    fills from ``obj.__cuda_array_interface__`` (data pointer, shape, strides in bytes; for a
+    C-contiguous array without strides, the C-order strides): the engines wrap the function with
+    ``cufunc.lang.captures.loop_function``, whose descriptors are written when a kernel module is
+    loaded. Nothing about these arrays but their dtype and ndim is in the source, so the compiled
+    kernel can be cached on disk.
 
     Raises TypingError / UnsupportedError (pointing at the user's file and line) for programs
     outside the kernel language. The kernel must be compiled with --fmad=false unless
