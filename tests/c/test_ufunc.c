@@ -141,7 +141,7 @@ static void test_kernel_shapes(void)
     ops[1].array.shape[0] = 64; ops[1].array.shape[1] = 100;
     ops[1].array.strides[0] = ops[1].array.strides[1];
     ops[1].array.strides[1] = t0;
-    check_kernel(u, 0, ops, NULL, 2, shape, "sm1[(ty + j * ");
+    check_kernel(u, 0, ops, NULL, 2, shape, "sm1[k * 1056 + (ty + j * ");
     /* every other element of a row: the strided kernel */
     ops[1] = arr(CF_FLOAT32, 2, shape, 0x200000, 'C');
     ops[1].array.strides[1] = 8;
@@ -274,7 +274,7 @@ static const tcase CASES[] = {
      {F4(2, {96, 64}), F4(2, {96, 64}), F4(2, {96, 64}, {1, 96})}, 0, {0}, "sm1["},
     {"tile, transposed mask and scalar, mixed dtypes", OP_ADD_F8, 2, {64, 100},
      {VIEW(CF_INT32, 2, {64, 100}, {1, 64}), SCALAR(CF_FLOAT64, 0.125), VIEW(CF_FLOAT32, 2, {64, 100})},
-     1, VIEW(CF_BOOL, 2, {64, 100}, {1, 64}), "if (sm3[tx * "},
+     1, VIEW(CF_BOOL, 2, {64, 100}, {1, 64}), "if (sm3[k * 1056 + tx * "},
     {"tile, broadcast column", OP_ADD_F8, 2, {64, 64},
      {VIEW(CF_FLOAT64, 2, {64, 64}, {1, 64}), VIEW(CF_FLOAT64, 2, {64, 1}), VIEW(CF_FLOAT64, 2, {64, 64})},
      0, {0}, TILE},
