@@ -37,6 +37,11 @@
  *                            others (0..64)
  *   CUFUNC_EW_TILE_COLS      tile kernel: subtiles of 32 columns per block (1, 2 or 4): more
  *                            loads in flight per thread, fewer blocks
+ *   CUFUNC_EW_TILE_PIPELINE  tile kernel: 1: a grid of resident blocks (the tile grid cap, or
+ *                            the occupancy) loops over tiles and issues the loads of its next
+ *                            tile before it computes the current one (software pipelining
+ *                            across tiles: loads stay in flight while a block computes and
+ *                            stores); 0: one tile per block
  *   CUFUNC_EW_TILE_PRELOAD   tile kernel: 1 (default) loads the inputs read in place into
  *                            registers together with the staged ones, before the barrier, so a
  *                            tile waits for one memory latency instead of two; 0: after it
@@ -80,6 +85,7 @@
 #define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
 #define UF_DEFAULT_TILE_PRELOAD 1
 #define UF_DEFAULT_TILE_COLS 1
+#define UF_DEFAULT_TILE_PIPELINE 0
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
@@ -107,7 +113,8 @@ typedef struct uf_spec {
     uint16_t block;       /* threads per block */
     uint8_t tile_preload; /* tile: in-place inputs loaded into registers before the barrier */
     uint8_t tile_cols;    /* tile: subtiles of UF_TILE columns per block */
-    uint32_t pad32;
+    uint8_t tile_pipeline; /* tile: resident blocks loop over tiles, fetching the next early */
+    uint8_t pad8[3];
     char kind[UF_KEY_OPS];
     uint8_t dtype[UF_KEY_OPS];
 } uf_spec;
@@ -363,13 +370,13 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 
 typedef struct uf_knobs {
     int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
-    int tile_preload, tile_cols;
+    int tile_preload, tile_cols, tile_pipeline;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
                          UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
                          UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD,
-                         UF_DEFAULT_TILE_COLS};
+                         UF_DEFAULT_TILE_COLS, UF_DEFAULT_TILE_PIPELINE};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 /* The integer value of environment variable `name` when it is one in [lo, hi], else dflt. */
@@ -400,6 +407,7 @@ static void knobs_read(void)
     knobs.tile_preload = env_int("CUFUNC_EW_TILE_PRELOAD", 0, 1, UF_DEFAULT_TILE_PRELOAD);
     int tc = env_int("CUFUNC_EW_TILE_COLS", 1, 4, UF_DEFAULT_TILE_COLS);
     knobs.tile_cols = tc == 3 ? UF_DEFAULT_TILE_COLS : tc;
+    knobs.tile_pipeline = env_int("CUFUNC_EW_TILE_PIPELINE", 0, 1, UF_DEFAULT_TILE_PIPELINE);
 }
 
 /* ---- planning on the stack ---------------------------------------------------------------- */
@@ -659,7 +667,7 @@ static void gen_stored_value(cf_strbuf *b, const uf_spec *sp, int i, int mode)
     else if (mode == M_TILE && sp->kind[i] == K_TRANS)
         cf_strbuf_printf(b, "sm%d[k * %d + tx * %d + ly]", i, UF_TILE * (UF_TILE + 1), UF_TILE + 1);
     else if (mode == M_TILE && sp->tile_preload)
-        cf_strbuf_printf(b, "pre%d[k][j]", i); /* only inputs are read: outputs are written */
+        cf_strbuf_printf(b, sp->tile_pipeline ? "pre%d[j]" : "pre%d[k][j]", i); /* inputs only */
     else
         cf_strbuf_printf(b, "*(const %s *)(p.op[%d].ptr + off[%d])", st, i, i);
 }
@@ -910,6 +918,134 @@ static void gen_tile_phases(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, i
     cf_strbuf_printf(b, "              }\n            }\n");
 }
 
+/* The pipelined tile kernel's geometry of tile `tv` (a variable name) into variables suffixed
+ * `sfx`: its corner (r0, c0), the rows and columns left (rn, cn) and, per operand, the thread's
+ * offset and the step between its rows (goff/gstep: staged operands, read along rows;
+ * hoff/hstep: the others). */
+static void gen_tile_geometry(cf_strbuf *b, const uf_spec *sp, const char *tv, const char *sfx,
+                              const char *ind)
+{
+    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
+    const char *O = sp->index32 ? "int" : "long long";
+    const int T = UF_TILE, TR = sp->tile_rows, nd = sp->ndim;
+    cf_strbuf_printf(b, "%sconst %s q%s = cf_divi<%s>(%s, p.h.div[%d]);\n"
+                     "%sconst %s c0%s = (%s - q%s * (%s)p.h.div[%d].divisor) * %d;\n"
+                     "%sconst %s q2%s = cf_divi<%s>(q%s, p.h.div[%d]);\n"
+                     "%sconst %s r0%s = (q%s - q2%s * (%s)p.h.div[%d].divisor) * %d;\n"
+                     "%sconst %s rn%s = R - r0%s, cn%s = C - c0%s;\n"
+                     "%s%s boff%s[%d];\n"
+                     "%scf_offsets<%d, %d, %s, %s>(q2%s, p.h, p.op, boff%s);\n",
+                     ind, I, sfx, I, tv, nd - 1,
+                     ind, I, sfx, tv, sfx, I, nd - 1, T,
+                     ind, I, sfx, I, sfx, nd - 2,
+                     ind, I, sfx, sfx, sfx, I, nd - 2, T,
+                     ind, I, sfx, sfx, sfx, sfx,
+                     ind, O, sfx, sp->nops,
+                     ind, nd - 2, sp->nops, I, O, sfx, sfx);
+    for (int i = 0; i < sp->nops; i++) {
+        if (sp->kind[i] == K_TRANS)
+            cf_strbuf_printf(b, "%sconst %s goff%d%s = boff%s[%d] + (%s)(r0%s + tx) * (%s)p.op[%d].strides[%d] + "
+                             "(%s)(c0%s + ty) * (%s)p.op[%d].strides[%d];\n"
+                             "%sconst %s gstep%d%s = %d * (%s)p.op[%d].strides[%d];\n",
+                             ind, O, i, sfx, sfx, i, O, sfx, O, i, nd - 2, O, sfx, O, i, nd - 1,
+                             ind, O, i, sfx, TR, O, i, nd - 1);
+        else if (sp->kind[i] == K_STRIDED)
+            cf_strbuf_printf(b, "%sconst %s hoff%d%s = boff%s[%d] + (%s)(r0%s + ty) * (%s)p.op[%d].strides[%d] + "
+                             "(%s)(c0%s + tx) * (%s)p.op[%d].strides[%d];\n"
+                             "%sconst %s hstep%d%s = %d * (%s)p.op[%d].strides[%d];\n",
+                             ind, O, i, sfx, sfx, i, O, sfx, O, i, nd - 2, O, sfx, O, i, nd - 1,
+                             ind, O, i, sfx, TR, O, i, nd - 2);
+    }
+}
+
+/* The pipelined tile kernel's loads of one tile (geometry suffix `sfx`) into the register arrays
+ * with prefix `pfx` (st<i>: staged operands in the order the staging writes them; pre<i>: inputs
+ * read in place, in the order the body reads them). */
+static void gen_tile_fetch(cf_strbuf *b, const uf_spec *sp, int nin, int w, const char *sfx,
+                           const char *pfx, const char *ind)
+{
+    const char *O = sp->index32 ? "int" : "long long";
+    const int TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
+    cf_strbuf_printf(b, "%s#pragma unroll\n%sfor (int j = 0; j < %d; j++) {\n", ind, ind, RPT);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_TRANS)
+            cf_strbuf_printf(b, "%s    if (tx < rn%s && ty + j * %d < cn%s)\n"
+                             "%s        %sst%d[j] = *(const %s *)(p.op[%d].ptr + (goff%d%s + (%s)j * gstep%d%s));\n",
+                             ind, sfx, TR, sfx, ind, pfx, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i,
+                             sfx, O, i, sfx);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
+            cf_strbuf_printf(b, "%s    if (ty + j * %d < rn%s && tx < cn%s)\n"
+                             "%s        %spre%d[j] = *(const %s *)(p.op[%d].ptr + (hoff%d%s + (%s)j * hstep%d%s));\n",
+                             ind, TR, sfx, sfx, ind, pfx, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i,
+                             sfx, O, i, sfx);
+    cf_strbuf_printf(b, "%s}\n", ind);
+}
+
+/* Tile, pipelined: a grid of resident blocks loops over tiles; each tile's loads (staged and
+ * in-place inputs) go to registers, and a block issues the loads of its next tile right after it
+ * has written the current one's staged values to shared memory, before its barrier, body and
+ * stores: a block's loads stay in flight while it computes, instead of one latency per tile per
+ * block with nothing in flight around it. */
+static void gen_tile_pipelined(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout,
+                               int w)
+{
+    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
+    const char *O = sp->index32 ? "int" : "long long";
+    const int T = UF_TILE, P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
+    const int nd = sp->ndim;
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_TRANS) {
+            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+            cf_strbuf_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
+                             "    %s *const sm%d = (%s *)sm%d_bytes;\n", i, T * P, st, st, i, st, i);
+        }
+    cf_strbuf_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
+                     "    const %s ntiles = (%s)p.h.n;\n"
+                     "    const unsigned tx = threadIdx.x, ty = threadIdx.y;\n",
+                     I, I, nd - 2, I, nd - 1, I, I);
+    for (int i = 0; i < sp->nops; i++) {
+        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+        if (sp->kind[i] == K_TRANS)
+            cf_strbuf_printf(b, "    %s st%d[%d], nst%d[%d];\n", st, i, RPT, i, RPT);
+        else if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
+            cf_strbuf_printf(b, "    %s pre%d[%d], npre%d[%d];\n", st, i, RPT, i, RPT);
+    }
+    cf_strbuf_printf(b, "    %s t = blockIdx.x;\n    if (t < ntiles) {\n", I);
+    gen_tile_geometry(b, sp, "t", "f", "        ");
+    gen_tile_fetch(b, sp, nin, w, "f", "", "        ");
+    cf_strbuf_printf(b, "    }\n    for (; t < ntiles; t += gridDim.x) {\n");
+    gen_tile_geometry(b, sp, "t", "", "        ");
+    cf_strbuf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++)\n"
+                     "            if (tx < rn && ty + j * %d < cn) {\n", RPT, TR);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_TRANS)
+            cf_strbuf_printf(b, "                sm%d[(ty + j * %d) * %d + tx] = st%d[j];\n", i, TR, P, i);
+    cf_strbuf_printf(b, "            }\n        const %s tn = t + gridDim.x;\n        if (tn < ntiles) {\n", I);
+    gen_tile_geometry(b, sp, "tn", "n", "            ");
+    gen_tile_fetch(b, sp, nin, w, "n", "n", "            ");
+    cf_strbuf_printf(b, "        }\n        __syncthreads();\n"
+                     "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
+                     "            const unsigned ly = ty + j * %d;\n"
+                     "            const unsigned k = 0;\n"
+                     "            if (ly < rn && tx < cn) {\n"
+                     "                %s off[%d];\n", RPT, TR, O, sp->nops);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_STRIDED)
+            cf_strbuf_printf(b, "                off[%d] = hoff%d + (%s)j * hstep%d;\n", i, i, O, i);
+    gen_body(b, sp, l, nin, nout, w, M_TILE, "                ");
+    cf_strbuf_printf(b, "            }\n        }\n"
+                     "        __syncthreads(); /* the next staging must not overwrite what this tile reads */\n"
+                     "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n", RPT);
+    for (int i = 0; i < sp->nops; i++) {
+        if (sp->kind[i] == K_TRANS)
+            cf_strbuf_printf(b, "            st%d[j] = nst%d[j];\n", i, i);
+        else if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
+            cf_strbuf_printf(b, "            pre%d[j] = npre%d[j];\n", i, i);
+    }
+    cf_strbuf_printf(b, "        }\n    }\n");
+}
+
 /* Tile: block (UF_TILE, TR); tile t of the header's n covers rows r0.. and columns c0.. of the
  * last two axes (extents R, C) at outer index q (the axes before them): UF_TILE rows and W
  * subtiles of UF_TILE columns. Staged operands are read with consecutive threads on consecutive
@@ -998,7 +1134,12 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
     switch (sp->shape) {
     case SH_FLAT: gen_flat(&b, sp, l, nin, nout, w); break;
     case SH_ROWVEC: gen_rowvec(&b, sp, l, nin, nout, w); break;
-    case SH_TILE: gen_tile(&b, sp, l, nin, nout, w); break;
+    case SH_TILE:
+        if (sp->tile_pipeline)
+            gen_tile_pipelined(&b, sp, l, nin, nout, w);
+        else
+            gen_tile(&b, sp, l, nin, nout, w);
+        break;
     default: gen_strided(&b, sp, l, nin, nout, w); break;
     }
     cf_strbuf_printf(&b, "}\n");
@@ -1217,6 +1358,11 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
         sp->tile_rows = (uint8_t)knobs.tile_rows;
         sp->tile_preload = (uint8_t)knobs.tile_preload;
         sp->tile_cols = (uint8_t)knobs.tile_cols;
+        sp->tile_pipeline = (uint8_t)knobs.tile_pipeline;
+        if (sp->tile_pipeline) { /* its own shape of kernel: one subtile, loads before the barrier */
+            sp->tile_cols = 1;
+            sp->tile_preload = 1;
+        }
         sp->block = (uint16_t)(UF_TILE * knobs.tile_rows);
         return CF_OK;
     }
@@ -1337,6 +1483,8 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, uf_kernel *out)
         int cap = sp->shape == SH_TILE     ? knobs.tile_blocks_per_sm
                   : sp->shape == SH_ROWVEC ? knobs.row_blocks_per_sm
                                            : knobs.blocks_per_sm;
+        if (sp->shape == SH_TILE && sp->tile_pipeline && cap == 0)
+            cap = per_sm > 0 ? per_sm : 1; /* the blocks that fit, each looping over tiles */
         if (per_sm < 1)
             per_sm = 1;
         if (cap > 0 && per_sm > cap)
