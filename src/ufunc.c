@@ -73,19 +73,22 @@
 #define UF_KEY_OPS 40                   /* UF_NOPS rounded up to 8 bytes, for the key struct */
 /* Defaults of the tuning knobs (see above). 4 blocks of 256 threads per multiprocessor with
  * 16-byte accesses is what reached the copy bandwidth on an H200 in a hand-written kernel. */
-/* Defaults from the sweep of bench/bench_ew_variants.py on an H200 (2026-11-21): the flat kernel
+/* Defaults from the sweeps of bench/bench_ew_variants.py on an H200 (2026-11-21): the flat kernel
  * with no grid cap (one pass, 4314 GB/s on the 2^26 hypot, PyTorch 4291), the row-vector kernel
  * capped at 8 blocks of 256 per SM (3408 GB/s on the (4096,1) x (1,4096) broadcast), one vector
- * per thread per iteration for both, and 4-row tiles for the transposed case (2489 GB/s). */
+ * per thread per iteration for both; for the transposed case the pipelined tile kernel with 8-row
+ * blocks (256 threads) and as many resident blocks as fit (3800 GB/s = 91% of copy; one tile per
+ * block without pipelining: 3171 with 4-row blocks, 2489 before the loads moved before the
+ * barrier). */
 #define UF_DEFAULT_BLOCK 256
 #define UF_DEFAULT_UNROLL 1
 #define UF_DEFAULT_BLOCKS_PER_SM 0
 #define UF_DEFAULT_ROW_BLOCKS_PER_SM 8
-#define UF_DEFAULT_TILE_ROWS 4
+#define UF_DEFAULT_TILE_ROWS 8
 #define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
 #define UF_DEFAULT_TILE_PRELOAD 1
 #define UF_DEFAULT_TILE_COLS 1
-#define UF_DEFAULT_TILE_PIPELINE 0
+#define UF_DEFAULT_TILE_PIPELINE 1
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
