@@ -418,7 +418,8 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
 
 /* Environment variables read once per process, for measurements (bench/bench_scan_variants.py runs
  * one process per setting); unset or out of range: the defaults below.
- *   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per multiprocessor of full reductions (1..64)
+ *   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per multiprocessor of full reductions (1..64);
+ *                                also the resident blocks per SM of pipelined scans
  *   CUFUNC_REDUCE_UNROLL         independent vector loads in flight per thread of full and row
  *                                reductions (1, 2, 4 or 8)
  *   CUFUNC_SCAN_BLOCK            threads per scan tile (64, 128, 256, 512 or 1024)
@@ -426,12 +427,16 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
  *                                multiple of the elements of one 16-byte vector)
  *   CUFUNC_SCAN_SLEEP            nanoseconds a look-back waits between polls of a tile state that
  *                                is not ready yet (0..10000; 0: poll again at once)
+ *   CUFUNC_SCAN_PIPELINE         1: resident blocks loop over tiles and prefetch the next one into
+ *                                shared memory while they scan the current one; 0: one tile per
+ *                                block
  *   CUFUNC_SCAN_MIN_BLOCKS       scan tiles resident per multiprocessor asked of the compiler
  *                                (__launch_bounds__'s second argument, 1..32; unset: none): a
  *                                tile lives in registers, so fewer registers per thread means more
  *                                tiles, and more bytes, in flight */
 typedef struct red_knobs {
     int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep, scan_min_blocks;
+    int scan_pipeline; /* -1: unset */
 } red_knobs;
 
 static int env_int(const char *name, int lo, int hi)
@@ -460,6 +465,8 @@ static void read_knobs(void)
     k->scan_items = env_int("CUFUNC_SCAN_ITEMS", 1, 64);
     k->scan_sleep = env_int("CUFUNC_SCAN_SLEEP", 0, 10000);
     k->scan_min_blocks = env_int("CUFUNC_SCAN_MIN_BLOCKS", 1, 32);
+    const char *e = getenv("CUFUNC_SCAN_PIPELINE");
+    k->scan_pipeline = e && (!strcmp(e, "0") || !strcmp(e, "1")) ? atoi(e) : -1;
 }
 
 static const red_knobs *knobs(void)
@@ -477,6 +484,11 @@ static const red_knobs *knobs(void)
 #define RED_ALL_BLOCKS_PER_SM 2
 /* scans: 256 threads x 128 bytes of accumulators each (32 float32): 64 registers, 4 blocks per SM */
 #define SCAN_BLOCK 256
+/* the pipelined scan (a block prefetches its next tile) unless CUFUNC_SCAN_PIPELINE says */
+#define SCAN_PIPELINE_DEFAULT 1
+/* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
+ * may declare statically, with room for the scan's own few words */
+#define SCAN_PREFETCH_MAX (48 * 1024 - 1024)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -592,6 +604,10 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
         int items = k->scan_items ? k->scan_items : asz <= 4 ? 44 : asz == 8 ? 16 : 8;
         g->min_blocks = k->scan_min_blocks ? k->scan_min_blocks
                         : !k->scan_items && !k->scan_block && asz <= 4 ? 4 : 0;
+        /* pipelined: prefetch through shared memory, 16-byte vectors of the input only */
+        g->pipeline = k->scan_pipeline >= 0 ? k->scan_pipeline : SCAN_PIPELINE_DEFAULT;
+        if (V * (int)isz != 16 || (int64_t)g->block * items * (int64_t)isz > SCAN_PREFETCH_MAX)
+            g->pipeline = 0;
         if (items < V)
             items = V;
         items = (items + V - 1) / V * V;
@@ -626,7 +642,7 @@ typedef struct red_spec {
     int loop;
     cf_reduce_kind kind;
     cf_dtype in, out, acc;
-    int block, group, vec, unroll, items, sleep, min_blocks;
+    int block, group, vec, unroll, items, sleep, min_blocks, pipeline;
     int knd, rnd;
     int where, index32;
 } red_spec;
@@ -647,6 +663,7 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->items = g->items;
     sp->sleep = p->kind == CF_SCAN_TILES ? knobs()->scan_sleep : 0;
     sp->min_blocks = p->kind == CF_SCAN_TILES ? g->min_blocks : 0;
+    sp->pipeline = p->kind == CF_SCAN_TILES ? g->pipeline : 0;
     sp->knd = p->kept_ndim;
     sp->where = p->has_where;
     sp->index32 = p->index32;
@@ -669,10 +686,10 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
 
 static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d kn%d rn%d w%d i%d", device,
-             sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
-             sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->min_blocks, sp->knd, sp->rnd,
-             sp->where, sp->index32);
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d p%d kn%d rn%d w%d i%d",
+             device, sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
+             sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->min_blocks, sp->pipeline,
+             sp->knd, sp->rnd, sp->where, sp->index32);
 }
 
 static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
@@ -705,8 +722,9 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
                   tout, sp->block, sp->vec, sp->unroll, sp->knd, sp->rnd, W, I);
         break;
     case CF_SCAN_TILES:
-        cf_strbuf_printf(&b, "cf_scan_tiles<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s>(p);\n", tin,
-                  tout, sp->block, sp->items, sp->vec, sp->sleep, sp->knd, I);
+        cf_strbuf_printf(&b, "%s<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s>(p);\n",
+                  sp->pipeline ? "cf_scan_tiles_pipelined" : "cf_scan_tiles", tin, tout, sp->block,
+                  sp->items, sp->vec, sp->sleep, sp->knd, I);
         break;
     case CF_SCAN_COLS:
         cf_strbuf_printf(&b, "cf_scan_cols<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
@@ -987,9 +1005,16 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
         prm.partials = split_mem;
         prm.partial_ok = split_mem + vbytes;
     }
-    unsigned block[3] = {g.block, 1, 1};
+    unsigned block[3] = {g.block, 1, 1}, grid[3] = {g.grid[0], g.grid[1], g.grid[2]};
+    if (scan && g.pipeline) {
+        /* resident blocks loop over the tiles (the tile states stay sized for every tile) */
+        int per_sm = knobs()->blocks_per_sm ? knobs()->blocks_per_sm : bps > 0 ? bps : 1;
+        int64_t resident = (int64_t)props.multiprocessor_count * per_sm;
+        if (resident < (int64_t)grid[0])
+            grid[0] = (unsigned)resident;
+    }
     void *args[1] = {&prm};
-    st = cf_launch(k.fn, g.grid, block, 0, s, args);
+    st = cf_launch(k.fn, grid, block, 0, s, args);
     if (split_mem) {
         cf_status fst = cf_mem_free(s, split_mem); /* stream-ordered: after the kernel */
         if (!st)

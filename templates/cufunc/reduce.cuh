@@ -771,10 +771,12 @@ __device__ __forceinline__ void cf_scan_store(cf_ka_u64 dst, long long so, const
  * first tile), so the filled places change nothing that is stored, and every tile runs the same
  * code without "holds a value" flags. Registers matter (they decide how many tiles are resident),
  * so each round's prefix within its warp is applied at once rather than kept. */
-template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, typename O>
+template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, typename O,
+          class Hook>
 __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long tile,
                                              long long first, cf_ka_u64 in, cf_ka_u64 out, O sin,
-                                             O sout, int count, bool vec_in, bool vec_out)
+                                             O sout, int count, bool vec_in, bool vec_out,
+                                             const uint4 *staged, const Hook &after_first_barrier)
 {
     typedef typename Op::T T;
     constexpr int R = ITEMS / V, NW = BLOCK / 32, SEG = 32 * ITEMS;
@@ -782,13 +784,16 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
     __shared__ bool s_ok[NW];
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-    /* loads: every round's load is issued before any is used */
+    /* loads: every round's load is issued before any is used; a tile the pipelined driver
+     * prefetched (`staged`) is read from this thread's own slots of shared memory */
     T x[R][V];
     if (V * sizeof(TIn) == 16 && vec_in && count == BLOCK * ITEMS) {
         uint4 u[R];
 #pragma unroll
-        for (int r = 0; r < R; r++)
-            u[r] = __ldcs((const uint4 *)in + ((int)warp * (SEG / V) + r * 32 + (int)lane));
+        for (int r = 0; r < R; r++) {
+            const int v = (int)warp * (SEG / V) + r * 32 + (int)lane;
+            u[r] = staged ? staged[v] : __ldcs((const uint4 *)in + v);
+        }
 #pragma unroll
         for (int r = 0; r < R; r++) {
             cf_vec<TIn, V> y;
@@ -845,6 +850,7 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
     if (lane == 0)
         s_val[warp] = carry;
     __syncthreads();
+    after_first_barrier();
 
     /* warp 0: the warps' totals in order, the tile's aggregate, the look-back, each warp's prefix.
      * Lanes past the last warp hold copies of its total: they come after, so change nothing. */
@@ -936,7 +942,140 @@ __device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
     const bool vec_in = sin == (O)sizeof(TIn) && in % 16 == 0;
     const bool vec_out = sout == (O)sizeof(TOut) && out % 16 == 0;
     cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, O>(p, tile, tile - tj, in, out, sin, sout,
-                                                          count, vec_in, vec_out);
+                                                          count, vec_in, vec_out, nullptr, [] {});
+}
+
+/* Where tile `tile` of a scan reads and writes, and how. */
+template <typename TIn, typename TOut, int BLOCK, int ITEMS, int KND, typename I>
+struct cf_scan_where {
+    typedef typename cf_red_off_t<I>::type O;
+    long long first;
+    cf_ka_u64 in, out;
+    O sin, sout;
+    int count;
+    bool vec_in, vec_out;
+    __device__ __forceinline__ cf_scan_where(const cf_red_params &p, long long tile)
+    {
+        constexpr int TILE = BLOCK * ITEMS;
+        const long long tpr = (long long)p.tiles_per_row;
+        const long long row = tile / tpr, tj = tile - row * tpr;
+        O oin = 0, oout = 0, unused = 0;
+        if (KND > 0)
+            cf_red_offsets<(KND > 0 ? KND : 1), I, O>((I)row, p.kept_shape, p.kept_div, p.in_kept,
+                                                      p.out_kept, p.in_kept, oin, oout, unused);
+        const long long start = tj * (long long)TILE;
+        const long long rest = (long long)p.n_red - start;
+        first = tile - tj;
+        count = rest < (long long)TILE ? (int)rest : TILE;
+        sin = (O)p.in_red[0];
+        sout = (O)p.out_red[0];
+        in = p.in + (cf_ka_u64)(long long)(oin + (O)start * sin);
+        out = p.out + (cf_ka_u64)(long long)(oout + (O)start * sout);
+        vec_in = sin == (O)sizeof(TIn) && in % 16 == 0;
+        vec_out = sout == (O)sizeof(TOut) && out % 16 == 0;
+    }
+    /* read through 16-byte vectors, a whole tile: what the pipelined driver prefetches */
+    __device__ __forceinline__ bool full_vector(int V) const
+    {
+        return V * (int)sizeof(TIn) == 16 && vec_in && count == BLOCK * ITEMS;
+    }
+};
+
+/* This thread's vectors of a tile, global -> its own slots of shared memory, asynchronously
+ * (cp.async: no registers held while they travel). */
+template <int BLOCK, int ITEMS, int V>
+__device__ __forceinline__ void cf_scan_prefetch(uint4 *buf, cf_ka_u64 in)
+{
+    constexpr int R = ITEMS / V, SEG = 32 * ITEMS;
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int v = (int)warp * (SEG / V) + r * 32 + (int)lane;
+#if __CUDA_ARCH__ >= 800
+        const unsigned dst = (unsigned)__cvta_generic_to_shared(buf + v);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst),
+                     "l"((const uint4 *)in + v));
+#else
+        buf[v] = __ldcs((const uint4 *)in + v);
+#endif
+    }
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+__device__ __forceinline__ void cf_scan_prefetch_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+/* The pipelined scan: a grid of resident blocks, each drawing tiles from the atomic counter in
+ * turn. While a block scans tile t (local scan, look-back, stores) the loads of the tile it will
+ * scan next are already in flight into shared memory, so the memory stays busy through the
+ * look-back and the stores instead of one latency per tile with nothing in flight around it.
+ * Every thread prefetches and later reads only its own slots, so the buffer needs no barrier of
+ * its own. The next tile is drawn before the current one's first barrier (thread 0, through
+ * shared memory) and prefetched right after it. No deadlock: a block waits only for tiles older
+ * than its current one; the oldest unfinished tile is always some block's current tile (a block's
+ * prefetched tile is newer than its current one), and it waits for nothing unfinished. The draw
+ * of number ntiles + gridDim.x - 1 (every block ends with one draw past the end) is the launch's
+ * last and resets the counter. */
+template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, int KND,
+          typename I>
+__device__ __forceinline__ void cf_scan_tiles_pipelined(const cf_red_params &p)
+{
+    typedef cf_scan_where<TIn, TOut, BLOCK, ITEMS, KND, I> W;
+    static_assert(ITEMS % V == 0 && BLOCK % 32 == 0 && BLOCK <= 1024, "scan tile shape");
+    static_assert(V * sizeof(TIn) == 16 || V == 1, "scan vector");
+    constexpr int NVEC = BLOCK * ITEMS / (V * sizeof(TIn) == 16 ? V : 1);
+    __shared__ uint4 s_buf[V * sizeof(TIn) == 16 ? NVEC : 1];
+    __shared__ long long s_next;
+    const long long ntiles = (long long)p.tiles_per_row * (long long)p.n_out;
+    const unsigned long long last_draw = (unsigned long long)ntiles + gridDim.x - 1;
+    auto draw = [&] {
+        const unsigned long long t = atomicAdd((unsigned long long *)p.tile_counter, 1ull);
+        if (t == last_draw)
+            *(volatile unsigned long long *)p.tile_counter = 0;
+        s_next = t < (unsigned long long)ntiles ? (long long)t : -1;
+    };
+    if (threadIdx.x == 0)
+        draw();
+    __syncthreads();
+    long long tile = s_next;
+    bool staged = false;
+    if (tile >= 0) {
+        const W w(p, tile);
+        if (w.full_vector(V)) {
+            cf_scan_prefetch<BLOCK, ITEMS, V>(s_buf, w.in);
+            staged = true;
+        }
+    }
+    while (tile >= 0) {
+        const W w(p, tile);
+        if (staged)
+            cf_scan_prefetch_wait();
+        if (threadIdx.x == 0)
+            draw(); /* read by all after the tile's first barrier */
+        long long next = -1;
+        bool next_staged = false;
+        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, typename W::O>(
+            p, tile, w.first, w.in, w.out, w.sin, w.sout, w.count, w.vec_in, w.vec_out,
+            staged ? s_buf : nullptr, [&] {
+                next = s_next;
+                if (next >= 0) {
+                    const W wn(p, next);
+                    if (wn.full_vector(V)) {
+                        /* this thread has its current vectors in registers: its slots are free */
+                        cf_scan_prefetch<BLOCK, ITEMS, V>(s_buf, wn.in);
+                        next_staged = true;
+                    }
+                }
+            });
+        tile = next;
+        staged = next_staged;
+    }
 }
 
 /* A thread per column (kept index), sequential along the scanned axis; U loads ahead. */
