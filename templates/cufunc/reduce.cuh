@@ -1044,6 +1044,7 @@ __device__ __forceinline__ void cf_scan_tiles_pipelined(const cf_red_params &p)
         draw();
     __syncthreads();
     long long tile = s_next;
+    __syncthreads(); /* read by all before thread 0 draws again */
     bool staged = false;
     if (tile >= 0) {
         const W w(p, tile);
