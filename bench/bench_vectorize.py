@@ -4,7 +4,9 @@
     CuPy and Numba, and the card's device-to-device copy bandwidth (read + write);
   * a call on one-element device arrays with out= given (per-call overhead), beside CuPy, PyTorch
     and Numba; the bare launch floor comes from the C program bench_launch (same run);
-  * hypot from NumPy arrays in and out (PCIe both ways);
+  * hypot from NumPy arrays in and out (PCIe both ways), streamed through overlapped chunks
+    (src/hostpipe.c: the chunk count and streams used are printed beside it, and the whole-array
+    path's time for comparison; a sweep over chunk sizes and stream counts follows the table);
   * broadcast (4096, 1) with (1, 4096), and a transposed (non-contiguous) input;
   * the first call of a new signature (NVRTC compile) and the first call in a new process with a
     warm disk cache.
@@ -28,7 +30,7 @@ from benchlib import timeit, peers
 if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
     np.row_stack = np.vstack
 
-from cufunc import cuda, vectorize
+from cufunc import _core, cuda, vectorize
 
 
 @vectorize(["float32(float32, float32)", "float64(float64, float64)"])
@@ -107,9 +109,18 @@ def main():
     rows.append(("call on 1-element device arrays, out= given (us)", 1e6 * t1, peer))
 
     # -- NumPy in, NumPy out --
+    calls = _core._hostpipe_last()["calls"]
     th = timeit(lambda: hypot(ha, hb), lambda: None, max(3, reps // 3))
+    pipe = _core._hostpipe_last()
+    if pipe["calls"] == calls:                 # the call did not take the pipelined path
+        pipe = dict(pipe, chunks=0, streams=0)
     assert np.allclose(hypot(ha, hb), want, rtol=1e-6)
-    peer = {}
+    cfg = _core._hostpipe_config()
+    _core._hostpipe_config(min_kb=1 << 30)     # every call below 1 TiB: the whole-array path
+    tw = timeit(lambda: hypot(ha, hb), lambda: None, max(3, reps // 3))
+    _core._hostpipe_config(**cfg)
+    peer = {"pipeline chunks": pipe["chunks"], "streams": pipe["streams"],
+            "whole-array path (ms)": 1e3 * tw}
     if "cupy" in P:
         peer["CuPy"] = 1e3 * timeit(lambda: cp.asnumpy(cp.hypot(cp.asarray(ha), cp.asarray(hb))),
                                     lambda: None, max(3, reps // 3))
@@ -185,6 +196,26 @@ def main():
         ps = ", ".join("%s %.3g" % (k, v) for k, v in peer.items()) or "-"
         print("| %s | %.3g | %s |" % (label, ours, ps))
     print("(copy bandwidth %.0f GB/s; cache stats cold %s warm %s)" % (copy_bw, cold["stats"], warm["stats"]))
+    hostpipe_sweep(ha, hb, want, max(3, reps // 3))
+
+
+def hostpipe_sweep(ha, hb, want, reps):
+    """hypot on the 2^26 float32 NumPy arrays over chunk sizes and stream counts (the defaults'
+    evidence: bench/HOSTPIPE_NOTES.md)."""
+    cfg = _core._hostpipe_config()
+    print("\nhost-array pipeline, hypot on two 2^26 float32 NumPy arrays (ms)")
+    print("| chunk MiB | S=2 | S=3 | S=4 |")
+    print("|---|---|---|---|")
+    try:
+        for chunk_mib in (2, 4, 8, 16, 32):
+            ts = []
+            for streams in (2, 3, 4):
+                _core._hostpipe_config(chunk_kb=chunk_mib * 1024, streams=streams, min_kb=0)
+                ts.append(1e3 * timeit(lambda: hypot(ha, hb), lambda: None, reps))
+                assert np.allclose(hypot(ha, hb), want, rtol=1e-6)
+            print("| %d | %s |" % (chunk_mib, " | ".join("%.2f" % t for t in ts)))
+    finally:
+        _core._hostpipe_config(**cfg)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@
  *
  * Placement, as Numba and CuPy users expect: when any input or output is on the device, results are
  * DeviceArrays and nothing waits for the kernel; when all are host arrays, inputs are copied over,
- * the kernel runs, and results come back as NumPy arrays; a call on scalars alone returns a NumPy
- * scalar, as NumPy does.
+ * the kernel runs, and results come back as NumPy arrays (large calls stream through overlapped
+ * chunks, src/hostpipe.c); a call on scalars alone returns a NumPy scalar, as NumPy does.
  *
  * Python scalars are NEP 50 "weak": a Python float with a float32 array runs the float32 loop. They
  * travel as kernel parameters, never as arrays. */
@@ -189,6 +189,143 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, k ? ",%lld" : "%lld", (long long)shape[k]);
     if (n < cap)
         snprintf(buf + n, cap - n, ndim == 1 ? ",)" : ")");
+}
+
+/* ---- host arrays, pipelined (src/hostpipe.c) ------------------------------------------------ */
+
+/* The pipeline refuses a host output that overlaps an input, the mask or another output other
+ * than as the same view, or itself (a zero stride), because NumPy's answer needs a copy first;
+ * the whole-array path does that. Given outputs' views are filled in here. */
+static int hostpipe_overlaps(CfPyUFunc *self, uf_call *c, cf_py_arg *in, cf_py_arg *out,
+                             const cf_py_arg *where)
+{
+    const int nin = self->nin, nout = self->nout;
+    for (int o = 0; o < nout; o++) {
+        if (c->outs[o] == NULL || c->outs[o] == Py_None)
+            continue;
+        cf_py_arg_host_view(&out[o], (PyArrayObject *)c->outs[o]);
+        const cf_array *v = &out[o].view;
+        for (int k = 0; k < v->ndim; k++)
+            if (v->shape[k] > 1 && v->strides[k] == 0)
+                return 1;
+        for (int i = 0; i < nin; i++)
+            if (in[i].kind == CF_PY_ARG_HOST && cf_array_may_overlap(v, &in[i].view) &&
+                !cf_py_same_view(v, &in[i].view))
+                return 1;
+        if (where && cf_array_may_overlap(v, &where->view) && !cf_py_same_view(v, &where->view))
+            return 1;
+        for (int p = 0; p < o; p++)
+            if (c->outs[p] && c->outs[p] != Py_None && cf_array_may_overlap(v, &out[p].view))
+                return 1;
+    }
+    return 0;
+}
+
+/* A call whose arrays are all on the host, large enough to gain from chunks: the NumPy results
+ * (C order, in the loop's output dtypes, as the whole-array path gives) are allocated here and the
+ * pipeline fills them, and given out= arrays in place, with the GIL released. Returns 1 with
+ * *result set, 0 when the call is not one for the pipeline (the caller goes on with the
+ * whole-array path), -1 with an exception. */
+static int ufunc_apply_hostpipe(CfPyUFunc *self, uf_call *c, cf_py_arg *in, cf_py_arg *out,
+                                const cf_py_arg *where, cf_operand *ops, const cf_dtype *types,
+                                int loop, int ndim, const int64_t *shape, const char *ufname,
+                                PyObject **result)
+{
+    const int nin = self->nin, nout = self->nout;
+    int64_t size = 1;
+    for (int k = 0; k < ndim; k++)
+        size *= shape[k];
+    size_t bytes = where ? (size_t)PyArray_NBYTES((PyArrayObject *)where->keep) : 0;
+    for (int i = 0; i < nin; i++)
+        if (in[i].kind == CF_PY_ARG_HOST)
+            bytes += (size_t)PyArray_NBYTES((PyArrayObject *)in[i].keep);
+    for (int o = 0; o < nout; o++) {
+        int given = c->outs[o] != NULL && c->outs[o] != Py_None;
+        bytes += (size_t)size * cf_dtype_size(given ? out[o].dtype : types[nin + o]);
+    }
+    if (!cf_hostpipe_wanted(bytes) || hostpipe_overlaps(self, c, in, out, where))
+        return 0;
+
+    int device = -1, r = -1;
+    PyObject *resolved = NULL, *res[UF_MAX_ARGS] = {0};
+    cf_stream *s;
+    if (cf_py_cuda_init(ufname) < 0)
+        return -1;
+    if (c->stream && c->stream != Py_None && cf_py_stream_device(c->stream, &device, "stream") < 0)
+        return -1;
+    if (device < 0 && cf_py_current_device(&device, ufname) < 0)
+        return -1;
+    if (c->stream && cf_py_stream_check(c->stream, "stream") < 0)
+        return -1;
+    resolved = cf_py_stream_resolve(c->stream ? c->stream : Py_None, device, "stream");
+    if (resolved == NULL || cf_py_stream_get(resolved, device, &s) < 0)
+        goto done;
+
+    for (int i = 0; i < nin; i++)
+        if (in[i].kind == CF_PY_ARG_HOST) {
+            ops[i].is_scalar = 0;
+            cf_py_view_copy(&ops[i].array, &in[i].view);
+        }
+    for (int o = 0; o < nout; o++) {
+        if (c->outs[o] != NULL && c->outs[o] != Py_None) {
+            res[o] = Py_NewRef(c->outs[o]);
+        } else {
+            npy_intp dims[CF_MAX_DIMS];
+            for (int k = 0; k < ndim; k++)
+                dims[k] = (npy_intp)shape[k];
+            PyArray_Descr *d = cf_py_descr_from_dtype(types[nin + o]);
+            res[o] = d ? PyArray_Empty(ndim, dims, d, 0) : NULL; /* steals d */
+            if (res[o] == NULL)
+                goto done;
+        }
+        /* out[o] is left as it is: the whole-array path may still run (see below) */
+        PyArrayObject *h = (PyArrayObject *)res[o];
+        cf_array *v = &ops[nin + o].array;
+        ops[nin + o].is_scalar = 0;
+        v->data = (uint64_t)(uintptr_t)PyArray_DATA(h);
+        v->dtype = res[o] == c->outs[o] ? out[o].dtype : types[nin + o];
+        v->ndim = PyArray_NDIM(h);
+        v->device = -1;
+        for (int k = 0; k < v->ndim; k++) {
+            v->shape[k] = PyArray_DIM(h, k);
+            v->strides[k] = PyArray_STRIDE(h, k);
+        }
+    }
+    cf_array wv;
+    if (where)
+        cf_py_view_copy(&wv, &where->view);
+    cf_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_ufunc_launch_host(self->uf, loop, s, ops, where ? &wv : NULL, ndim, shape, NULL);
+    Py_END_ALLOW_THREADS
+    if (st == CF_ERR_UNSUPPORTED) {
+        /* refused before anything was written (layouts or dtypes the chunk kernels do not take):
+         * the whole-array path uploads contiguous copies, or reports the error itself */
+        r = 0;
+        goto done;
+    }
+    if (st != CF_OK) {
+        cf_py_fail(st, ufname);
+        goto done;
+    }
+    if (nout == 1) {
+        *result = res[0];
+        res[0] = NULL;
+    } else {
+        *result = PyTuple_New(nout);
+        if (*result == NULL)
+            goto done;
+        for (int o = 0; o < nout; o++) {
+            PyTuple_SET_ITEM(*result, o, res[o]);
+            res[o] = NULL;
+        }
+    }
+    r = 1;
+done:
+    for (int o = 0; o < nout; o++)
+        Py_XDECREF(res[o]);
+    Py_XDECREF(resolved);
+    return r;
 }
 
 static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
@@ -381,6 +518,14 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
                          "doesn't match the broadcast shape %s", os, bs);
             goto done;
         }
+    }
+
+    /* Host arrays only, and large: streamed through overlapped chunks (src/hostpipe.c). */
+    if (!any_device && (any_host || host_out_mode) && have_where != 2) {
+        int r = ufunc_apply_hostpipe(self, c, in, out, have_where == 1 ? &where : NULL, ops, types,
+                                     loop, ndim, shape, ufname, &result);
+        if (r != 0)
+            goto done; /* the result, or an exception */
     }
 
     /* 4. The device and the stream; host inputs move over. */
@@ -991,8 +1136,87 @@ static PyObject *py_can_cast(PyObject *m, PyObject *args)
     return PyBool_FromLong(cf_can_cast(fa, fb, rule ? casting : CF_CAST_SAFE));
 }
 
+/* The last pipelined host-array call (for tests and benchmarks). */
+static PyObject *py_hostpipe_last(PyObject *m, PyObject *unused)
+{
+    cf_hostpipe_info i;
+    cf_hostpipe_last(&i);
+    return Py_BuildValue("{s:L,s:L,s:i,s:i,s:L,s:i,s:i,s:n}", "calls", (long long)i.calls,
+                         "chunks", (long long)i.chunks, "streams", i.streams, "split_axis",
+                         i.split_axis, "rows", (long long)i.rows, "streamed", i.streamed,
+                         "resident", i.resident, "chunk_bytes", (Py_ssize_t)i.chunk_bytes);
+}
+
+/* Read or change the pipeline's settings; returns them after the change. */
+static PyObject *py_hostpipe_config(PyObject *m, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"chunk_kb", "streams", "min_kb", "reset", NULL};
+    PyObject *chunk = Py_None, *streams = Py_None, *min_kb = Py_None;
+    int reset = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOp:_hostpipe_config", kw, &chunk, &streams,
+                                     &min_kb, &reset))
+        return NULL;
+    cf_hostpipe_config c;
+    cf_status st = CF_OK;
+    if (reset) {
+        st = cf_hostpipe_configure(NULL);
+    } else if (chunk != Py_None || streams != Py_None || min_kb != Py_None) {
+        cf_hostpipe_get_config(&c);
+        long long v;
+        if (chunk != Py_None) {
+            if ((v = PyLong_AsLongLong(chunk)) == -1 && PyErr_Occurred())
+                return NULL;
+            if (v < 0) {
+                PyErr_SetString(PyExc_ValueError, "_hostpipe_config: chunk_kb must be >= 0");
+                return NULL;
+            }
+            c.chunk_bytes = (size_t)v << 10;
+        }
+        if (streams != Py_None) {
+            if ((v = PyLong_AsLongLong(streams)) == -1 && PyErr_Occurred())
+                return NULL;
+            c.streams = v < 0 || v > 1000 ? -1 : (int)v;
+        }
+        if (min_kb != Py_None) {
+            if ((v = PyLong_AsLongLong(min_kb)) == -1 && PyErr_Occurred())
+                return NULL;
+            if (v < 0) {
+                PyErr_SetString(PyExc_ValueError, "_hostpipe_config: min_kb must be >= 0");
+                return NULL;
+            }
+            c.min_bytes = (size_t)v << 10;
+        }
+        st = cf_hostpipe_configure(&c);
+    }
+    if (st != CF_OK)
+        return cf_py_raise(st, NULL);
+    cf_hostpipe_get_config(&c);
+    return Py_BuildValue("{s:n,s:i,s:n}", "chunk_kb", (Py_ssize_t)(c.chunk_bytes >> 10), "streams",
+                         c.streams, "min_kb", (Py_ssize_t)(c.min_bytes >> 10));
+}
+
+/* Tests: make pipelined calls fail just before launching chunk `chunk` (-1: off). */
+static PyObject *py_hostpipe_fail_at(PyObject *m, PyObject *arg)
+{
+    long long chunk = PyLong_AsLongLong(arg);
+    if (chunk == -1 && PyErr_Occurred())
+        return NULL;
+    cf_hostpipe_test_fail_at(chunk);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef cf_py_ufunc_methods[] = {
     {"can_cast", py_can_cast, METH_VARARGS, "cf_can_cast(from_, to, casting='safe')"},
+    {"_hostpipe_last", py_hostpipe_last, METH_NOARGS,
+     "What the last pipelined host-array ufunc call did: dict(calls, chunks, streams, split_axis, "
+     "rows, streamed, resident, chunk_bytes)."},
+    {"_hostpipe_config", (PyCFunction)(void (*)(void))py_hostpipe_config,
+     METH_VARARGS | METH_KEYWORDS,
+     "_hostpipe_config(chunk_kb=None, streams=None, min_kb=None, reset=False): the host-array "
+     "pipeline's settings after applying the given ones (chunk_kb 0: automatic; reset: re-read "
+     "CUFUNC_HOSTPIPE_* from the environment)."},
+    {"_hostpipe_fail_at", py_hostpipe_fail_at, METH_O,
+     "Tests: pipelined calls fail before launching chunk n (-1: never)."},
     {NULL},
 };
 

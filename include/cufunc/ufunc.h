@@ -105,6 +105,70 @@ CF_API cf_status cf_ufunc_kernel_source(cf_ufunc *u, int loop, const cf_operand 
 /* Kernels compiled so far by this ufunc, over all devices (for tests of the specialisation). */
 CF_API int cf_ufunc_kernel_count(const cf_ufunc *u);
 
+/* ---- launches on host arrays, pipelined (src/hostpipe.c) -------------------------------------
+ * cf_ufunc_launch_host runs a loop whose operands may be HOST arrays (cf_array.device == -1:
+ * pageable or pinned memory, any strides, each in its own dtype, converted in the kernel), beside
+ * scalars and arrays on the stream's device (read or written in place). The loop is cut into
+ * chunks along its outermost axes; chunk k goes to stream k mod S, whose pinned and device buffers
+ * hold that chunk's part of every host operand, so the host-to-device copy of one chunk, the
+ * kernel of another and the device-to-host copy of a third run at once while the calling thread
+ * packs the next chunk's inputs into pinned memory and unpacks finished outputs. A host input
+ * broadcast along the cut axes (stride 0) is uploaded once. Host outputs are written in place;
+ * with `where`, masked elements keep their values (the outputs' chunks travel in as well).
+ *
+ * Ordering: waits for the work already queued on `s` (it may write a host input), runs on streams
+ * of its own, and returns when every output holds its result. One pipelined launch runs at a time
+ * in a process (a second thread waits): the copy engines, the link and the copy threads are shared
+ * anyway. Outputs must not overlap (share bytes within their bounds with) inputs, the mask or each
+ * other unless they are the same view: CF_ERR_INVALID, as NumPy would copy first.
+ * On any failure every device buffer goes back to the pool and no copy or kernel is left running;
+ * outputs may then be partly written, except after CF_ERR_UNSUPPORTED, which comes before anything
+ * is written (layouts leaving more axes than element-wise kernels take, float16 operands): the
+ * caller can then copy the operands into contiguous device arrays and use cf_ufunc_launch.
+ *
+ * Tuning, read from the environment at first use (cf_hostpipe_configure(NULL) reads it again):
+ *   CUFUNC_HOSTPIPE_CHUNK_KB  bytes of the largest streamed operand per chunk, KiB (default 0:
+ *                             automatic, 8 MiB, less for calls under 2 * S such chunks)
+ *   CUFUNC_HOSTPIPE_STREAMS   S, streams and buffer slots (default 3; 2..16)
+ *   CUFUNC_HOSTPIPE_MIN_KB    cf_hostpipe_wanted's threshold on a call's host bytes (default
+ *                             4096); smaller calls gain nothing from chunks
+ * A value that does not parse or is out of range is ignored (the default is used). */
+typedef struct cf_hostpipe_config {
+    size_t chunk_bytes;  /* 0: automatic; else 1 KiB .. 1 GiB */
+    int streams;         /* 2..16 */
+    size_t min_bytes;
+} cf_hostpipe_config;
+
+/* What a pipelined launch did (for tests and benchmarks). */
+typedef struct cf_hostpipe_info {
+    int64_t calls;       /* pipelined launches completed in this process, this one included */
+    int64_t chunks;      /* chunks the loop was cut into (0 for an empty loop) */
+    int streams;         /* streams that carried chunks: min(S, chunks) */
+    int split_axis;      /* the coalesced axis cut into ranges */
+    int64_t rows;        /* indices of that axis per chunk */
+    int streamed;        /* host operands moved chunk by chunk */
+    int resident;        /* host operands uploaded once */
+    size_t chunk_bytes;  /* the largest streamed operand's bytes in a full chunk */
+} cf_hostpipe_info;
+
+/* As cf_ufunc_launch, with host operands allowed (see above); `info` (may be NULL) receives what
+ * the launch did. */
+CF_API cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
+                                      const cf_array *where, int ndim, const int64_t *shape,
+                                      cf_hostpipe_info *info);
+/* Whether a call moving `host_bytes` between host and device is worth pipelining (>= the
+ * configured threshold, and not empty). */
+CF_API int cf_hostpipe_wanted(size_t host_bytes);
+CF_API void cf_hostpipe_get_config(cf_hostpipe_config *out);
+/* Use `cfg` from now on (NULL: re-read the environment); frees the cached pinned buffers.
+ * CF_ERR_INVALID for values outside the ranges above. */
+CF_API cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg);
+/* The info of the last successful pipelined launch in this process (all zero before the first). */
+CF_API void cf_hostpipe_last(cf_hostpipe_info *out);
+/* For tests: pipelined launches fail (CF_ERR_CUDA, "injected") just before launching chunk
+ * `chunk`, with earlier chunks in flight; -1 turns it off. */
+CF_API void cf_hostpipe_test_fail_at(int64_t chunk);
+
 #ifdef __cplusplus
 }
 #endif

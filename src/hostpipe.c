@@ -1,0 +1,869 @@
+/* hostpipe.c: ufunc launches on host arrays, streamed through overlapped chunks
+ * (cf_ufunc_launch_host in include/cufunc/ufunc.h; the planner in hostpipe.h).
+ *
+ * Why chunks: a host call moves its inputs in, computes, and moves its outputs out. Done whole,
+ * those three phases run one after the other, and the link's two directions (PCIe is full duplex)
+ * are each idle two thirds of the time. Cut into chunks on S streams, chunk c's device-to-host
+ * copy, chunk c+1's kernel and chunk c+2's host-to-device copy run together, and the total time
+ * falls towards that of the larger direction alone plus one chunk to fill and drain.
+ *
+ * Per call, on the calling thread, with slot k = c mod S for chunk c:
+ *   1. wait for the work already queued on the caller's stream (it may write a host input);
+ *      upload the resident operands (broadcast along the cut axes) on it; every slot stream waits
+ *      for that (event `start`);
+ *   2. chunk c: wait for slot k's previous chunk (event done[k]) and unpack its outputs from the
+ *      slot's pinned buffer into the host outputs; pack chunk c's input slabs into the pinned
+ *      buffer (the copy threads; one memcpy per contiguous run); one host-to-device copy of all of
+ *      them into the slot's device buffer; the kernel on the chunk's views; one device-to-host
+ *      copy of the output blocks; record done[k];
+ *   3. drain: wait for the last S chunks in order and unpack them.
+ * The pinned buffers (one per slot, all operands' blocks of a chunk packed in it, the same layout
+ * as the slot's device buffer, so each direction is a single DMA per chunk) are kept for the next
+ * call and grown on demand; the device buffers come from the stream-ordered pool per call.
+ *
+ * Streams, events and pinned buffers are shared by all calls in the process under `pipe_lock`
+ * (one pipelined call at a time: they would compete for the copy engines, the link and the copy
+ * threads anyway). The configuration has its own lock so that cf_hostpipe_wanted never waits for
+ * a running pipeline.
+ */
+#include "hostpipe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "context.h"
+#include "cufunc/kernel_args.h"
+#include "driver.h"
+#include "error.h"
+#include "threadpool.h"
+
+#define MAX_DEVICES 64
+#define MAX_STREAMS 16
+#define DEFAULT_STREAMS 3
+#define DEFAULT_MIN_KB 4096
+#define MIN_CHUNK ((size_t)1 << 10)
+#define MAX_CHUNK ((size_t)1 << 30)
+/* Pinned buffers grow in steps of this, so calls of slightly different sizes reuse them. */
+#define PINNED_STEP ((size_t)1 << 20)
+
+/* ==== the planner (pure) ===================================================================== */
+
+static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
+
+static size_t align_up(size_t n)
+{
+    return (n + CF_HOSTPIPE_ALIGN - 1) & ~(size_t)(CF_HOSTPIPE_ALIGN - 1);
+}
+
+/* The same elements in the same order (strides of extent-1 axes do not matter). */
+static int same_view(const cf_array *a, const cf_array *b)
+{
+    if (a->data != b->data || a->ndim != b->ndim || a->dtype != b->dtype || a->device != b->device)
+        return 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
+            return 0;
+    return 1;
+}
+
+/* Packed bytes of operand i over the axes from `from` on, one index of each axis before it. */
+static size_t inner_bytes(const cf_hostpipe_plan *p, int i, int from)
+{
+    size_t n = p->item[i];
+    for (int k = from; k < p->ndim; k++)
+        if (cf_hostpipe_stride(p, i, k) != 0)
+            n *= (size_t)p->coalesced.shape[k];
+    return n;
+}
+
+/* Whether operand i has stride 0 on every axis 0..j. */
+static int broadcast_upto(const cf_hostpipe_plan *p, int i, int j)
+{
+    for (int k = 0; k <= j; k++)
+        if (cf_hostpipe_stride(p, i, k) != 0)
+            return 0;
+    return 1;
+}
+
+static int is_output(const cf_hostpipe_plan *p, int i)
+{
+    return i >= p->nin && i < p->nin + p->nout;
+}
+
+static cf_status check_overlaps(int nin, int nout, const cf_array *const *arrays, int nops)
+{
+    for (int o = nin; o < nin + nout; o++)
+        for (int i = 0; i < nops; i++) {
+            const cf_array *a = arrays[i];
+            if (i == o || !a || !cf_array_may_overlap(arrays[o], a))
+                continue;
+            int other_out = i >= nin && i < nin + nout;
+            if (!other_out && same_view(arrays[o], a))
+                continue; /* in place: chunk c reads and writes only its own elements */
+            return cf_error_set(CF_ERR_INVALID,
+                                "cf_ufunc_launch_host: output %d overlaps %s %d in another layout; "
+                                "copy one of them first",
+                                o - nin,
+                                other_out ? "output" : i == nin + nout ? "the mask" : "input",
+                                other_out ? i - nin : i);
+        }
+    return CF_OK;
+}
+
+cf_status cf_hostpipe_plan_make(cf_hostpipe_plan *p, int nin, int nout,
+                                const cf_array *const *arrays, int has_where, int ndim,
+                                const int64_t *shape, size_t chunk_bytes, int streams)
+{
+    int nops = nin + nout + (has_where ? 1 : 0);
+    if (!p || !arrays || nin < 1 || nout < 1 || nops > CF_HOSTPIPE_MAX_OPS || ndim < 0 ||
+        ndim > CF_MAX_DIMS || (ndim > 0 && !shape) || streams < 1)
+        return cf_error_set(CF_ERR_INVALID,
+                            "cf_hostpipe_plan_make: bad arguments (nin %d, nout %d, ndim %d)", nin,
+                            nout, ndim);
+    p->nin = nin;
+    p->nout = nout;
+    p->nops = nops;
+    for (int i = 0; i < nops; i++) {
+        const cf_array *a = arrays[i];
+        if (!a) {
+            if (i >= nin)
+                return cf_error_set(CF_ERR_INVALID, "cf_hostpipe_plan_make: %s is not an array",
+                                    i < nin + nout ? "an output" : "the mask");
+            continue;
+        }
+        if (cf_dtype_size(a->dtype) == 0 || a->ndim < 0 || a->ndim > ndim)
+            return cf_error_set(CF_ERR_INVALID, "operand %d: bad dtype or ndim %d", i, a->ndim);
+        if (i >= nin && i < nin + nout) {
+            int same = a->ndim == ndim;
+            for (int k = 0; same && k < ndim; k++)
+                same = a->shape[k] == shape[k];
+            if (!same)
+                return cf_error_set(CF_ERR_INVALID, "output %d does not have the loop's shape",
+                                    i - nin);
+        }
+    }
+    cf_status st = check_overlaps(nin, nout, arrays, nops);
+    if (st)
+        return st;
+
+    /* Coalesce: outputs first (their memory order decides the axis order), inputs, mask. Only the
+     * used axes of each view are copied (a cf_array holds 64 of each). */
+    cf_array *list = cf_malloc(sizeof(cf_array) * (size_t)nops);
+    if (!list)
+        return cf_error_prefix("cf_ufunc_launch_host");
+    int np = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < nops; i++) {
+            int out = i >= nin && i < nin + nout, mask = i == nin + nout;
+            if ((pass == 0) != out || (pass == 2) != mask)
+                continue;
+            const cf_array *a = arrays[i];
+            p->pidx[i] = -1;
+            p->item[i] = 0;
+            if (!a)
+                continue;
+            cf_array *d = &list[np];
+            d->data = a->data;
+            d->dtype = a->dtype;
+            d->ndim = a->ndim;
+            d->device = a->device;
+            memcpy(d->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+            memcpy(d->strides, a->strides, sizeof(int64_t) * (size_t)a->ndim);
+            p->item[i] = cf_dtype_size(a->dtype);
+            p->pidx[i] = np++;
+        }
+    st = cf_plan_elementwise(&p->coalesced, np, list, ndim, shape);
+    cf_free(list);
+    if (st)
+        return st;
+    p->size = p->coalesced.size;
+    p->ndim = p->coalesced.ndim;
+    if (p->ndim == 0) {
+        /* one element or none: one axis of that extent, every stride 0 */
+        p->ndim = 1;
+        p->coalesced.shape[0] = p->size;
+        for (int j = 0; j < np; j++)
+            p->coalesced.strides[j][0] = 0;
+    }
+    const int64_t *ext = p->coalesced.shape;
+    for (int o = nin; o < nin + nout; o++)
+        for (int k = 0; k < p->ndim; k++)
+            if (ext[k] > 1 && cf_hostpipe_stride(p, o, k) == 0)
+                return cf_error_set(CF_ERR_INVALID,
+                                    "output %d has a zero stride: its elements overlap", o - nin);
+
+    /* Roles, before the split is known: host or device. */
+    for (int i = 0; i < nops; i++)
+        p->role[i] = !arrays[i] ? CF_HP_SCALAR : arrays[i]->device >= 0 ? CF_HP_DEVICE
+                                                                       : CF_HP_STREAMED;
+
+    /* The chunk size aimed at. */
+    size_t target = chunk_bytes;
+    if (target == 0) {
+        size_t largest = 0;
+        for (int i = 0; i < nops; i++)
+            if (p->role[i] == CF_HP_STREAMED && inner_bytes(p, i, 0) > largest)
+                largest = inner_bytes(p, i, 0);
+        target = largest / (2 * (size_t)streams);
+        if (target > CF_HOSTPIPE_AUTO_CHUNK)
+            target = CF_HOSTPIPE_AUTO_CHUNK;
+        if (target < CF_HOSTPIPE_MIN_AUTO_CHUNK)
+            target = CF_HOSTPIPE_MIN_AUTO_CHUNK;
+    }
+
+    /* The split: the outermost axis one index of which (with everything inside it) fits the
+     * target for every operand that moves with the chunks there. */
+    size_t per_row = 0;
+    p->split = p->ndim - 1;
+    for (int j = 0; j < p->ndim; j++) {
+        size_t m = 0;
+        for (int i = 0; i < nops; i++)
+            if (p->role[i] == CF_HP_STREAMED && (is_output(p, i) || !broadcast_upto(p, i, j)) &&
+                inner_bytes(p, i, j + 1) > m)
+                m = inner_bytes(p, i, j + 1);
+        if (m <= target || j == p->ndim - 1) {
+            p->split = j;
+            per_row = m;
+            break;
+        }
+    }
+    int64_t extent = ext[p->split];
+    int64_t rows = per_row ? (int64_t)(target / per_row) : extent;
+    if (rows < 1)
+        rows = 1;
+    if (rows > extent)
+        rows = extent;
+    p->rows = rows;
+    int64_t outer = 1;
+    for (int k = 0; k < p->split; k++)
+        outer *= ext[k];
+    p->per_outer = rows > 0 ? (extent + rows - 1) / rows : 0;
+    p->nchunks = p->size == 0 ? 0 : outer * p->per_outer;
+
+    /* Roles after the split, and the slot size. */
+    p->nstreamed = p->nresident = 0;
+    p->slot_bytes = p->chunk_target = 0;
+    for (int i = 0; i < nops; i++) {
+        if (p->role[i] != CF_HP_STREAMED)
+            continue;
+        if (!is_output(p, i) && broadcast_upto(p, i, p->split)) {
+            p->role[i] = CF_HP_RESIDENT;
+            p->nresident++;
+            continue;
+        }
+        p->nstreamed++;
+        int64_t str[CF_MAX_DIMS], first;
+        size_t b = cf_hostpipe_slab(p, i, rows, str, &first);
+        p->slot_bytes += align_up(b);
+        if (b > p->chunk_target)
+            p->chunk_target = b;
+    }
+    return CF_OK;
+}
+
+void cf_hostpipe_chunk(const cf_hostpipe_plan *p, int64_t c, int64_t *rows, int64_t *offsets)
+{
+    int64_t outer = c / p->per_outer, q = c % p->per_outer;
+    int64_t r0 = q * p->rows, left = p->coalesced.shape[p->split] - r0;
+    *rows = left < p->rows ? left : p->rows;
+    int64_t idx[CF_MAX_DIMS];
+    for (int k = p->split - 1; k >= 0; k--) {
+        idx[k] = outer % p->coalesced.shape[k];
+        outer /= p->coalesced.shape[k];
+    }
+    for (int i = 0; i < p->nops; i++) {
+        int64_t off = r0 * cf_hostpipe_stride(p, i, p->split);
+        for (int k = 0; k < p->split; k++)
+            off += idx[k] * cf_hostpipe_stride(p, i, k);
+        offsets[i] = off;
+    }
+}
+
+size_t cf_hostpipe_slab(const cf_hostpipe_plan *p, int i, int64_t rows, int64_t *strides,
+                        int64_t *first)
+{
+    int n = p->ndim - p->split;
+    int order[CF_MAX_DIMS], m = 0;
+    *first = 0;
+    for (int a = 0; a < n; a++) {
+        strides[a] = 0;
+        if (cf_hostpipe_stride(p, i, p->split + a) == 0)
+            continue;
+        /* insertion by increasing |stride| (innermost first); on ties the later axis is inner */
+        int64_t s = abs64(cf_hostpipe_stride(p, i, p->split + a));
+        int at = m++;
+        while (at > 0 && abs64(cf_hostpipe_stride(p, i, p->split + order[at - 1])) > s) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = a;
+    }
+    int64_t b = (int64_t)p->item[i];
+    for (int t = 0; t < m; t++) {
+        int a = order[t];
+        int64_t e = a == 0 ? rows : p->coalesced.shape[p->split + a];
+        if (cf_hostpipe_stride(p, i, p->split + a) < 0) {
+            strides[a] = -b;
+            *first += (e - 1) * b;
+        } else {
+            strides[a] = b;
+        }
+        b *= e;
+    }
+    return (size_t)b;
+}
+
+void cf_hostpipe_lay_out(const cf_hostpipe_plan *p, int64_t c, int has_where,
+                         cf_hostpipe_layout *L)
+{
+    int64_t str[CF_MAX_DIMS];
+    cf_hostpipe_chunk(p, c, &L->rows, L->offsets);
+    /* inputs and mask first, then outputs: one contiguous range each way */
+    size_t end = 0;
+    for (int i = 0; i < p->nops; i++)
+        if (p->role[i] == CF_HP_STREAMED && !is_output(p, i)) {
+            L->block[i] = align_up(end);
+            end = L->block[i] + cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
+        }
+    size_t in_end = end;
+    L->out_start = end = align_up(end);
+    for (int i = p->nin; i < p->nin + p->nout; i++)
+        if (p->role[i] == CF_HP_STREAMED) {
+            L->block[i] = align_up(end);
+            end = L->block[i] + cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
+        }
+    L->out_end = end;
+    /* with a mask, masked elements keep the outputs' values: their blocks go in too */
+    L->h2d = has_where && end > L->out_start ? end : in_end;
+}
+
+void cf_hostpipe_pack(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L, int i,
+                      const cf_array *host, void *slot, int to_host)
+{
+    int n = p->ndim - p->split;
+    int64_t packed[CF_MAX_DIMS], hs[CF_MAX_DIMS], shape[CF_MAX_DIMS], first;
+    cf_hostpipe_slab(p, i, L->rows, packed, &first);
+    for (int a = 0; a < n; a++) {
+        hs[a] = cf_hostpipe_stride(p, i, p->split + a);
+        shape[a] = a == 0 ? L->rows : p->coalesced.shape[p->split + a];
+    }
+    char *h = (char *)(uintptr_t)host->data + L->offsets[i];
+    char *b = (char *)slot + L->block[i] + first;
+    if (to_host)
+        cf_hostpipe_copy(h, hs, b, packed, n, shape, p->item[i]);
+    else
+        cf_hostpipe_copy(b, packed, h, hs, n, shape, p->item[i]);
+}
+
+void cf_hostpipe_views(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L,
+                       const cf_array *const *arrays, uint64_t slot, const uint64_t *resident,
+                       int device, cf_operand *ops, cf_array *where, int64_t *shape)
+{
+    int n = p->ndim - p->split;
+    for (int a = 0; a < n; a++)
+        shape[a] = a == 0 ? L->rows : p->coalesced.shape[p->split + a];
+    for (int i = 0; i < p->nops; i++) {
+        if (p->role[i] == CF_HP_SCALAR)
+            continue;
+        cf_array *v = i == p->nin + p->nout ? where : &ops[i].array;
+        int64_t first = 0;
+        if (i < p->nin + p->nout)
+            ops[i].is_scalar = 0;
+        v->dtype = arrays[i]->dtype;
+        v->ndim = n;
+        v->device = device;
+        memcpy(v->shape, shape, sizeof(int64_t) * (size_t)n);
+        switch (p->role[i]) {
+        case CF_HP_DEVICE:
+            v->data = arrays[i]->data + (uint64_t)L->offsets[i];
+            for (int a = 0; a < n; a++)
+                v->strides[a] = cf_hostpipe_stride(p, i, p->split + a);
+            break;
+        case CF_HP_RESIDENT:
+            cf_hostpipe_slab(p, i, L->rows, v->strides, &first);
+            v->data = resident[i] + (uint64_t)first;
+            break;
+        default:
+            cf_hostpipe_slab(p, i, L->rows, v->strides, &first);
+            v->data = slot + L->block[i] + (uint64_t)first;
+        }
+    }
+}
+
+static inline void copy_items(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,
+                              size_t item)
+{
+    /* constant sizes let the compiler turn each memcpy into one load and one store */
+    switch (item) {
+#define ITEMS(N)                                                                                   \
+    case N:                                                                                        \
+        for (int64_t t = 0; t < n; t++, d += ds, s += ss)                                          \
+            memcpy(d, s, N);                                                                       \
+        return;
+        ITEMS(1) ITEMS(2) ITEMS(4) ITEMS(8) ITEMS(16)
+#undef ITEMS
+    default:
+        for (int64_t t = 0; t < n; t++, d += ds, s += ss)
+            memcpy(d, s, item);
+    }
+}
+
+void cf_hostpipe_copy(void *dst, const int64_t *dst_strides, const void *src,
+                      const int64_t *src_strides, int ndim, const int64_t *shape, size_t item)
+{
+    char *d = dst;
+    const char *s = src;
+    int64_t ext[CF_MAX_DIMS], ss[CF_MAX_DIMS], ds[CF_MAX_DIMS];
+    int n = 0;
+    for (int k = 0; k < ndim; k++) {
+        if (shape[k] == 0)
+            return;
+        int64_t a = src_strides[k], b = dst_strides[k];
+        if (shape[k] == 1 || (a == 0 && b == 0))
+            continue;
+        if (a < 0) { /* walk src upwards in memory: start both sides at the axis' far end */
+            s += a * (shape[k] - 1);
+            d += b * (shape[k] - 1);
+            a = -a;
+            b = -b;
+        }
+        /* insertion by decreasing src stride (outermost first), stable */
+        int at = n++;
+        while (at > 0 && ss[at - 1] < a) {
+            ext[at] = ext[at - 1];
+            ss[at] = ss[at - 1];
+            ds[at] = ds[at - 1];
+            at--;
+        }
+        ext[at] = shape[k];
+        ss[at] = a;
+        ds[at] = b;
+    }
+    if (n == 0) {
+        memcpy(d, s, item);
+        return;
+    }
+    /* merge an outer axis into the inner one where both sides step through the pair as one */
+    int w = n - 1;
+    for (int j = n - 2; j >= 0; j--) {
+        if (ss[j] == ss[w] * ext[w] && ds[j] == ds[w] * ext[w]) {
+            ext[w] *= ext[j];
+        } else {
+            w--;
+            ext[w] = ext[j];
+            ss[w] = ss[j];
+            ds[w] = ds[j];
+        }
+    }
+    int kept = n - w;
+    memmove(ext, ext + w, sizeof(int64_t) * (size_t)kept);
+    memmove(ss, ss + w, sizeof(int64_t) * (size_t)kept);
+    memmove(ds, ds + w, sizeof(int64_t) * (size_t)kept);
+    n = kept;
+
+    const int in = n - 1;
+    const int run = ss[in] == (int64_t)item && ds[in] == (int64_t)item;
+    int64_t idx[CF_MAX_DIMS] = {0};
+    for (;;) {
+        if (run)
+            cf_threadpool_memcpy(d, s, (size_t)ext[in] * item);
+        else
+            copy_items(d, ds[in], s, ss[in], ext[in], item);
+        int k = in - 1;
+        for (; k >= 0; k--) {
+            s += ss[k];
+            d += ds[k];
+            if (++idx[k] < ext[k])
+                break;
+            s -= ss[k] * ext[k];
+            d -= ds[k] * ext[k];
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return;
+    }
+}
+
+/* ==== configuration =========================================================================== */
+
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+/* config_lock guards these two; it is never held for long, so readers never wait for a pipeline */
+static cf_hostpipe_config config;
+static cf_hostpipe_info last;
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v < lo || v > hi)
+        return def;
+    return v;
+}
+
+static void read_env(cf_hostpipe_config *c)
+{
+    c->chunk_bytes = (size_t)env_long("CUFUNC_HOSTPIPE_CHUNK_KB", 0, 0, 1L << 20) << 10;
+    c->streams = (int)env_long("CUFUNC_HOSTPIPE_STREAMS", DEFAULT_STREAMS, 2, MAX_STREAMS);
+    c->min_bytes = (size_t)env_long("CUFUNC_HOSTPIPE_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
+}
+
+static void init_config(void) { read_env(&config); }
+
+void cf_hostpipe_get_config(cf_hostpipe_config *out)
+{
+    if (!out)
+        return;
+    pthread_once(&config_once, init_config);
+    pthread_mutex_lock(&config_lock);
+    *out = config;
+    pthread_mutex_unlock(&config_lock);
+}
+
+int cf_hostpipe_wanted(size_t host_bytes)
+{
+    cf_hostpipe_config c;
+    cf_hostpipe_get_config(&c);
+    return host_bytes > 0 && host_bytes >= c.min_bytes;
+}
+
+/* ==== the pipeline ============================================================================ */
+
+typedef struct device_pipe {
+    cf_stream *stream[MAX_STREAMS];
+    CUevent done[MAX_STREAMS]; /* recorded after each chunk's last copy on the slot's stream */
+    CUevent start;             /* recorded on the caller's stream after the resident uploads */
+} device_pipe;
+
+static pthread_mutex_t pipe_lock = PTHREAD_MUTEX_INITIALIZER;
+/* All below guarded by pipe_lock. */
+static device_pipe devices[MAX_DEVICES];
+static char *pinned[MAX_STREAMS];
+static size_t pinned_bytes[MAX_STREAMS];
+static _Atomic int64_t fail_at = -1;
+
+static void release_pinned(void)
+{
+    for (int k = 0; k < MAX_STREAMS; k++) {
+        cf_host_free_pinned(pinned[k]);
+        pinned[k] = NULL;
+        pinned_bytes[k] = 0;
+    }
+}
+
+cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg)
+{
+    cf_hostpipe_config c;
+    if (cfg) {
+        c = *cfg;
+        if (c.chunk_bytes != 0 && (c.chunk_bytes < MIN_CHUNK || c.chunk_bytes > MAX_CHUNK))
+            return cf_error_set(CF_ERR_INVALID,
+                                "cf_hostpipe_configure: a chunk of %zu bytes is outside "
+                                "1 KiB..1 GiB (0 for automatic)",
+                                c.chunk_bytes);
+        if (c.streams < 2 || c.streams > MAX_STREAMS)
+            return cf_error_set(CF_ERR_INVALID,
+                                "cf_hostpipe_configure: %d streams is outside 2..%d", c.streams,
+                                MAX_STREAMS);
+    } else {
+        read_env(&c);
+    }
+    pthread_once(&config_once, init_config);
+    pthread_mutex_lock(&config_lock);
+    config = c;
+    pthread_mutex_unlock(&config_lock);
+    /* No pipelined call is running while pipe_lock is held, so no DMA reads these buffers. */
+    pthread_mutex_lock(&pipe_lock);
+    release_pinned();
+    pthread_mutex_unlock(&pipe_lock);
+    return CF_OK;
+}
+
+void cf_hostpipe_last(cf_hostpipe_info *out)
+{
+    if (!out)
+        return;
+    pthread_mutex_lock(&config_lock);
+    *out = last;
+    pthread_mutex_unlock(&config_lock);
+}
+
+void cf_hostpipe_test_fail_at(int64_t chunk) { atomic_store(&fail_at, chunk < 0 ? -1 : chunk); }
+
+/* The working state of one call (large: a chunk's operands are full cf_operands). */
+typedef struct pipe_call {
+    cf_hostpipe_plan plan;
+    const cf_array *arrays[CF_HOSTPIPE_MAX_OPS];
+    cf_operand cops[CF_HOSTPIPE_MAX_OPS]; /* the kernel's operands for the current chunk */
+    cf_array cwhere;
+    uint64_t resident[CF_HOSTPIPE_MAX_OPS]; /* device copies of resident operands */
+    uint64_t slot[MAX_STREAMS];             /* each slot's device buffer */
+} pipe_call;
+
+/* Upload resident operand i whole onto s, into pc->resident[i]. */
+static cf_status upload_resident(pipe_call *pc, int i, cf_stream *s)
+{
+    const cf_hostpipe_plan *p = &pc->plan;
+    int n = p->ndim - p->split;
+    int64_t packed[CF_MAX_DIMS], host[CF_MAX_DIMS], shape[CF_MAX_DIMS], first;
+    size_t bytes = cf_hostpipe_slab(p, i, p->rows, packed, &first);
+    cf_status st = cf_mem_alloc(s, bytes, &pc->resident[i]);
+    if (st)
+        return st;
+    int packed_already = 1;
+    for (int a = 0; a < n; a++) {
+        host[a] = cf_hostpipe_stride(p, i, p->split + a);
+        shape[a] = a == 0 ? p->rows : p->coalesced.shape[p->split + a];
+        packed_already &= host[a] == packed[a];
+    }
+    const char *h = (const char *)(uintptr_t)pc->arrays[i]->data;
+    if (packed_already) /* the host region is the packed block itself */
+        return cf_memcpy_htod(s, pc->resident[i], h - first, bytes, 0);
+    char *tmp = cf_malloc(bytes);
+    if (!tmp)
+        return cf_error_prefix("cf_ufunc_launch_host: packing a broadcast input");
+    cf_hostpipe_copy(tmp + first, packed, h, host, n, shape, p->item[i]);
+    /* returns once tmp may be reused (pageable source) */
+    st = cf_memcpy_htod(s, pc->resident[i], tmp, bytes, 0);
+    cf_free(tmp);
+    return st;
+}
+
+/* Streams and events of `device` for `nslots` slots, created at first need. Context current. */
+static cf_status ensure_device(int device, int nslots)
+{
+    device_pipe *d = &devices[device];
+    cf_status st;
+    for (int k = 0; k < nslots; k++) {
+        if (!d->stream[k] && (st = cf_stream_create(device, &d->stream[k])) != CF_OK)
+            return st;
+        if (!d->done[k])
+            CF_CU_TRY(cf_drv.cuEventCreate(&d->done[k], CU_EVENT_DISABLE_TIMING));
+    }
+    if (!d->start)
+        CF_CU_TRY(cf_drv.cuEventCreate(&d->start, CU_EVENT_DISABLE_TIMING));
+    return CF_OK;
+}
+
+/* Pinned buffers of at least `bytes` for the first `nslots` slots, kept from earlier calls. */
+static cf_status ensure_pinned(int nslots, size_t bytes)
+{
+    size_t want = (bytes + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
+    for (int k = 0; k < nslots && bytes > 0; k++) {
+        if (pinned_bytes[k] >= bytes && pinned[k])
+            continue;
+        cf_host_free_pinned(pinned[k]);
+        pinned[k] = NULL;
+        pinned_bytes[k] = 0;
+        void *ptr = NULL;
+        cf_status st = cf_host_alloc_pinned(want, &ptr);
+        if (st)
+            return cf_error_prefix("cf_ufunc_launch_host: pinned buffers of %zu bytes", want);
+        pinned[k] = ptr;
+        pinned_bytes[k] = want;
+    }
+    return CF_OK;
+}
+
+#define STEP(call, what)                                                                           \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            st = cf_cu_check(r_, what);                                                            \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+/* The pipeline proper. pipe_lock held. */
+static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int device, int has_where,
+                     int nslots)
+{
+    const cf_hostpipe_plan *p = &pc->plan;
+    device_pipe *d = &devices[device];
+    cf_hostpipe_layout L;
+    int64_t cshape[CF_MAX_DIMS];
+    const int cnd = p->ndim - p->split;
+    const int64_t fail_chunk = atomic_load(&fail_at);
+    int64_t c = 0, issued = 0;
+    cf_status st;
+
+    /* pinned first: allocating them may make another device's context current */
+    if ((st = ensure_pinned(nslots, p->slot_bytes)) != CF_OK ||
+        (st = cf_context_enter(device)) != CF_OK || (st = ensure_device(device, nslots)) != CF_OK)
+        goto out;
+    /* The caller's earlier work may still be writing a host input (an asynchronous copy into
+     * pinned memory): the packing below reads host memory directly, so wait for it. */
+    STEP(cf_drv.cuStreamSynchronize(cf_stream_cu(s)), "waiting for the stream's earlier work");
+    for (int i = 0; i < p->nops; i++)
+        if (p->role[i] == CF_HP_RESIDENT && (st = upload_resident(pc, i, s)) != CF_OK)
+            goto out;
+    if ((st = cf_context_enter(device)) != CF_OK)
+        goto out;
+    STEP(cf_drv.cuEventRecord(d->start, cf_stream_cu(s)), "recording the pipeline's start");
+    for (int k = 0; k < nslots; k++) {
+        STEP(cf_drv.cuStreamWaitEvent(cf_stream_cu(d->stream[k]), d->start, 0),
+             "ordering a pipeline stream after the stream");
+        if ((st = cf_mem_alloc(d->stream[k], p->slot_bytes, &pc->slot[k])) != CF_OK)
+            goto out;
+    }
+
+    for (c = 0; c < p->nchunks; c++) {
+        int k = (int)(c % nslots);
+        CUstream h = cf_stream_cu(d->stream[k]);
+        char *buf = pinned[k];
+        if (c >= nslots) { /* the slot's previous chunk: wait for it, unpack its outputs */
+            STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
+            cf_hostpipe_lay_out(p, c - nslots, has_where, &L);
+            for (int i = p->nin; i < p->nin + p->nout; i++)
+                if (p->role[i] == CF_HP_STREAMED)
+                    cf_hostpipe_pack(p, &L, i, pc->arrays[i], buf, 1);
+        }
+        cf_hostpipe_lay_out(p, c, has_where, &L);
+        for (int i = 0; i < p->nops; i++)
+            if (p->role[i] == CF_HP_STREAMED && (!is_output(p, i) || has_where))
+                cf_hostpipe_pack(p, &L, i, pc->arrays[i], buf, 0);
+        if (L.h2d)
+            STEP(cf_drv.cuMemcpyHtoDAsync(pc->slot[k], buf, L.h2d, h), "copying a chunk in");
+        cf_hostpipe_views(p, &L, pc->arrays, pc->slot[k], pc->resident, device, pc->cops,
+                          &pc->cwhere, cshape);
+        if (c == fail_chunk) {
+            st = cf_error_set(CF_ERR_CUDA, "cf_ufunc_launch_host: injected failure before chunk "
+                              "%lld", (long long)c);
+            goto out;
+        }
+        if ((st = cf_ufunc_launch(u, loop, d->stream[k], pc->cops, has_where ? &pc->cwhere : NULL,
+                                  cnd, cshape)) != CF_OK)
+            goto out;
+        if (L.out_end > L.out_start)
+            STEP(cf_drv.cuMemcpyDtoHAsync(buf + L.out_start, pc->slot[k] + L.out_start,
+                                          L.out_end - L.out_start, h),
+                 "copying a chunk out");
+        STEP(cf_drv.cuEventRecord(d->done[k], h), "recording a chunk's event");
+        issued = c + 1;
+    }
+    /* drain, in chunk order */
+    for (c = issued > nslots ? issued - nslots : 0; c < issued; c++) {
+        int k = (int)(c % nslots);
+        STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
+        cf_hostpipe_lay_out(p, c, has_where, &L);
+        for (int i = p->nin; i < p->nin + p->nout; i++)
+            if (p->role[i] == CF_HP_STREAMED)
+                cf_hostpipe_pack(p, &L, i, pc->arrays[i], pinned[k], 1);
+    }
+
+out:
+    if (st != CF_OK) {
+        /* Leave nothing running that reads or writes buffers about to be released: wait for
+         * every slot stream (errors ignored: a broken context fails these too) and the caller's
+         * stream (a resident upload). The first failure's message is kept. */
+        char *msg = cf_strdup(cf_last_error());
+        if (cf_context_enter(device) == CF_OK) {
+            for (int k = 0; k < nslots; k++)
+                if (d->stream[k])
+                    cf_drv.cuStreamSynchronize(cf_stream_cu(d->stream[k]));
+            cf_drv.cuStreamSynchronize(cf_stream_cu(s));
+        }
+        for (int k = 0; k < nslots; k++)
+            if (pc->slot[k])
+                cf_mem_free(d->stream[k], pc->slot[k]);
+        for (int i = 0; i < p->nops; i++)
+            if (pc->resident[i])
+                cf_mem_free(s, pc->resident[i]);
+        if (msg) {
+            cf_error_set(st, "%s", msg);
+            cf_free(msg);
+        }
+        return st;
+    }
+    /* every chunk is done: the buffers go back to the pool (all of them; the first error is
+     * reported) */
+    for (int k = 0; k < nslots; k++)
+        if (pc->slot[k]) {
+            cf_status f = cf_mem_free(d->stream[k], pc->slot[k]);
+            st = st ? st : f;
+        }
+    for (int i = 0; i < p->nops; i++)
+        if (pc->resident[i]) {
+            cf_status f = cf_mem_free(s, pc->resident[i]);
+            st = st ? st : f;
+        }
+    return st;
+}
+
+cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
+                               const cf_array *where, int ndim, const int64_t *shape,
+                               cf_hostpipe_info *info)
+{
+    if (!u || !ops || !s)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_launch_host: %s is NULL",
+                            !u ? "u" : !ops ? "ops" : "s");
+    const int nin = cf_ufunc_nin(u), nout = cf_ufunc_nout(u);
+    if (loop < 0 || loop >= cf_ufunc_nloops(u))
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_launch_host: no loop %d (the ufunc has %d)",
+                            loop, cf_ufunc_nloops(u));
+    const int device = cf_stream_device(s);
+    if (device < 0 || device >= MAX_DEVICES)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_launch_host: s is not a live stream");
+    pipe_call *pc = cf_malloc(sizeof *pc);
+    if (!pc)
+        return cf_error_prefix("cf_ufunc_launch_host");
+    cf_hostpipe_plan *p = &pc->plan;
+    cf_status st = CF_OK;
+    int nops = nin + nout + (where ? 1 : 0);
+    for (int i = 0; i < nops; i++) {
+        const cf_array *a = i == nin + nout ? where : ops[i].is_scalar ? NULL : &ops[i].array;
+        if (a && a->device >= 0 && a->device != device) {
+            st = cf_error_set(CF_ERR_INVALID, "cf_ufunc_launch_host: operand %d is on device %d, "
+                              "the stream on device %d", i, a->device, device);
+            goto out;
+        }
+        pc->arrays[i] = a;
+        pc->resident[i] = 0;
+        if (i < nin + nout && ops[i].is_scalar)
+            pc->cops[i] = ops[i]; /* scalars stay as given; arrays are set per chunk */
+    }
+    for (int k = 0; k < MAX_STREAMS; k++)
+        pc->slot[k] = 0;
+    cf_hostpipe_config cfg;
+    cf_hostpipe_get_config(&cfg);
+    if ((st = cf_hostpipe_plan_make(p, nin, nout, pc->arrays, where != NULL, ndim, shape,
+                                    cfg.chunk_bytes, cfg.streams)) != CF_OK)
+        goto out;
+    if (p->ndim - p->split > CF_EW_MAX_NDIM) {
+        st = cf_error_set(CF_ERR_UNSUPPORTED, "cf_ufunc_launch_host: the operands' layouts leave "
+                          "%d axes that cannot be merged; element-wise kernels handle at most %d",
+                          p->ndim - p->split, CF_EW_MAX_NDIM);
+        goto out;
+    }
+    int nslots = p->nchunks < cfg.streams ? (int)p->nchunks : cfg.streams;
+    cf_hostpipe_info done = {0, p->nchunks, nslots, p->split, p->rows, p->nstreamed,
+                             p->nresident, p->chunk_target};
+    if (p->nchunks > 0) {
+        /* before the lock: in a forked child this fails (CF_ERR_FORK) rather than waiting on a
+         * lock some parent thread held at the fork */
+        if ((st = cf_context_enter(device)) != CF_OK)
+            goto out;
+        pthread_mutex_lock(&pipe_lock);
+        st = run(pc, u, loop, s, device, where != NULL, nslots);
+        pthread_mutex_unlock(&pipe_lock);
+        if (st == CF_OK) {
+            pthread_mutex_lock(&config_lock);
+            done.calls = ++last.calls;
+            last = done;
+            pthread_mutex_unlock(&config_lock);
+        }
+    }
+    if (st == CF_OK && info)
+        *info = done;
+out:
+    cf_free(pc);
+    return st;
+}
