@@ -401,10 +401,24 @@ def test_kernel_that_does_not_compile(tiny_chunks):
 
 
 @gpu
-def test_device_memory_running_out_while_setting_up():
+def test_device_memory_running_out_while_setting_up(tmp_path):
     """Fill the device, give 256 MiB back, and ask for three slots of 3 x 40 MiB: two fit, the
     third's buffer cannot be had. MemoryError, the first two slots' buffers back in the pool; with
-    the memory free again, the same call works."""
+    the memory free again, the same call works. In a child process: a card filled to the last
+    megabyte by this process would leave the tests after it (and their child processes, which
+    need memory for a context of their own) without memory."""
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = ("import sys; sys.path.insert(0, %r); import test_hostpipe as t; "
+            "t._memory_running_out(); print('CHILD OK')" % here)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, CUFUNC_CACHE_DIR=str(tmp_path)))
+    assert p.returncode == 0 and "CHILD OK" in p.stdout, (p.stdout + p.stderr)[-4000:]
+
+
+def _memory_running_out():
     before_cfg = _core._hostpipe_config()
     _core._hostpipe_config(chunk_kb=40 * 1024, streams=3, min_kb=0)
     n = 3 * 40 * (1 << 20) // 4                 # three 40 MiB chunks per operand

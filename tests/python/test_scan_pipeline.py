@@ -57,7 +57,9 @@ CHILD = textwrap.dedent("""
 ], ids=["tiny-tiles-1-block-per-sm", "small-tiles-2-blocks-per-sm", "one-tile-per-block"])
 def test_scan_drivers(env, tmp_path):
     e = dict(os.environ, CUFUNC_CACHE_DIR=str(tmp_path), **env)
-    p = subprocess.run([sys.executable, "-c", CHILD], env=e, capture_output=True, text=True,
+    script = tmp_path / "child.py"   # a file: the translator reads the body's source
+    script.write_text(CHILD)
+    p = subprocess.run([sys.executable, str(script)], env=e, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "BAD []" in p.stdout, p.stdout[-3000:]
