@@ -7,7 +7,8 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
   CUFUNC_SCAN_ITEMS            elements per thread of a scan tile          (default 32 for 4-byte
                                accumulators, 16 for 8-byte, 8 for 16-byte)
   CUFUNC_SCAN_SLEEP            ns between polls of a look-back state       (default 0)
-  CUFUNC_SCAN_MIN_BLOCKS       __launch_bounds__ min blocks per SM of scans (default none)
+  CUFUNC_SCAN_MIN_BLOCKS       __launch_bounds__ min blocks per SM of scans (default 4 for 4-byte)
+  CUFUNC_SCAN_PIPELINE         1: resident blocks prefetch their next tile (default), 0: one per block
   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per SM of full reductions     (default 2)
   CUFUNC_REDUCE_UNROLL         vector loads in flight per thread           (default 4; 2 for
                                1- and 2-byte elements)
@@ -34,24 +35,20 @@ import numpy as np
 from benchlib import timeit
 
 SCAN_SETTINGS = [
-    ("default (256 x 56)", {}),
-    ("256 x 48", {"CUFUNC_SCAN_ITEMS": "48"}),
-    ("256 x 32", {"CUFUNC_SCAN_ITEMS": "32"}),
-    ("256 x 64", {"CUFUNC_SCAN_ITEMS": "64"}),
-    ("128 x 48", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "48"}),
-    ("128 x 64", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "64"}),
-    ("512 x 48", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "48"}),
-    ("512 x 32", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "32"}),
-    ("256 x 48, sleep 50 ns", {"CUFUNC_SCAN_SLEEP": "50"}),
-    ("256 x 64, sleep 50 ns", {"CUFUNC_SCAN_ITEMS": "64", "CUFUNC_SCAN_SLEEP": "50"}),
-    # registers decide how many tiles are resident: ask the compiler for more blocks per SM
-    ("256 x 48, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "48", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
-    ("256 x 44, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "44", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
-    ("256 x 40, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "40", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
-    ("256 x 64, 3 blocks/SM", {"CUFUNC_SCAN_ITEMS": "64", "CUFUNC_SCAN_MIN_BLOCKS": "3"}),
-    ("256 x 32, 5 blocks/SM", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "5"}),
-    ("128 x 48, 8 blocks/SM", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "48",
-                               "CUFUNC_SCAN_MIN_BLOCKS": "8"}),
+    ("default (pipelined, 256 x 44, 4 blocks/SM)", {}),
+    ("one tile per block, 256 x 44, 4 blocks/SM", {"CUFUNC_SCAN_PIPELINE": "0"}),
+    ("pipelined, 256 x 40, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "40", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("pipelined, 256 x 32, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("pipelined, 256 x 32, 5 blocks/SM", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "5"}),
+    ("pipelined, 256 x 44, 3 blocks/SM", {"CUFUNC_SCAN_MIN_BLOCKS": "3", "CUFUNC_SCAN_ITEMS": "44"}),
+    ("pipelined, 128 x 44, 8 blocks/SM", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "44",
+                                          "CUFUNC_SCAN_MIN_BLOCKS": "8"}),
+    ("pipelined, 512 x 20, 2 blocks/SM", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "20",
+                                          "CUFUNC_SCAN_MIN_BLOCKS": "2"}),
+    ("pipelined, 256 x 44, sleep 50 ns", {"CUFUNC_SCAN_ITEMS": "44", "CUFUNC_SCAN_MIN_BLOCKS": "4",
+                                          "CUFUNC_SCAN_SLEEP": "50"}),
+    ("one tile per block, 256 x 56 (3 blocks/SM)", {"CUFUNC_SCAN_PIPELINE": "0",
+                                                    "CUFUNC_SCAN_ITEMS": "56"}),
 ]
 REDUCE_SETTINGS = [
     ("default (2 blocks/SM, unroll 4)", {}),
@@ -198,7 +195,8 @@ def copy_bandwidth(reps):
 def run_child(kind, env_extra, reps, timeout):
     env = dict(os.environ)
     for k in ("CUFUNC_SCAN_BLOCK", "CUFUNC_SCAN_ITEMS", "CUFUNC_SCAN_SLEEP",
-              "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_REDUCE_BLOCKS_PER_SM", "CUFUNC_REDUCE_UNROLL"):
+              "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_SCAN_PIPELINE", "CUFUNC_REDUCE_BLOCKS_PER_SM",
+              "CUFUNC_REDUCE_UNROLL"):
         env.pop(k, None)
     env.update(env_extra)
     try:
