@@ -484,8 +484,11 @@ static const red_knobs *knobs(void)
 #define RED_ALL_BLOCKS_PER_SM 2
 /* scans: 256 threads x 128 bytes of accumulators each (32 float32): 64 registers, 4 blocks per SM */
 #define SCAN_BLOCK 256
-/* the pipelined scan (a block prefetches its next tile) unless CUFUNC_SCAN_PIPELINE says */
-#define SCAN_PIPELINE_DEFAULT 1
+/* One tile per block unless CUFUNC_SCAN_PIPELINE=1. The pipelined driver (resident blocks that
+ * prefetch their next tile) measured 2085 GB/s against 3218 on 2^28 float32 (H200): a prefetched
+ * tile publishes its aggregate only when its block is done with the current one, so the
+ * look-backs of the tiles drawn after it wait a whole tile longer (bench/REDUCE_NOTES.md). */
+#define SCAN_PIPELINE_DEFAULT 0
 /* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
  * may declare statically, with room for the scan's own few words */
 #define SCAN_PREFETCH_MAX (48 * 1024 - 1024)

@@ -347,11 +347,11 @@ static void compile_case(cf_reducer *r, int loop, const cf_array *in, const unsi
     CHECK_OK(cf_reduce_kernel_source(r, loop, in, red, scan_axis, out, where, &src));
     if (!src)
         return;
-    /* the scan kernels are the pipelined driver's unless CUFUNC_SCAN_PIPELINE=0 (a ctest variant
+    /* the scan kernels are the pipelined driver's under CUFUNC_SCAN_PIPELINE=1 (a ctest variant
      * runs this file so): the expectations name the template arguments, the same for both */
     char piped[512];
     const char *pe = getenv("CUFUNC_SCAN_PIPELINE");
-    if (want && strncmp(want, "cf_scan_tiles<", 14) == 0 && !(pe && strcmp(pe, "0") == 0)) {
+    if (want && strncmp(want, "cf_scan_tiles<", 14) == 0 && pe && strcmp(pe, "1") == 0) {
         snprintf(piped, sizeof piped, "cf_scan_tiles_pipelined<%s", want + 14);
         want = piped;
     }

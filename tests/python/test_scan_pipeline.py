@@ -2,7 +2,7 @@
 that loop over many tiles: a child process with tiny tiles (CUFUNC_SCAN_ITEMS) and one resident
 block per multiprocessor (CUFUNC_REDUCE_BLOCKS_PER_SM), so each block scans dozens of tiles,
 prefetching the next while it scans the current one; and the one-tile-per-block driver
-(CUFUNC_SCAN_PIPELINE=0). Results against NumPy's cumsum / accumulate, exact for integers."""
+(CUFUNC_SCAN_PIPELINE=0, the default). Results against NumPy's cumsum / accumulate, exact for integers."""
 import os
 import subprocess
 import sys
@@ -51,8 +51,9 @@ CHILD = textwrap.dedent("""
 
 @gpu
 @pytest.mark.parametrize("env", [
-    {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_REDUCE_BLOCKS_PER_SM": "1"},
-    {"CUFUNC_SCAN_ITEMS": "8", "CUFUNC_REDUCE_BLOCKS_PER_SM": "2", "CUFUNC_SCAN_SLEEP": "20"},
+    {"CUFUNC_SCAN_PIPELINE": "1", "CUFUNC_SCAN_ITEMS": "4", "CUFUNC_REDUCE_BLOCKS_PER_SM": "1"},
+    {"CUFUNC_SCAN_PIPELINE": "1", "CUFUNC_SCAN_ITEMS": "8", "CUFUNC_REDUCE_BLOCKS_PER_SM": "2",
+     "CUFUNC_SCAN_SLEEP": "20"},
     {"CUFUNC_SCAN_PIPELINE": "0"},
 ], ids=["tiny-tiles-1-block-per-sm", "small-tiles-2-blocks-per-sm", "one-tile-per-block"])
 def test_scan_drivers(env, tmp_path):
