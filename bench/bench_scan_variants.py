@@ -8,6 +8,7 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
                                accumulators, 16 for 8-byte, 8 for 16-byte)
   CUFUNC_SCAN_SLEEP            ns between polls of a look-back state       (default 0)
   CUFUNC_SCAN_MIN_BLOCKS       __launch_bounds__ min blocks per SM of scans (default 4 for 4-byte)
+  CUFUNC_SCAN_LOOKBACK         32-tile groups per look-back step (default 4)
   CUFUNC_SCAN_PIPELINE         1: resident blocks prefetch their next tile, 0: one per block (default)
   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per SM of full reductions     (default 2)
   CUFUNC_REDUCE_UNROLL         vector loads in flight per thread           (default 4; 2 for
@@ -35,20 +36,20 @@ import numpy as np
 from benchlib import timeit
 
 SCAN_SETTINGS = [
-    ("default (one tile per block, 256 x 44, 4 blocks/SM)", {}),
-    ("pipelined, 256 x 44, 4 blocks/SM", {"CUFUNC_SCAN_PIPELINE": "1"}),
-    ("pipelined, 128 x 44, 8 blocks/SM", {"CUFUNC_SCAN_PIPELINE": "1", "CUFUNC_SCAN_BLOCK": "128",
-                                          "CUFUNC_SCAN_ITEMS": "44", "CUFUNC_SCAN_MIN_BLOCKS": "8"}),
-    ("256 x 40, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "40", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
-    ("256 x 48, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "48", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
-    ("256 x 32, 5 blocks/SM", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "5"}),
-    ("128 x 44, 8 blocks/SM", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "44",
-                               "CUFUNC_SCAN_MIN_BLOCKS": "8"}),
-    ("512 x 20, 2 blocks/SM", {"CUFUNC_SCAN_BLOCK": "512", "CUFUNC_SCAN_ITEMS": "20",
-                               "CUFUNC_SCAN_MIN_BLOCKS": "2"}),
-    ("256 x 44, 4 blocks/SM, sleep 50 ns", {"CUFUNC_SCAN_ITEMS": "44", "CUFUNC_SCAN_MIN_BLOCKS": "4",
-                                            "CUFUNC_SCAN_SLEEP": "50"}),
-    ("256 x 56 (3 blocks/SM)", {"CUFUNC_SCAN_ITEMS": "56"}),
+    ("default (256 x 44, 4 blocks/SM, look-back 4 x 32)", {}),
+    ("look-back 1 x 32", {"CUFUNC_SCAN_LOOKBACK": "1"}),
+    ("look-back 2 x 32", {"CUFUNC_SCAN_LOOKBACK": "2"}),
+    ("look-back 8 x 32", {"CUFUNC_SCAN_LOOKBACK": "8"}),
+    ("256 x 32, 4 blocks/SM, look-back 4", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("256 x 32, 5 blocks/SM, look-back 4", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "5"}),
+    ("256 x 24, 6 blocks/SM, look-back 4", {"CUFUNC_SCAN_ITEMS": "24", "CUFUNC_SCAN_MIN_BLOCKS": "6"}),
+    ("128 x 44, 8 blocks/SM, look-back 4", {"CUFUNC_SCAN_BLOCK": "128", "CUFUNC_SCAN_ITEMS": "44",
+                                            "CUFUNC_SCAN_MIN_BLOCKS": "8"}),
+    ("256 x 56 (3 blocks/SM), look-back 4", {"CUFUNC_SCAN_ITEMS": "56"}),
+    ("256 x 44, 4 blocks/SM, look-back 4, sleep 50 ns", {"CUFUNC_SCAN_ITEMS": "44",
+                                                         "CUFUNC_SCAN_MIN_BLOCKS": "4",
+                                                         "CUFUNC_SCAN_SLEEP": "50"}),
+    ("pipelined driver, look-back 4", {"CUFUNC_SCAN_PIPELINE": "1"}),
 ]
 REDUCE_SETTINGS = [
     ("default (2 blocks/SM, unroll 4)", {}),
@@ -195,7 +196,8 @@ def copy_bandwidth(reps):
 def run_child(kind, env_extra, reps, timeout):
     env = dict(os.environ)
     for k in ("CUFUNC_SCAN_BLOCK", "CUFUNC_SCAN_ITEMS", "CUFUNC_SCAN_SLEEP",
-              "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_SCAN_PIPELINE", "CUFUNC_REDUCE_BLOCKS_PER_SM",
+              "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_SCAN_PIPELINE", "CUFUNC_SCAN_LOOKBACK",
+              "CUFUNC_REDUCE_BLOCKS_PER_SM",
               "CUFUNC_REDUCE_UNROLL"):
         env.pop(k, None)
     env.update(env_extra)

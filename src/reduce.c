@@ -427,6 +427,8 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
  *                                multiple of the elements of one 16-byte vector)
  *   CUFUNC_SCAN_SLEEP            nanoseconds a look-back waits between polls of a tile state that
  *                                is not ready yet (0..10000; 0: poll again at once)
+ *   CUFUNC_SCAN_LOOKBACK         32-tile groups a look-back step reads per L2 round trip (1, 2, 4
+ *                                or 8; default SCAN_LOOKBACK_DEFAULT)
  *   CUFUNC_SCAN_PIPELINE         1: resident blocks loop over tiles and prefetch the next one into
  *                                shared memory while they scan the current one; 0: one tile per
  *                                block
@@ -437,6 +439,7 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
 typedef struct red_knobs {
     int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep, scan_min_blocks;
     int scan_pipeline; /* -1: unset */
+    int scan_lookback;
 } red_knobs;
 
 static int env_int(const char *name, int lo, int hi)
@@ -465,6 +468,9 @@ static void read_knobs(void)
     k->scan_items = env_int("CUFUNC_SCAN_ITEMS", 1, 64);
     k->scan_sleep = env_int("CUFUNC_SCAN_SLEEP", 0, 10000);
     k->scan_min_blocks = env_int("CUFUNC_SCAN_MIN_BLOCKS", 1, 32);
+    k->scan_lookback = env_int("CUFUNC_SCAN_LOOKBACK", 1, 8);
+    if (k->scan_lookback & (k->scan_lookback - 1))
+        k->scan_lookback = 0;
     const char *e = getenv("CUFUNC_SCAN_PIPELINE");
     k->scan_pipeline = e && (!strcmp(e, "0") || !strcmp(e, "1")) ? atoi(e) : -1;
 }
@@ -489,6 +495,8 @@ static const red_knobs *knobs(void)
  * tile publishes its aggregate only when its block is done with the current one, so the
  * look-backs of the tiles drawn after it wait a whole tile longer (bench/REDUCE_NOTES.md). */
 #define SCAN_PIPELINE_DEFAULT 0
+/* look-back window: groups of 32 tiles per L2 round trip (templates/cufunc/reduce.cuh) */
+#define SCAN_LOOKBACK_DEFAULT 4
 /* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
  * may declare statically, with room for the scan's own few words */
 #define SCAN_PREFETCH_MAX (48 * 1024 - 1024)
@@ -645,7 +653,7 @@ typedef struct red_spec {
     int loop;
     cf_reduce_kind kind;
     cf_dtype in, out, acc;
-    int block, group, vec, unroll, items, sleep, min_blocks, pipeline;
+    int block, group, vec, unroll, items, sleep, min_blocks, pipeline, lookback;
     int knd, rnd;
     int where, index32;
 } red_spec;
@@ -667,6 +675,9 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->sleep = p->kind == CF_SCAN_TILES ? knobs()->scan_sleep : 0;
     sp->min_blocks = p->kind == CF_SCAN_TILES ? g->min_blocks : 0;
     sp->pipeline = p->kind == CF_SCAN_TILES ? g->pipeline : 0;
+    sp->lookback = p->kind == CF_SCAN_TILES
+                       ? (knobs()->scan_lookback ? knobs()->scan_lookback : SCAN_LOOKBACK_DEFAULT)
+                       : 0;
     sp->knd = p->kept_ndim;
     sp->where = p->has_where;
     sp->index32 = p->index32;
@@ -689,10 +700,10 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
 
 static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d p%d kn%d rn%d w%d i%d",
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d p%d lb%d kn%d rn%d w%d i%d",
              device, sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
              sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->min_blocks, sp->pipeline,
-             sp->knd, sp->rnd, sp->where, sp->index32);
+             sp->lookback, sp->knd, sp->rnd, sp->where, sp->index32);
 }
 
 static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
@@ -703,6 +714,8 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *W = sp->where ? "true" : "false";
     cf_strbuf b = {0};
+    if (sp->lookback)
+        cf_strbuf_printf(&b, "#define CF_SCAN_LOOKBACK_GROUPS %d\n", sp->lookback);
     cf_strbuf_printf(&b, "%s\n#include \"cufunc/reduce.cuh\"\n\n"
                   "struct cf_red_op {\n"
                   "    typedef %s T;\n"

@@ -631,6 +631,12 @@ __device__ __forceinline__ void cf_red_cols(const cf_red_params &p)
  * flag, and read (from L2) after a __threadfence that follows it. */
 enum { CF_SCAN_AGGREGATE = 1, CF_SCAN_PREFIX = 2, CF_SCAN_ROW_START = 3 };
 
+/* 32-tile groups a look-back step reads per L2 round trip (see cf_scan_look_back); the engine
+ * may define it before including this header (CUFUNC_SCAN_LOOKBACK). */
+#ifndef CF_SCAN_LOOKBACK_GROUPS
+#define CF_SCAN_LOOKBACK_GROUPS 4
+#endif
+
 template <typename T> struct cf_scan_packed { enum { value = sizeof(T) <= 4 }; };
 
 template <typename T>
@@ -686,11 +692,16 @@ __device__ __forceinline__ void cf_scan_warp(typename Op::T &v, bool &ok, unsign
 }
 
 /* Exclusive prefix of the tile `tile` of a row whose first tile is `first` (< tile), by warp 0:
- * lane k inspects tile - 1 - k, then the next 32 older tiles, until a tile with its inclusive prefix
- * (or the row's start) is in the window. Each window is combined in tile order. The result is in
- * every lane. The tiles waited for were drawn before this one (atomic tile counter), so their
- * blocks are running and never wait for this one: no deadlock. */
-template <class Op, int SLEEP>
+ * a window of 32 x G predecessors per step, lane k inspecting tiles base - k - 32 m (m < G), the
+ * G loads of a lane in flight together, so one L2 round trip covers 32 x G tiles; steps go further
+ * back until a tile with its inclusive prefix (or the row's start) is in the window. Why G > 1:
+ * the inclusive prefixes travel down the tiles at one window per round trip, and with 32-tile
+ * windows that was slower than the tiles arrive at full memory speed (about 35 tiles of 44 KiB
+ * per microsecond on an H200), so the scan ran at the look-back's speed, not the memory's. Each
+ * group is combined in tile order and put before what younger groups gave. The result is in every
+ * lane. The tiles waited for were drawn before this one (atomic tile counter), so their blocks are
+ * running and never wait for this one: no deadlock. */
+template <class Op, int SLEEP, int G>
 __device__ __forceinline__ typename Op::T cf_scan_look_back(const cf_red_params &p, long long tile,
                                                             long long first, unsigned lane)
 {
@@ -699,38 +710,63 @@ __device__ __forceinline__ typename Op::T cf_scan_look_back(const cf_red_params 
     const unsigned epoch = (unsigned)p.epoch;
     T ex;
     bool exok = false;
-    for (long long base = tile - 1;; base -= 32) {
-        const long long pred = base - (long long)lane;
-        unsigned long long w = 0;
-        bool valid = pred < first;
-        unsigned flag = CF_SCAN_ROW_START;
+    for (long long base = tile - 1;; base -= 32 * G) {
+        unsigned long long w[G];
+        bool valid[G];
+#pragma unroll
+        for (int m = 0; m < G; m++) {
+            w[m] = 0;
+            valid[m] = base - 32 * m - (long long)lane < first;
+        }
         for (;;) {
-            if (!valid) {
-                w = status[pred];
-                valid = ((unsigned)w >> 2) == epoch;
+            bool all = true;
+#pragma unroll
+            for (int m = 0; m < G; m++)
+                if (!valid[m])
+                    w[m] = status[base - 32 * m - (long long)lane];
+#pragma unroll
+            for (int m = 0; m < G; m++) {
+                if (!valid[m])
+                    valid[m] = ((unsigned)w[m] >> 2) == epoch;
+                all &= valid[m];
             }
-            if (__all_sync(CF_RED_FULL, valid))
+            if (__all_sync(CF_RED_FULL, all))
                 break;
 #if __CUDA_ARCH__ >= 700
             if (SLEEP > 0)
-                __nanosleep(SLEEP); /* back off: fewer polls of the same L2 line */
+                __nanosleep(SLEEP); /* back off: fewer polls of the same L2 lines */
 #endif
         }
-        if (pred >= first) {
-            flag = (unsigned)w & 3u;
-            if (!cf_scan_packed<T>::value)
-                __threadfence(); /* the flag was read before the value */
+        /* the youngest group holding a prefix (or the row's start), and its youngest such lane */
+        int mstop = G;
+        unsigned stop = 32u;
+        unsigned flag[G];
+#pragma unroll
+        for (int m = 0; m < G; m++) {
+            const long long pred = base - 32 * m - (long long)lane;
+            flag[m] = pred >= first ? (unsigned)w[m] & 3u : (unsigned)CF_SCAN_ROW_START;
+            const unsigned stops = __ballot_sync(CF_RED_FULL, flag[m] >= CF_SCAN_PREFIX);
+            if (stops && mstop == G) {
+                mstop = m;
+                stop = (unsigned)(__ffs(stops) - 1);
+            }
         }
-        const unsigned stops = __ballot_sync(CF_RED_FULL, flag >= CF_SCAN_PREFIX);
-        const unsigned stop = stops ? (unsigned)(__ffs(stops) - 1) : 32u;
-        T v;
-        bool vok = pred >= first && lane <= stop;
-        if (vok)
-            v = cf_scan_value<T>(p, pred, w, flag);
-        cf_red_warp_rev<Op>(v, vok); /* lane 0: the window, oldest tile first */
-        if (lane == 0)
-            cf_red_fold_before<Op>(ex, exok, v, vok);
-        if (stops)
+        if (!cf_scan_packed<T>::value)
+            __threadfence(); /* the flags were read before the values */
+#pragma unroll
+        for (int m = 0; m < G; m++) {
+            if (m > mstop)
+                break;
+            const long long pred = base - 32 * m - (long long)lane;
+            T v;
+            bool vok = pred >= first && (m < mstop || lane <= stop);
+            if (vok)
+                v = cf_scan_value<T>(p, pred, w[m], flag[m]);
+            cf_red_warp_rev<Op>(v, vok); /* lane 0: the group, oldest tile first */
+            if (lane == 0)
+                cf_red_fold_before<Op>(ex, exok, v, vok);
+        }
+        if (mstop < G)
             break;
     }
     /* tile > first: at least the previous tile contributed, so lane 0 holds a value */
@@ -867,7 +903,7 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
         } else {
             if (lane == 0)
                 cf_scan_publish<T>(p, tile, CF_SCAN_AGGREGATE, agg);
-            const T ex = cf_scan_look_back<Op, SLEEP>(p, tile, first, lane);
+            const T ex = cf_scan_look_back<Op, SLEEP, CF_SCAN_LOOKBACK_GROUPS>(p, tile, first, lane);
             if (lane == 0)
                 cf_scan_publish<T>(p, tile, CF_SCAN_PREFIX, Op::apply(ex, agg));
             wex = wexok ? Op::apply(ex, wex) : ex;

@@ -1,4 +1,4 @@
-"""The pipelined scan driver (templates/cufunc/reduce.cuh, cf_scan_tiles_pipelined) with blocks
+"""The scan drivers and look-back windows. The pipelined scan driver (templates/cufunc/reduce.cuh, cf_scan_tiles_pipelined) with blocks
 that loop over many tiles: a child process with tiny tiles (CUFUNC_SCAN_ITEMS) and one resident
 block per multiprocessor (CUFUNC_REDUCE_BLOCKS_PER_SM), so each block scans dozens of tiles,
 prefetching the next while it scans the current one; and the one-tile-per-block driver
@@ -55,7 +55,10 @@ CHILD = textwrap.dedent("""
     {"CUFUNC_SCAN_PIPELINE": "1", "CUFUNC_SCAN_ITEMS": "8", "CUFUNC_REDUCE_BLOCKS_PER_SM": "2",
      "CUFUNC_SCAN_SLEEP": "20"},
     {"CUFUNC_SCAN_PIPELINE": "0"},
-], ids=["tiny-tiles-1-block-per-sm", "small-tiles-2-blocks-per-sm", "one-tile-per-block"])
+    {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "8"},
+    {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "1"},
+], ids=["tiny-tiles-1-block-per-sm", "small-tiles-2-blocks-per-sm", "one-tile-per-block",
+        "tiny-tiles-look-back-8x32", "tiny-tiles-look-back-32"])
 def test_scan_drivers(env, tmp_path):
     e = dict(os.environ, CUFUNC_CACHE_DIR=str(tmp_path), **env)
     script = tmp_path / "child.py"   # a file: the translator reads the body's source
