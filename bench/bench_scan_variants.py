@@ -8,7 +8,7 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
                                accumulators, 16 for 8-byte, 8 for 16-byte)
   CUFUNC_SCAN_SLEEP            ns between polls of a look-back state       (default 0)
   CUFUNC_SCAN_MIN_BLOCKS       __launch_bounds__ min blocks per SM of scans (default 4 for 4-byte)
-  CUFUNC_SCAN_LOOKBACK         32-tile groups per look-back step (default 4)
+  CUFUNC_SCAN_LOOKBACK         32-tile groups per look-back step (default 1)
   CUFUNC_SCAN_PIPELINE         1: resident blocks prefetch their next tile, 0: one per block (default)
   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per SM of full reductions     (default 2)
   CUFUNC_REDUCE_UNROLL         vector loads in flight per thread           (default 4; 2 for
@@ -36,8 +36,8 @@ import numpy as np
 from benchlib import timeit
 
 SCAN_SETTINGS = [
-    ("default (256 x 44, 4 blocks/SM, look-back 4 x 32)", {}),
-    ("look-back 1 x 32", {"CUFUNC_SCAN_LOOKBACK": "1"}),
+    ("default (256 x 44, 4 blocks/SM, look-back 1 x 32)", {}),
+    ("look-back 4 x 32", {"CUFUNC_SCAN_LOOKBACK": "4"}),
     ("look-back 2 x 32", {"CUFUNC_SCAN_LOOKBACK": "2"}),
     ("look-back 8 x 32", {"CUFUNC_SCAN_LOOKBACK": "8"}),
     ("256 x 32, 4 blocks/SM, look-back 4", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),

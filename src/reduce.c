@@ -495,8 +495,10 @@ static const red_knobs *knobs(void)
  * tile publishes its aggregate only when its block is done with the current one, so the
  * look-backs of the tiles drawn after it wait a whole tile longer (bench/REDUCE_NOTES.md). */
 #define SCAN_PIPELINE_DEFAULT 0
-/* look-back window: groups of 32 tiles per L2 round trip (templates/cufunc/reduce.cuh) */
-#define SCAN_LOOKBACK_DEFAULT 4
+/* look-back window: groups of 32 tiles per L2 round trip (templates/cufunc/reduce.cuh). One:
+ * wider windows measured slower on an H200 (2^28 float32: 1 group 3264 GB/s, 2: 3230, 4: 2999,
+ * 8: 2614; the extra polls and the registers they hold cost more than the round trips saved) */
+#define SCAN_LOOKBACK_DEFAULT 1
 /* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
  * may declare statically, with room for the scan's own few words */
 #define SCAN_PREFETCH_MAX (48 * 1024 - 1024)

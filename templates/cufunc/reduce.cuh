@@ -634,7 +634,7 @@ enum { CF_SCAN_AGGREGATE = 1, CF_SCAN_PREFIX = 2, CF_SCAN_ROW_START = 3 };
 /* 32-tile groups a look-back step reads per L2 round trip (see cf_scan_look_back); the engine
  * may define it before including this header (CUFUNC_SCAN_LOOKBACK). */
 #ifndef CF_SCAN_LOOKBACK_GROUPS
-#define CF_SCAN_LOOKBACK_GROUPS 4
+#define CF_SCAN_LOOKBACK_GROUPS 1
 #endif
 
 template <typename T> struct cf_scan_packed { enum { value = sizeof(T) <= 4 }; };
@@ -694,12 +694,10 @@ __device__ __forceinline__ void cf_scan_warp(typename Op::T &v, bool &ok, unsign
 /* Exclusive prefix of the tile `tile` of a row whose first tile is `first` (< tile), by warp 0:
  * a window of 32 x G predecessors per step, lane k inspecting tiles base - k - 32 m (m < G), the
  * G loads of a lane in flight together, so one L2 round trip covers 32 x G tiles; steps go further
- * back until a tile with its inclusive prefix (or the row's start) is in the window. Why G > 1:
- * the inclusive prefixes travel down the tiles at one window per round trip, and with 32-tile
- * windows that was slower than the tiles arrive at full memory speed (about 35 tiles of 44 KiB
- * per microsecond on an H200), so the scan ran at the look-back's speed, not the memory's. Each
- * group is combined in tile order and put before what younger groups gave. The result is in every
- * lane. The tiles waited for were drawn before this one (atomic tile counter), so their blocks are
+ * back until a tile with its inclusive prefix (or the row's start) is in the window. The engine
+ * uses G = 1: wider windows were measured slower (src/reduce.c, SCAN_LOOKBACK_DEFAULT). Each group
+ * is combined in tile order and put before what younger groups gave. The result is in every lane.
+ * The tiles waited for were drawn before this one (atomic tile counter), so their blocks are
  * running and never wait for this one: no deadlock. */
 template <class Op, int SLEEP, int G>
 __device__ __forceinline__ typename Op::T cf_scan_look_back(const cf_red_params &p, long long tile,
