@@ -427,6 +427,8 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
  *                                multiple of the elements of one 16-byte vector)
  *   CUFUNC_SCAN_SLEEP            nanoseconds a look-back waits between polls of a tile state that
  *                                is not ready yet (0..10000; 0: poll again at once)
+ *   CUFUNC_SCAN_ORDER            "block": one-tile-per-block scans take tile blockIdx.x (as CUB
+ *                                does); "atomic": tiles drawn from an atomic counter
  *   CUFUNC_SCAN_LOOKBACK         32-tile groups a look-back step reads per L2 round trip (1, 2, 4
  *                                or 8; default SCAN_LOOKBACK_DEFAULT)
  *   CUFUNC_SCAN_PIPELINE         1: resident blocks loop over tiles and prefetch the next one into
@@ -440,6 +442,7 @@ typedef struct red_knobs {
     int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep, scan_min_blocks;
     int scan_pipeline; /* -1: unset */
     int scan_lookback;
+    int scan_order; /* -1: unset, 0: atomic, 1: block */
 } red_knobs;
 
 static int env_int(const char *name, int lo, int hi)
@@ -471,6 +474,8 @@ static void read_knobs(void)
     k->scan_lookback = env_int("CUFUNC_SCAN_LOOKBACK", 1, 8);
     if (k->scan_lookback & (k->scan_lookback - 1))
         k->scan_lookback = 0;
+    const char *o = getenv("CUFUNC_SCAN_ORDER");
+    k->scan_order = !o ? -1 : !strcmp(o, "block") ? 1 : !strcmp(o, "atomic") ? 0 : -1;
     const char *e = getenv("CUFUNC_SCAN_PIPELINE");
     k->scan_pipeline = e && (!strcmp(e, "0") || !strcmp(e, "1")) ? atoi(e) : -1;
 }
@@ -499,6 +504,8 @@ static const red_knobs *knobs(void)
  * wider windows measured slower on an H200 (2^28 float32: 1 group 3264 GB/s, 2: 3230, 4: 2999,
  * 8: 2614; the extra polls and the registers they hold cost more than the round trips saved) */
 #define SCAN_LOOKBACK_DEFAULT 1
+/* tile order of one-tile-per-block scans: 1 block order, 0 atomic draws */
+#define SCAN_ORDER_DEFAULT 1
 /* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
  * may declare statically, with room for the scan's own few words */
 #define SCAN_PREFETCH_MAX (48 * 1024 - 1024)
@@ -655,7 +662,7 @@ typedef struct red_spec {
     int loop;
     cf_reduce_kind kind;
     cf_dtype in, out, acc;
-    int block, group, vec, unroll, items, sleep, min_blocks, pipeline, lookback;
+    int block, group, vec, unroll, items, sleep, min_blocks, pipeline, lookback, order;
     int knd, rnd;
     int where, index32;
 } red_spec;
@@ -680,6 +687,8 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->lookback = p->kind == CF_SCAN_TILES
                        ? (knobs()->scan_lookback ? knobs()->scan_lookback : SCAN_LOOKBACK_DEFAULT)
                        : 0;
+    sp->order = p->kind == CF_SCAN_TILES && knobs()->scan_order != 0 &&
+                (knobs()->scan_order == 1 || SCAN_ORDER_DEFAULT);
     sp->knd = p->kept_ndim;
     sp->where = p->has_where;
     sp->index32 = p->index32;
@@ -702,10 +711,10 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
 
 static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d p%d lb%d kn%d rn%d w%d i%d",
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d p%d lb%d o%d kn%d rn%d w%d i%d",
              device, sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
              sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->min_blocks, sp->pipeline,
-             sp->lookback, sp->knd, sp->rnd, sp->where, sp->index32);
+             sp->lookback, sp->order, sp->knd, sp->rnd, sp->where, sp->index32);
 }
 
 static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
@@ -717,7 +726,8 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
     const char *W = sp->where ? "true" : "false";
     cf_strbuf b = {0};
     if (sp->lookback)
-        cf_strbuf_printf(&b, "#define CF_SCAN_LOOKBACK_GROUPS %d\n", sp->lookback);
+        cf_strbuf_printf(&b, "#define CF_SCAN_LOOKBACK_GROUPS %d\n#define CF_SCAN_BLOCK_ORDER %d\n",
+                         sp->lookback, sp->order);
     cf_strbuf_printf(&b, "%s\n#include \"cufunc/reduce.cuh\"\n\n"
                   "struct cf_red_op {\n"
                   "    typedef %s T;\n"

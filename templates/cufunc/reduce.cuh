@@ -636,6 +636,11 @@ enum { CF_SCAN_AGGREGATE = 1, CF_SCAN_PREFIX = 2, CF_SCAN_ROW_START = 3 };
 #ifndef CF_SCAN_LOOKBACK_GROUPS
 #define CF_SCAN_LOOKBACK_GROUPS 1
 #endif
+/* 1: the one-tile-per-block scan takes tile blockIdx.x; 0: tiles drawn from an atomic counter in
+ * the order blocks start (the engine defines it: CUFUNC_SCAN_ORDER) */
+#ifndef CF_SCAN_BLOCK_ORDER
+#define CF_SCAN_BLOCK_ORDER 0
+#endif
 
 template <typename T> struct cf_scan_packed { enum { value = sizeof(T) <= 4 }; };
 
@@ -950,6 +955,12 @@ __device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
     typedef typename cf_red_off_t<I>::type O;
     static_assert(ITEMS % V == 0 && BLOCK % 32 == 0 && BLOCK <= 1024, "scan tile shape");
     constexpr int TILE = BLOCK * ITEMS;
+#if CF_SCAN_BLOCK_ORDER
+    /* Tiles in block order, as CUB's scans take them: the hardware starts blocks in increasing
+     * index order, so every tile a block waits for belongs to a block that has started; no
+     * atomic draw (one L2 round trip with nothing in flight) before the tile's loads. */
+    const long long tile = (long long)blockIdx.x;
+#else
     __shared__ unsigned long long s_tile;
     if (threadIdx.x == 0) {
         const unsigned long long t = atomicAdd((unsigned long long *)p.tile_counter, 1ull);
@@ -960,6 +971,7 @@ __device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
     }
     __syncthreads();
     const long long tile = (long long)s_tile;
+#endif
     const long long tpr = (long long)p.tiles_per_row;
     const long long row = tile / tpr, tj = tile - row * tpr;
     O oin = 0, oout = 0, unused = 0;
