@@ -9,7 +9,7 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
   CUFUNC_SCAN_SLEEP            ns between polls of a look-back state       (default 0)
   CUFUNC_SCAN_MIN_BLOCKS       __launch_bounds__ min blocks per SM of scans (default 4 for 4-byte)
   CUFUNC_SCAN_LOOKBACK         32-tile groups per look-back step (default 1)
-  CUFUNC_SCAN_ORDER            block (tile = blockIdx.x, default) or atomic (drawn from a counter)
+  CUFUNC_SCAN_ORDER            atomic (drawn from a counter, default) or block (tile = blockIdx.x)
   CUFUNC_SCAN_PIPELINE         1: resident blocks prefetch their next tile, 0: one per block (default)
   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per SM of full reductions     (default 2)
   CUFUNC_REDUCE_UNROLL         vector loads in flight per thread           (default 4; 2 for
@@ -37,11 +37,11 @@ import numpy as np
 from benchlib import timeit
 
 SCAN_SETTINGS = [
-    ("default (256 x 44, 4 blocks/SM, block order, look-back 1 x 32)", {}),
-    ("atomic tile draws", {"CUFUNC_SCAN_ORDER": "atomic"}),
-    ("block order, look-back 2 x 32", {"CUFUNC_SCAN_LOOKBACK": "2"}),
-    ("block order, 256 x 48, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "48", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
-    ("block order, 256 x 40, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "40", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("default (256 x 44, 4 blocks/SM, atomic tile draws, look-back 1 x 32)", {}),
+    ("tiles in block order", {"CUFUNC_SCAN_ORDER": "block"}),
+    ("look-back 2 x 32", {"CUFUNC_SCAN_LOOKBACK": "2"}),
+    ("256 x 48, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "48", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("256 x 40, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "40", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
     ("256 x 32, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
     ("256 x 32, 5 blocks/SM", {"CUFUNC_SCAN_ITEMS": "32", "CUFUNC_SCAN_MIN_BLOCKS": "5"}),
     ("256 x 24, 6 blocks/SM", {"CUFUNC_SCAN_ITEMS": "24", "CUFUNC_SCAN_MIN_BLOCKS": "6"}),

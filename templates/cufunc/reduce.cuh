@@ -636,8 +636,8 @@ enum { CF_SCAN_AGGREGATE = 1, CF_SCAN_PREFIX = 2, CF_SCAN_ROW_START = 3 };
 #ifndef CF_SCAN_LOOKBACK_GROUPS
 #define CF_SCAN_LOOKBACK_GROUPS 1
 #endif
-/* 1: the one-tile-per-block scan takes tile blockIdx.x; 0: tiles drawn from an atomic counter in
- * the order blocks start (the engine defines it: CUFUNC_SCAN_ORDER) */
+/* 0: the one-tile-per-block scan draws its tile from an atomic counter in the order blocks start;
+ * 1: takes tile blockIdx.x (the engine defines it: CUFUNC_SCAN_ORDER) */
 #ifndef CF_SCAN_BLOCK_ORDER
 #define CF_SCAN_BLOCK_ORDER 0
 #endif

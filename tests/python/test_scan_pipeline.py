@@ -56,9 +56,9 @@ CHILD = textwrap.dedent("""
      "CUFUNC_SCAN_SLEEP": "20"},
     {"CUFUNC_SCAN_PIPELINE": "0"},
     {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "8"},
-    {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "1", "CUFUNC_SCAN_ORDER": "atomic"},
+    {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "1", "CUFUNC_SCAN_ORDER": "block"},
 ], ids=["tiny-tiles-1-block-per-sm", "small-tiles-2-blocks-per-sm", "one-tile-per-block",
-        "tiny-tiles-look-back-8x32", "tiny-tiles-atomic-draws"])
+        "tiny-tiles-look-back-8x32", "tiny-tiles-block-order"])
 def test_scan_drivers(env, tmp_path):
     e = dict(os.environ, CUFUNC_CACHE_DIR=str(tmp_path), **env)
     script = tmp_path / "child.py"   # a file: the translator reads the body's source
