@@ -9,6 +9,7 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
   CUFUNC_SCAN_SLEEP            ns between polls of a look-back state       (default 0)
   CUFUNC_SCAN_MIN_BLOCKS       __launch_bounds__ min blocks per SM of scans (default 4 for 4-byte)
   CUFUNC_SCAN_LOOKBACK         32-tile groups per look-back step (default 1)
+  CUFUNC_SCAN_SMEM_ITEMS       elements per thread held in shared memory beside the registers
   CUFUNC_SCAN_ORDER            atomic (drawn from a counter, default) or block (tile = blockIdx.x)
   CUFUNC_SCAN_PIPELINE         1: resident blocks prefetch their next tile, 0: one per block (default)
   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per SM of full reductions     (default 2)
@@ -38,6 +39,14 @@ from benchlib import timeit
 
 SCAN_SETTINGS = [
     ("default (256 x 44, 4 blocks/SM, atomic tile draws, look-back 1 x 32)", {}),
+    ("+ 44 items in shared memory", {"CUFUNC_SCAN_SMEM_ITEMS": "44"}),
+    ("+ 32 items in shared memory", {"CUFUNC_SCAN_SMEM_ITEMS": "32"}),
+    ("+ 20 items in shared memory", {"CUFUNC_SCAN_SMEM_ITEMS": "20"}),
+    ("256 x 56 (3 blocks/SM) + 44 in shared memory", {"CUFUNC_SCAN_ITEMS": "56",
+                                                      "CUFUNC_SCAN_SMEM_ITEMS": "44"}),
+    ("256 x 32, 5 blocks/SM + 32 in shared memory", {"CUFUNC_SCAN_ITEMS": "32",
+                                                     "CUFUNC_SCAN_MIN_BLOCKS": "5",
+                                                     "CUFUNC_SCAN_SMEM_ITEMS": "32"}),
     ("tiles in block order", {"CUFUNC_SCAN_ORDER": "block"}),
     ("look-back 2 x 32", {"CUFUNC_SCAN_LOOKBACK": "2"}),
     ("256 x 48, 4 blocks/SM", {"CUFUNC_SCAN_ITEMS": "48", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
@@ -199,7 +208,7 @@ def run_child(kind, env_extra, reps, timeout):
     env = dict(os.environ)
     for k in ("CUFUNC_SCAN_BLOCK", "CUFUNC_SCAN_ITEMS", "CUFUNC_SCAN_SLEEP",
               "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_SCAN_PIPELINE", "CUFUNC_SCAN_LOOKBACK",
-              "CUFUNC_SCAN_ORDER",
+              "CUFUNC_SCAN_ORDER", "CUFUNC_SCAN_SMEM_ITEMS",
               "CUFUNC_REDUCE_BLOCKS_PER_SM",
               "CUFUNC_REDUCE_UNROLL"):
         env.pop(k, None)

@@ -427,6 +427,9 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
  *                                multiple of the elements of one 16-byte vector)
  *   CUFUNC_SCAN_SLEEP            nanoseconds a look-back waits between polls of a tile state that
  *                                is not ready yet (0..10000; 0: poll again at once)
+ *   CUFUNC_SCAN_SMEM_ITEMS       elements per thread of a scan tile held in shared memory beside
+ *                                the register ones (0..48, a multiple of the vector; only when
+ *                                the accumulator has the input's size)
  *   CUFUNC_SCAN_ORDER            "block": one-tile-per-block scans take tile blockIdx.x (as CUB
  *                                does); "atomic": tiles drawn from an atomic counter
  *   CUFUNC_SCAN_LOOKBACK         32-tile groups a look-back step reads per L2 round trip (1, 2, 4
@@ -443,6 +446,7 @@ typedef struct red_knobs {
     int scan_pipeline; /* -1: unset */
     int scan_lookback;
     int scan_order; /* -1: unset, 0: atomic, 1: block */
+    int scan_smem_items; /* -1: unset */
 } red_knobs;
 
 static int env_int(const char *name, int lo, int hi)
@@ -474,6 +478,10 @@ static void read_knobs(void)
     k->scan_lookback = env_int("CUFUNC_SCAN_LOOKBACK", 1, 8);
     if (k->scan_lookback & (k->scan_lookback - 1))
         k->scan_lookback = 0;
+    const char *si = getenv("CUFUNC_SCAN_SMEM_ITEMS");
+    k->scan_smem_items = si && *si ? env_int("CUFUNC_SCAN_SMEM_ITEMS", 1, 48) : -1;
+    if (si && !strcmp(si, "0"))
+        k->scan_smem_items = 0;
     const char *o = getenv("CUFUNC_SCAN_ORDER");
     k->scan_order = !o ? -1 : !strcmp(o, "block") ? 1 : !strcmp(o, "atomic") ? 0 : -1;
     const char *e = getenv("CUFUNC_SCAN_PIPELINE");
@@ -508,6 +516,8 @@ static const red_knobs *knobs(void)
  * order measured no faster (2^28 float32 on an H200: 3205 GB/s vs 3224), and the draws give
  * the forward-progress guarantee without relying on the order blocks are started in */
 #define SCAN_ORDER_DEFAULT 0
+/* elements per thread of a scan tile held in shared memory beside the register ones */
+#define SCAN_SMEM_ITEMS_DEFAULT 0
 /* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
  * may declare statically, with room for the scan's own few words */
 #define SCAN_PREFETCH_MAX (48 * 1024 - 1024)
@@ -630,12 +640,20 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
         g->pipeline = k->scan_pipeline >= 0 ? k->scan_pipeline : SCAN_PIPELINE_DEFAULT;
         if (V * (int)isz != 16 || (int64_t)g->block * items * (int64_t)isz > SCAN_PREFETCH_MAX)
             g->pipeline = 0;
+        /* more of the tile in shared memory (one-tile-per-block driver, accumulator of the
+         * input's size: the slots hold inputs, then partial results) */
+        int sitems = k->scan_smem_items >= 0 ? k->scan_smem_items : SCAN_SMEM_ITEMS_DEFAULT;
+        sitems = (sitems + V - 1) / V * V;
+        if (g->pipeline || asz != isz || V * (int)isz != 16 ||
+            (int64_t)g->block * sitems * (int64_t)isz > SCAN_PREFETCH_MAX)
+            sitems = 0;
+        g->smem_items = sitems;
         if (items < V)
             items = V;
         items = (items + V - 1) / V * V;
         g->items = items;
         g->unroll = 1;
-        int64_t tile = (int64_t)g->block * g->items;
+        int64_t tile = (int64_t)g->block * (g->items + g->smem_items);
         g->tiles_per_row = max64(1, ceil_div(p->n_red, tile));
         int64_t tiles = g->tiles_per_row * p->n_out;
         if (tiles > 0x7fffffff)
@@ -664,7 +682,7 @@ typedef struct red_spec {
     int loop;
     cf_reduce_kind kind;
     cf_dtype in, out, acc;
-    int block, group, vec, unroll, items, sleep, min_blocks, pipeline, lookback, order;
+    int block, group, vec, unroll, items, sleep, min_blocks, pipeline, lookback, order, smem_items;
     int knd, rnd;
     int where, index32;
 } red_spec;
@@ -689,6 +707,7 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->lookback = p->kind == CF_SCAN_TILES
                        ? (knobs()->scan_lookback ? knobs()->scan_lookback : SCAN_LOOKBACK_DEFAULT)
                        : 0;
+    sp->smem_items = p->kind == CF_SCAN_TILES ? g->smem_items : 0;
     sp->order = p->kind == CF_SCAN_TILES &&
                 (knobs()->scan_order >= 0 ? knobs()->scan_order : SCAN_ORDER_DEFAULT);
     sp->knd = p->kept_ndim;
@@ -713,10 +732,10 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
 
 static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d s%d m%d p%d lb%d o%d kn%d rn%d w%d i%d",
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d+%d s%d m%d p%d lb%d o%d kn%d rn%d w%d i%d",
              device, sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
-             sp->group, sp->vec, sp->unroll, sp->items, sp->sleep, sp->min_blocks, sp->pipeline,
-             sp->lookback, sp->order, sp->knd, sp->rnd, sp->where, sp->index32);
+             sp->group, sp->vec, sp->unroll, sp->items, sp->smem_items, sp->sleep, sp->min_blocks,
+             sp->pipeline, sp->lookback, sp->order, sp->knd, sp->rnd, sp->where, sp->index32);
 }
 
 static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
@@ -728,8 +747,9 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
     const char *W = sp->where ? "true" : "false";
     cf_strbuf b = {0};
     if (sp->lookback)
-        cf_strbuf_printf(&b, "#define CF_SCAN_LOOKBACK_GROUPS %d\n#define CF_SCAN_BLOCK_ORDER %d\n",
-                         sp->lookback, sp->order);
+        cf_strbuf_printf(&b, "#define CF_SCAN_LOOKBACK_GROUPS %d\n#define CF_SCAN_BLOCK_ORDER %d\n"
+                         "#define CF_SCAN_SMEM_ROUNDS %d\n", sp->lookback, sp->order,
+                         sp->vec ? sp->smem_items / sp->vec : 0);
     cf_strbuf_printf(&b, "%s\n#include \"cufunc/reduce.cuh\"\n\n"
                   "struct cf_red_op {\n"
                   "    typedef %s T;\n"

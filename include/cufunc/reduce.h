@@ -110,6 +110,8 @@ typedef struct cf_reduce_geom {
     int unroll;           /* independent loads in flight per thread */
     int items;            /* SCAN_TILES: elements per thread (tile = block * items) */
     int min_blocks;       /* SCAN_TILES: resident blocks per SM asked of the compiler, 0: none */
+    int smem_items;       /* SCAN_TILES: elements per thread held in shared memory beside `items`
+                           * (tile = block * (items + smem_items)) */
     int pipeline;         /* SCAN_TILES: resident blocks prefetch their next tile (grid[0] stays
                            * the tile count; the launch caps it to the resident blocks) */
     int64_t chunk;        /* split reductions: reduced elements per gridDim.y block */

@@ -641,8 +641,39 @@ enum { CF_SCAN_AGGREGATE = 1, CF_SCAN_PREFIX = 2, CF_SCAN_ROW_START = 3 };
 #ifndef CF_SCAN_BLOCK_ORDER
 #define CF_SCAN_BLOCK_ORDER 0
 #endif
+/* rounds of 16-byte vectors per thread of a one-tile-per-block scan held in shared memory beside
+ * the ITEMS in registers (the engine defines it: CUFUNC_SCAN_SMEM_ITEMS) */
+#ifndef CF_SCAN_SMEM_ROUNDS
+#define CF_SCAN_SMEM_ROUNDS 0
+#endif
 
 template <typename T> struct cf_scan_packed { enum { value = sizeof(T) <= 4 }; };
+
+/* One 16-byte vector global -> shared memory, asynchronously where the card has cp.async (the
+ * thread holds no register for it while it travels); commit, then wait for this thread's own. */
+__device__ __forceinline__ void cf_scan_prefetch_one(uint4 *dst, const uint4 *src)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(dst)), "l"(src));
+#else
+    *dst = __ldcs(src);
+#endif
+}
+
+__device__ __forceinline__ void cf_scan_prefetch_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+__device__ __forceinline__ void cf_scan_prefetch_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 
 template <typename T>
 __device__ __forceinline__ void cf_scan_publish(const cf_red_params &p, long long tile,
@@ -811,27 +842,40 @@ __device__ __forceinline__ void cf_scan_store(cf_ka_u64 dst, long long so, const
  * code without "holds a value" flags. Registers matter (they decide how many tiles are resident),
  * so each round's prefix within its warp is applied at once rather than kept. */
 template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, typename O,
-          class Hook>
+          int SR, class Hook>
 __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long tile,
                                              long long first, cf_ka_u64 in, cf_ka_u64 out, O sin,
                                              O sout, int count, bool vec_in, bool vec_out,
                                              const uint4 *staged, const Hook &after_first_barrier)
 {
     typedef typename Op::T T;
-    constexpr int R = ITEMS / V, NW = BLOCK / 32, SEG = 32 * ITEMS;
+    /* R rounds of a lane's elements in registers, then SR rounds in this thread's own slots of
+     * shared memory (more bytes of the tile resident per SM than registers alone hold) */
+    constexpr int R = ITEMS / V, NW = BLOCK / 32, SEG = 32 * (ITEMS + SR * V);
+    constexpr int TILE = BLOCK * (ITEMS + SR * V);
+    static_assert(SR == 0 || (V * sizeof(TIn) == 16 && sizeof(T) == sizeof(TIn)),
+                  "shared-memory rounds hold one 16-byte vector of input, then of results");
     __shared__ T s_val[NW];
     __shared__ bool s_ok[NW];
+    __shared__ uint4 s_ext[SR > 0 ? SR * BLOCK : 1];
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
     /* loads: every round's load is issued before any is used; a tile the pipelined driver
      * prefetched (`staged`) is read from this thread's own slots of shared memory */
     T x[R][V];
-    if (V * sizeof(TIn) == 16 && vec_in && count == BLOCK * ITEMS) {
+    if (V * sizeof(TIn) == 16 && vec_in && count == TILE) {
         uint4 u[R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int v = (int)warp * (SEG / V) + r * 32 + (int)lane;
             u[r] = staged ? staged[v] : __ldcs((const uint4 *)in + v);
+        }
+        if constexpr (SR > 0) {
+#pragma unroll
+            for (int r = R; r < R + SR; r++)
+                cf_scan_prefetch_one(&s_ext[(r - R) * BLOCK + tid],
+                                     (const uint4 *)in + ((int)warp * (SEG / V) + r * 32 + (int)lane));
+            cf_scan_prefetch_commit();
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -856,6 +900,19 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
 #pragma unroll
             for (int e = 0; e < V; e++)
                 x[r][e] = cf_cast<T>(y[r][e]);
+        if constexpr (SR > 0) {
+#pragma unroll
+            for (int r = R; r < R + SR; r++) {
+                TIn ys[V];
+#pragma unroll
+                for (int e = 0; e < V; e++) {
+                    const int idx = (int)warp * SEG + (r * 32 + (int)lane) * V + e;
+                    const int j = idx < count ? idx : count - 1;
+                    ys[e] = *(const TIn *)(in + (cf_ka_u64)((long long)((O)j * sin)));
+                }
+                memcpy(&s_ext[(r - R) * BLOCK + tid], ys, sizeof ys);
+            }
+        }
     }
 
     /* per round: the lane's V elements in order, the lanes' totals across the warp, then what
@@ -884,6 +941,33 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
             for (int e = 0; e < V; e++)
                 x[r][e] = Op::apply(pre, x[r][e]);
             carry = Op::apply(carry, total);
+        }
+    }
+    if constexpr (SR > 0) {
+        /* the shared-memory rounds the same way, their partial results back into their slots */
+        cf_scan_prefetch_wait();
+#pragma unroll
+        for (int r = 0; r < SR; r++) {
+            cf_vec<TIn, V> yv;
+            memcpy(&yv, &s_ext[r * BLOCK + tid], sizeof yv);
+            T xs[V];
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                xs[e] = cf_cast<T>(yv.v[e]);
+#pragma unroll
+            for (int e = 1; e < V; e++)
+                xs[e] = Op::apply(xs[e - 1], xs[e]);
+            T t = xs[V - 1];
+            bool unused = true;
+            cf_scan_warp<Op, false>(t, unused, lane);
+            const T ex = cf_red_shfl_up(t, 1);
+            const T total = cf_red_shfl_idx(t, 31);
+            const T pre = lane > 0 ? Op::apply(carry, ex) : carry;
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                xs[e] = Op::apply(pre, xs[e]);
+            carry = Op::apply(carry, total);
+            memcpy(&s_ext[r * BLOCK + tid], xs, sizeof xs);
         }
     }
     if (lane == 0)
@@ -941,6 +1025,21 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
         cf_scan_store<TOut, V>(out + (cf_ka_u64)((long long)((O)idx * sout)), (long long)sout, y,
                                vec_out, cnt);
     }
+    if constexpr (SR > 0) {
+#pragma unroll
+        for (int r = 0; r < SR; r++) {
+            T xs[V];
+            memcpy(xs, &s_ext[r * BLOCK + tid], sizeof xs);
+            TOut y[V];
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                y[e] = cf_cast<TOut>(wok ? Op::apply(wpre, xs[e]) : xs[e]);
+            const int idx = (int)warp * SEG + ((R + r) * 32 + (int)lane) * V;
+            const int cnt = count - idx <= 0 ? 0 : count - idx >= V ? V : count - idx;
+            cf_scan_store<TOut, V>(out + (cf_ka_u64)((long long)((O)idx * sout)), (long long)sout,
+                                   y, vec_out, cnt);
+        }
+    }
 }
 
 /* Inclusive scan along rows of n_red elements, tiles_per_row tiles each: one tile per block, in
@@ -954,7 +1053,8 @@ __device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
 {
     typedef typename cf_red_off_t<I>::type O;
     static_assert(ITEMS % V == 0 && BLOCK % 32 == 0 && BLOCK <= 1024, "scan tile shape");
-    constexpr int TILE = BLOCK * ITEMS;
+    constexpr int SR = CF_SCAN_SMEM_ROUNDS;
+    constexpr int TILE = BLOCK * (ITEMS + SR * V);
 #if CF_SCAN_BLOCK_ORDER
     /* Tiles in block order, as CUB's scans take them: the hardware starts blocks in increasing
      * index order, so every tile a block waits for belongs to a block that has started; no
@@ -987,7 +1087,7 @@ __device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
     /* tiles start at multiples of TILE elements: one test of the tile's address decides */
     const bool vec_in = sin == (O)sizeof(TIn) && in % 16 == 0;
     const bool vec_out = sout == (O)sizeof(TOut) && out % 16 == 0;
-    cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, O>(p, tile, tile - tj, in, out, sin, sout,
+    cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, O, SR>(p, tile, tile - tj, in, out, sin, sout,
                                                           count, vec_in, vec_out, nullptr, [] {});
 }
 
@@ -1037,24 +1137,9 @@ __device__ __forceinline__ void cf_scan_prefetch(uint4 *buf, cf_ka_u64 in)
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int v = (int)warp * (SEG / V) + r * 32 + (int)lane;
-#if __CUDA_ARCH__ >= 800
-        const unsigned dst = (unsigned)__cvta_generic_to_shared(buf + v);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst),
-                     "l"((const uint4 *)in + v));
-#else
-        buf[v] = __ldcs((const uint4 *)in + v);
-#endif
+        cf_scan_prefetch_one(buf + v, (const uint4 *)in + v);
     }
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-__device__ __forceinline__ void cf_scan_prefetch_wait()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
+    cf_scan_prefetch_commit();
 }
 
 /* The pipelined scan: a grid of resident blocks, each drawing tiles from the atomic counter in
@@ -1107,7 +1192,7 @@ __device__ __forceinline__ void cf_scan_tiles_pipelined(const cf_red_params &p)
             draw(); /* read by all after the tile's first barrier */
         long long next = -1;
         bool next_staged = false;
-        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, typename W::O>(
+        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, typename W::O, 0>(
             p, tile, w.first, w.in, w.out, w.sin, w.sout, w.count, w.vec_in, w.vec_out,
             staged ? s_buf : nullptr, [&] {
                 next = s_next;

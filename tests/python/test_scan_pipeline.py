@@ -57,8 +57,11 @@ CHILD = textwrap.dedent("""
     {"CUFUNC_SCAN_PIPELINE": "0"},
     {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "8"},
     {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "1", "CUFUNC_SCAN_ORDER": "block"},
+    {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_SMEM_ITEMS": "8"},
+    {"CUFUNC_SCAN_SMEM_ITEMS": "44"},
 ], ids=["tiny-tiles-1-block-per-sm", "small-tiles-2-blocks-per-sm", "one-tile-per-block",
-        "tiny-tiles-look-back-8x32", "tiny-tiles-block-order"])
+        "tiny-tiles-look-back-8x32", "tiny-tiles-block-order",
+        "tiny-tiles-shared-rounds", "shared-rounds"])
 def test_scan_drivers(env, tmp_path):
     e = dict(os.environ, CUFUNC_CACHE_DIR=str(tmp_path), **env)
     script = tmp_path / "child.py"   # a file: the translator reads the body's source
