@@ -516,8 +516,11 @@ static const red_knobs *knobs(void)
  * order measured no faster (2^28 float32 on an H200: 3205 GB/s vs 3224), and the draws give
  * the forward-progress guarantee without relying on the order blocks are started in */
 #define SCAN_ORDER_DEFAULT 0
-/* elements per thread of a scan tile held in shared memory beside the register ones */
-#define SCAN_SMEM_ITEMS_DEFAULT 0
+/* elements per thread of a scan tile held in shared memory beside the register ones: 44, so a tile
+ * of 256 x (44 + 44) float32 has 88 KiB resident per block, 352 KiB per SM over registers and
+ * shared memory; measured on an H200 (2^28 float32): 3409 GB/s = 81% of copy, against 3262
+ * without (32 items: 3406, 20: 3398) */
+#define SCAN_SMEM_ITEMS_DEFAULT 44
 /* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
  * may declare statically, with room for the scan's own few words */
 #define SCAN_PREFETCH_MAX (48 * 1024 - 1024)

@@ -305,16 +305,24 @@ static void test_geometry(void)
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT64, CF_FLOAT64, sh.data, sms, 8, &g));
     CHECK(g.group == 32 && g.vec == 2 && g.grid[0] == 8448); /* 12500 blocks of 8 rows, capped */
 
-    /* scans: 2^28 float32 in tiles of 256 x 44, float4 vectors (11 rounds of 4 per lane), 4
-     * blocks per SM asked of the compiler */
+    /* scans: 2^28 float32 in tiles of 256 x (44 + 44), float4 vectors (11 rounds of 4 per lane in
+     * registers, 11 more in shared memory), 4 blocks per SM asked of the compiler */
     cf_array so = view(CF_FLOAT32, 1, n, 0x100000);
     CHECK_OK(cf_reduce_plan_scan(&p, &a, 0, &so));
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, sms, 0, &g));
-    CHECK(g.items == 44 && g.block == 256 && g.vec == 4 && g.min_blocks == 4);
-    CHECK(g.tiles_per_row == 23832 && g.grid[0] == 23832 && g.chunk == 11264);
-    /* accumulators of 8 and 16 bytes: 16 and 8 items; items stay a multiple of the vector */
+    const char *pipe = getenv("CUFUNC_SCAN_PIPELINE");
+    if (pipe && strcmp(pipe, "1") == 0) { /* the pipelined driver: registers only */
+        CHECK(g.items == 44 && g.smem_items == 0 && g.pipeline == 1);
+        CHECK(g.tiles_per_row == 23832 && g.grid[0] == 23832 && g.chunk == 11264);
+    } else {
+        CHECK(g.items == 44 && g.smem_items == 44 && g.block == 256 && g.vec == 4 &&
+              g.min_blocks == 4 && g.pipeline == 0);
+        CHECK(g.tiles_per_row == 11916 && g.grid[0] == 11916 && g.chunk == 22528);
+    }
+    /* accumulators of 8 and 16 bytes: 16 and 8 items; items stay a multiple of the vector; no
+     * shared-memory part when the accumulator is wider than the input (its slots hold both) */
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT64, a.data, sms, 0, &g));
-    CHECK(g.items == 16 && g.vec == 4);
+    CHECK(g.items == 16 && g.vec == 4 && g.smem_items == 0);
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_COMPLEX128, a.data, sms, 0, &g));
     CHECK(g.items == 8 && g.vec == 4);
     CHECK_OK(cf_reduce_geometry(&p, CF_INT8, CF_COMPLEX128, a.data, sms, 0, &g));
