@@ -28,7 +28,6 @@
  */
 #include "hostpipe.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -38,6 +37,7 @@
 #include "context.h"
 #include "cufunc/kernel_args.h"
 #include "driver.h"
+#include "env.h"
 #include "error.h"
 #include "threadpool.h"
 
@@ -496,24 +496,11 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static cf_hostpipe_config config;
 static cf_hostpipe_info last;
 
-static long env_long(const char *name, long def, long lo, long hi)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return def;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end != '\0' || v < lo || v > hi)
-        return def;
-    return v;
-}
-
 static void read_env(cf_hostpipe_config *c)
 {
-    c->chunk_bytes = (size_t)env_long("CUFUNC_HOSTPIPE_CHUNK_KB", 0, 0, 1L << 20) << 10;
-    c->streams = (int)env_long("CUFUNC_HOSTPIPE_STREAMS", DEFAULT_STREAMS, 2, MAX_STREAMS);
-    c->min_bytes = (size_t)env_long("CUFUNC_HOSTPIPE_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
+    c->chunk_bytes = (size_t)cf_env_long("CUFUNC_HOSTPIPE_CHUNK_KB", 0, 0, 1L << 20) << 10;
+    c->streams = (int)cf_env_long("CUFUNC_HOSTPIPE_STREAMS", DEFAULT_STREAMS, 2, MAX_STREAMS);
+    c->min_bytes = (size_t)cf_env_long("CUFUNC_HOSTPIPE_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
 }
 
 static void init_config(void) { read_env(&config); }

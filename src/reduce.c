@@ -17,6 +17,7 @@
 #include "cufunc/plan.h"
 #include "cufunc/reduce.cuh"
 #include "cufunc/reduce.h"
+#include "env.h"
 #include "error.h"
 #include "ktable.h"
 #include "loopfn.h"
@@ -449,37 +450,27 @@ typedef struct red_knobs {
     int scan_smem_items; /* -1: unset */
 } red_knobs;
 
-static int env_int(const char *name, int lo, int hi)
-{
-    const char *e = getenv(name);
-    if (!e || !*e)
-        return 0;
-    char *end = NULL;
-    long v = strtol(e, &end, 10);
-    return *end == '\0' && v >= lo && v <= hi ? (int)v : 0;
-}
-
 static red_knobs knob_values;
 static pthread_once_t knob_once = PTHREAD_ONCE_INIT;
 
 static void read_knobs(void)
 {
     red_knobs *k = &knob_values;
-    k->blocks_per_sm = env_int("CUFUNC_REDUCE_BLOCKS_PER_SM", 1, 64);
-    k->unroll = env_int("CUFUNC_REDUCE_UNROLL", 1, 8);
+    k->blocks_per_sm = (int)cf_env_long("CUFUNC_REDUCE_BLOCKS_PER_SM", 0, 1, 64);
+    k->unroll = (int)cf_env_long("CUFUNC_REDUCE_UNROLL", 0, 1, 8);
     if (k->unroll & (k->unroll - 1))
         k->unroll = 0;
-    k->scan_block = env_int("CUFUNC_SCAN_BLOCK", 64, 1024);
+    k->scan_block = (int)cf_env_long("CUFUNC_SCAN_BLOCK", 0, 64, 1024);
     if (k->scan_block & (k->scan_block - 1))
         k->scan_block = 0;
-    k->scan_items = env_int("CUFUNC_SCAN_ITEMS", 1, 64);
-    k->scan_sleep = env_int("CUFUNC_SCAN_SLEEP", 0, 10000);
-    k->scan_min_blocks = env_int("CUFUNC_SCAN_MIN_BLOCKS", 1, 32);
-    k->scan_lookback = env_int("CUFUNC_SCAN_LOOKBACK", 1, 8);
+    k->scan_items = (int)cf_env_long("CUFUNC_SCAN_ITEMS", 0, 1, 64);
+    k->scan_sleep = (int)cf_env_long("CUFUNC_SCAN_SLEEP", 0, 0, 10000);
+    k->scan_min_blocks = (int)cf_env_long("CUFUNC_SCAN_MIN_BLOCKS", 0, 1, 32);
+    k->scan_lookback = (int)cf_env_long("CUFUNC_SCAN_LOOKBACK", 0, 1, 8);
     if (k->scan_lookback & (k->scan_lookback - 1))
         k->scan_lookback = 0;
     const char *si = getenv("CUFUNC_SCAN_SMEM_ITEMS");
-    k->scan_smem_items = si && *si ? env_int("CUFUNC_SCAN_SMEM_ITEMS", 1, 48) : -1;
+    k->scan_smem_items = si && *si ? (int)cf_env_long("CUFUNC_SCAN_SMEM_ITEMS", 0, 1, 48) : -1;
     if (si && !strcmp(si, "0"))
         k->scan_smem_items = 0;
     const char *o = getenv("CUFUNC_SCAN_ORDER");

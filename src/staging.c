@@ -12,13 +12,13 @@
  */
 #include "staging.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "context.h"
 #include "driver.h"
+#include "env.h"
 #include "error.h"
 #include "threadpool.h"
 
@@ -48,24 +48,11 @@ static CUevent last_event[CF_STAGING_MAX_BUFFERS];
 static int last_device[CF_STAGING_MAX_BUFFERS];
 static device_state devices[MAX_DEVICES];
 
-static long env_long(const char *name, long def, long lo, long hi)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return def;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end != '\0' || v < lo || v > hi)
-        return def;
-    return v;
-}
-
 static void read_env(cf_staging_config *c)
 {
-    c->chunk_bytes = (size_t)env_long("CUFUNC_STAGING_CHUNK_MB", DEFAULT_CHUNK_MB, 1, 1024) << 20;
-    c->nbuffers = (int)env_long("CUFUNC_STAGING_BUFFERS", DEFAULT_BUFFERS, 2, CF_STAGING_MAX_BUFFERS);
-    c->min_bytes = (size_t)env_long("CUFUNC_STAGING_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
+    c->chunk_bytes = (size_t)cf_env_long("CUFUNC_STAGING_CHUNK_MB", DEFAULT_CHUNK_MB, 1, 1024) << 20;
+    c->nbuffers = (int)cf_env_long("CUFUNC_STAGING_BUFFERS", DEFAULT_BUFFERS, 2, CF_STAGING_MAX_BUFFERS);
+    c->min_bytes = (size_t)cf_env_long("CUFUNC_STAGING_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
 }
 
 static void init_config(void) { read_env(&config); }

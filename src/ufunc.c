@@ -63,6 +63,7 @@
 #include "cufunc/compile.h"
 #include "cufunc/kernel_args.h"
 #include "cufunc/ufunc.h"
+#include "env.h"
 #include "error.h"
 #include "loopfn.h"
 #include "strbuf.h"
@@ -382,35 +383,24 @@ static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_
                          UF_DEFAULT_TILE_COLS, UF_DEFAULT_TILE_PIPELINE};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
-/* The integer value of environment variable `name` when it is one in [lo, hi], else dflt. */
-static int env_int(const char *name, int lo, int hi, int dflt)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return dflt;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (!end || *end || v < lo || v > hi)
-        return dflt;
-    return (int)v;
-}
-
 static void knobs_read(void)
 {
-    int b = env_int("CUFUNC_EW_BLOCK", 32, 1024, UF_DEFAULT_BLOCK);
+    int b = (int)cf_env_long("CUFUNC_EW_BLOCK", UF_DEFAULT_BLOCK, 32, 1024);
     knobs.block = b % 32 == 0 ? b : UF_DEFAULT_BLOCK;
-    knobs.unroll = env_int("CUFUNC_EW_UNROLL", 1, 16, UF_DEFAULT_UNROLL);
-    knobs.blocks_per_sm = env_int("CUFUNC_EW_BLOCKS_PER_SM", 0, 64, UF_DEFAULT_BLOCKS_PER_SM);
-    knobs.row_blocks_per_sm = env_int("CUFUNC_EW_ROW_BLOCKS_PER_SM", 0, 64,
-                                      UF_DEFAULT_ROW_BLOCKS_PER_SM);
-    int tr = env_int("CUFUNC_EW_TILE_ROWS", 1, UF_TILE, UF_DEFAULT_TILE_ROWS);
+    knobs.unroll = (int)cf_env_long("CUFUNC_EW_UNROLL", UF_DEFAULT_UNROLL, 1, 16);
+    knobs.blocks_per_sm = (int)cf_env_long("CUFUNC_EW_BLOCKS_PER_SM", UF_DEFAULT_BLOCKS_PER_SM,
+                                           0, 64);
+    knobs.row_blocks_per_sm = (int)cf_env_long("CUFUNC_EW_ROW_BLOCKS_PER_SM",
+                                               UF_DEFAULT_ROW_BLOCKS_PER_SM, 0, 64);
+    int tr = (int)cf_env_long("CUFUNC_EW_TILE_ROWS", UF_DEFAULT_TILE_ROWS, 1, UF_TILE);
     knobs.tile_rows = (tr & (tr - 1)) == 0 ? tr : UF_DEFAULT_TILE_ROWS; /* divides UF_TILE */
-    knobs.tile_blocks_per_sm = env_int("CUFUNC_EW_TILE_BLOCKS_PER_SM", 0, 64,
-                                       UF_DEFAULT_TILE_BLOCKS_PER_SM);
-    knobs.tile_preload = env_int("CUFUNC_EW_TILE_PRELOAD", 0, 1, UF_DEFAULT_TILE_PRELOAD);
-    int tc = env_int("CUFUNC_EW_TILE_COLS", 1, 4, UF_DEFAULT_TILE_COLS);
+    knobs.tile_blocks_per_sm = (int)cf_env_long("CUFUNC_EW_TILE_BLOCKS_PER_SM",
+                                                UF_DEFAULT_TILE_BLOCKS_PER_SM, 0, 64);
+    knobs.tile_preload = (int)cf_env_long("CUFUNC_EW_TILE_PRELOAD", UF_DEFAULT_TILE_PRELOAD, 0, 1);
+    int tc = (int)cf_env_long("CUFUNC_EW_TILE_COLS", UF_DEFAULT_TILE_COLS, 1, 4);
     knobs.tile_cols = tc == 3 ? UF_DEFAULT_TILE_COLS : tc;
-    knobs.tile_pipeline = env_int("CUFUNC_EW_TILE_PIPELINE", 0, 1, UF_DEFAULT_TILE_PIPELINE);
+    knobs.tile_pipeline = (int)cf_env_long("CUFUNC_EW_TILE_PIPELINE", UF_DEFAULT_TILE_PIPELINE,
+                                           0, 1);
 }
 
 /* ---- planning on the stack ---------------------------------------------------------------- */

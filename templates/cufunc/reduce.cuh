@@ -1042,56 +1042,7 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
     }
 }
 
-/* Inclusive scan along rows of n_red elements, tiles_per_row tiles each: one tile per block, in
- * the order blocks draw them from an atomic counter (not blockIdx), so that every tile a block
- * waits for belongs to a block already running. The block that draws the launch's last tile
- * resets the counter, so the next launch on this stream needs no memset; tile states carry the
- * launch's epoch for the same reason. */
-template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, int KND,
-          typename I>
-__device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
-{
-    typedef typename cf_red_off_t<I>::type O;
-    static_assert(ITEMS % V == 0 && BLOCK % 32 == 0 && BLOCK <= 1024, "scan tile shape");
-    constexpr int SR = CF_SCAN_SMEM_ROUNDS;
-    constexpr int TILE = BLOCK * (ITEMS + SR * V);
-#if CF_SCAN_BLOCK_ORDER
-    /* Tiles in block order, as CUB's scans take them: the hardware starts blocks in increasing
-     * index order, so every tile a block waits for belongs to a block that has started; no
-     * atomic draw (one L2 round trip with nothing in flight) before the tile's loads. */
-    const long long tile = (long long)blockIdx.x;
-#else
-    __shared__ unsigned long long s_tile;
-    if (threadIdx.x == 0) {
-        const unsigned long long t = atomicAdd((unsigned long long *)p.tile_counter, 1ull);
-        /* the draw of the last tile is the last draw of this launch */
-        if (t == (unsigned long long)gridDim.x - 1)
-            *(volatile unsigned long long *)p.tile_counter = 0;
-        s_tile = t;
-    }
-    __syncthreads();
-    const long long tile = (long long)s_tile;
-#endif
-    const long long tpr = (long long)p.tiles_per_row;
-    const long long row = tile / tpr, tj = tile - row * tpr;
-    O oin = 0, oout = 0, unused = 0;
-    if (KND > 0)
-        cf_red_offsets<(KND > 0 ? KND : 1), I, O>((I)row, p.kept_shape, p.kept_div, p.in_kept,
-                                                  p.out_kept, p.in_kept, oin, oout, unused);
-    const long long start = tj * (long long)TILE;
-    const long long rest = (long long)p.n_red - start;
-    const int count = rest < (long long)TILE ? (int)rest : TILE;
-    const O sin = (O)p.in_red[0], sout = (O)p.out_red[0];
-    const cf_ka_u64 in = p.in + (cf_ka_u64)(long long)(oin + (O)start * sin);
-    const cf_ka_u64 out = p.out + (cf_ka_u64)(long long)(oout + (O)start * sout);
-    /* tiles start at multiples of TILE elements: one test of the tile's address decides */
-    const bool vec_in = sin == (O)sizeof(TIn) && in % 16 == 0;
-    const bool vec_out = sout == (O)sizeof(TOut) && out % 16 == 0;
-    cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, O, SR>(p, tile, tile - tj, in, out, sin, sout,
-                                                          count, vec_in, vec_out, nullptr, [] {});
-}
-
-/* Where tile `tile` of a scan reads and writes, and how. */
+/* Where tile `tile` of a scan reads and writes, and how (a tile of BLOCK x ITEMS elements). */
 template <typename TIn, typename TOut, int BLOCK, int ITEMS, int KND, typename I>
 struct cf_scan_where {
     typedef typename cf_red_off_t<I>::type O;
@@ -1126,6 +1077,41 @@ struct cf_scan_where {
         return V * (int)sizeof(TIn) == 16 && vec_in && count == BLOCK * ITEMS;
     }
 };
+
+/* Inclusive scan along rows of n_red elements, tiles_per_row tiles each: one tile per block, in
+ * the order blocks draw them from an atomic counter (not blockIdx), so that every tile a block
+ * waits for belongs to a block already running. The block that draws the launch's last tile
+ * resets the counter, so the next launch on this stream needs no memset; tile states carry the
+ * launch's epoch for the same reason. */
+template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, int KND,
+          typename I>
+__device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
+{
+    typedef typename cf_red_off_t<I>::type O;
+    static_assert(ITEMS % V == 0 && BLOCK % 32 == 0 && BLOCK <= 1024, "scan tile shape");
+    constexpr int SR = CF_SCAN_SMEM_ROUNDS;
+#if CF_SCAN_BLOCK_ORDER
+    /* Tiles in block order, as CUB's scans take them: the hardware starts blocks in increasing
+     * index order, so every tile a block waits for belongs to a block that has started; no
+     * atomic draw (one L2 round trip with nothing in flight) before the tile's loads. */
+    const long long tile = (long long)blockIdx.x;
+#else
+    __shared__ unsigned long long s_tile;
+    if (threadIdx.x == 0) {
+        const unsigned long long t = atomicAdd((unsigned long long *)p.tile_counter, 1ull);
+        /* the draw of the last tile is the last draw of this launch */
+        if (t == (unsigned long long)gridDim.x - 1)
+            *(volatile unsigned long long *)p.tile_counter = 0;
+        s_tile = t;
+    }
+    __syncthreads();
+    const long long tile = (long long)s_tile;
+#endif
+    const cf_scan_where<TIn, TOut, BLOCK, ITEMS + SR * V, KND, I> w(p, tile);
+    cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, O, SR>(p, tile, w.first, w.in, w.out, w.sin,
+                                                              w.sout, w.count, w.vec_in, w.vec_out,
+                                                              nullptr, [] {});
+}
 
 /* This thread's vectors of a tile, global -> its own slots of shared memory, asynchronously
  * (cp.async: no registers held while they travel). */
