@@ -633,9 +633,16 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
             ops[nin + o].is_scalar = 0;
             cf_py_view_copy(&ops[nin + o].array, &out[o].view);
         }
-        Py_BEGIN_ALLOW_THREADS
-        st = cf_ufunc_launch(self->uf, loop, s, ops, have_where == 1 ? &where.view : NULL, ndim, shape);
-        Py_END_ALLOW_THREADS
+        /* a ready kernel is launched holding the GIL (a few microseconds, as CuPy and PyTorch
+         * launch); the GIL is let go only around a launch that compiles its kernel first */
+        int launched = 0;
+        const cf_array *wv = have_where == 1 ? &where.view : NULL;
+        st = cf_ufunc_launch_if_ready(self->uf, loop, s, ops, wv, ndim, shape, &launched);
+        if (st == CF_OK && !launched) {
+            Py_BEGIN_ALLOW_THREADS
+            st = cf_ufunc_launch(self->uf, loop, s, ops, wv, ndim, shape);
+            Py_END_ALLOW_THREADS
+        }
         if (st != CF_OK) {
             cf_py_fail(st, ufname);
             goto done;

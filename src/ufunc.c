@@ -1448,12 +1448,15 @@ static cf_status table_insert(cf_ufunc *u, const uf_spec *key, cf_function *fn,
 
 /* The kernel for a spec (its device set) from the table, else generated, compiled (through the
  * compile cache) and entered; one lock acquisition either way. */
-static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, uf_kernel *out)
+static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_kernel *out)
 {
     pthread_mutex_lock(&u->lock);
     uf_kernel *k = table_find(u, sp);
-    if (k) {
-        *out = *k;
+    if (k || only_ready) {
+        if (k)
+            *out = *k;
+        else
+            out->fn = NULL; /* not compiled yet: the caller asked not to compile */
         pthread_mutex_unlock(&u->lock);
         return CF_OK;
     }
@@ -1616,9 +1619,11 @@ static void pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_r
     }
 }
 
-cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
-                          const cf_array *where, int ndim, const int64_t *shape)
+static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
+                        const cf_array *where, int ndim, const int64_t *shape, int only_ready,
+                        int *launched)
 {
+    *launched = 0;
     if (!s)
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: stream is NULL");
     uf_launch L;
@@ -1627,8 +1632,10 @@ cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand 
         return st;
     const uf_plan *pl = &L.plan;
     uf_spec *sp = &L.spec;
-    if (pl->size == 0)
+    if (pl->size == 0) {
+        *launched = 1; /* nothing to do, done */
         return CF_OK;
+    }
     int device = cf_stream_device(s);
     if (device < 0)
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: s is not a live stream");
@@ -1638,13 +1645,30 @@ cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand 
                                 "device %d", i, L.array[i]->device, device);
     sp->device = device;
     uf_kernel k;
-    st = get_kernel(u, sp, &k);
-    if (st)
+    st = get_kernel(u, sp, only_ready, &k);
+    if (st || !k.fn)
         return st;
 
     uf_params params;
     unsigned grid[3], block[3];
     pack_launch(&L, ops, k.max_resident, &params, grid, block);
     void *args[1] = {params.bytes};
-    return cf_launch(k.fn, grid, block, 0, s, args);
+    st = cf_launch(k.fn, grid, block, 0, s, args);
+    *launched = st == CF_OK;
+    return st;
+}
+
+cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
+                          const cf_array *where, int ndim, const int64_t *shape)
+{
+    int launched;
+    return launch(u, loop, s, ops, where, ndim, shape, 0, &launched);
+}
+
+cf_status cf_ufunc_launch_if_ready(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
+                                   const cf_array *where, int ndim, const int64_t *shape,
+                                   int *launched)
+{
+    int dummy;
+    return launch(u, loop, s, ops, where, ndim, shape, 1, launched ? launched : &dummy);
 }

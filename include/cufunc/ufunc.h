@@ -95,6 +95,14 @@ typedef struct cf_operand {
 CF_API cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
                                  const cf_array *where, int ndim, const int64_t *shape);
 
+/* As cf_ufunc_launch when the kernel this launch needs is already compiled and loaded
+ * (*launched = 1, also for an empty loop); otherwise nothing happens and *launched = 0, so that a
+ * caller can release its own locks (the Python GIL) only around the cf_ufunc_launch that
+ * compiles, and keep a launch of a ready kernel short. */
+CF_API cf_status cf_ufunc_launch_if_ready(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
+                                          const cf_array *where, int ndim, const int64_t *shape,
+                                          int *launched);
+
 /* The CUDA C source of the kernel a launch with these arguments would use (for inspection and
  * tests; needs no GPU: the device's properties are not involved in the source). The caller frees
  * *source with cf_free_buffer. */

@@ -512,11 +512,25 @@ static void test_launch_on_gpu(void)
     ops[0] = arr(CF_FLOAT32, 2, shape, da, 'C');
     ops[1] = arr(CF_FLOAT32, 2, shape, db, 'C');
     ops[2] = arr(CF_FLOAT32, 2, shape, dc, 'C');
-    /* contiguous */
+    /* contiguous: not ready before the first launch compiles the kernel (nothing written),
+     * ready after it */
     CHECK_OK(cf_memset8(s, dc, 0xff, n * 4));
+    int launched = -1;
+    CHECK_OK(cf_ufunc_launch_if_ready(u, 0, s, ops, NULL, 2, shape, &launched));
+    CHECK(launched == 0);
+    CHECK_OK(cf_memcpy_dtoh(s, out, dc, n * 4, 1));
+    CHECK(out[0] != out[0]); /* still the 0xff bytes: a NaN */
     CHECK_OK(cf_ufunc_launch(u, 0, s, ops, NULL, 2, shape));
     CHECK_OK(cf_memcpy_dtoh(s, out, dc, n * 4, 1));
     int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += out[i] != a[i] + b[i];
+    CHECK(bad == 0);
+    CHECK_OK(cf_memset8(s, dc, 0xff, n * 4));
+    CHECK_OK(cf_ufunc_launch_if_ready(u, 0, s, ops, NULL, 2, shape, &launched));
+    CHECK(launched == 1);
+    CHECK_OK(cf_memcpy_dtoh(s, out, dc, n * 4, 1));
+    bad = 0;
     for (size_t i = 0; i < n; i++)
         bad += out[i] != a[i] + b[i];
     CHECK(bad == 0);
