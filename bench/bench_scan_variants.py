@@ -63,10 +63,10 @@ SCAN_SETTINGS = [
     ("pipelined driver", {"CUFUNC_SCAN_PIPELINE": "1"}),
 ]
 REDUCE_SETTINGS = [
-    ("default (2 blocks/SM, unroll 4)", {}),
+    ("default (2 blocks/SM, unroll 8 for 4-byte elements)", {}),
     ("3 blocks/SM", {"CUFUNC_REDUCE_BLOCKS_PER_SM": "3"}),
     ("4 blocks/SM", {"CUFUNC_REDUCE_BLOCKS_PER_SM": "4"}),
-    ("2 blocks/SM, unroll 8", {"CUFUNC_REDUCE_UNROLL": "8"}),
+    ("2 blocks/SM, unroll 4", {"CUFUNC_REDUCE_UNROLL": "4"}),
     ("4 blocks/SM, unroll 2", {"CUFUNC_REDUCE_BLOCKS_PER_SM": "4", "CUFUNC_REDUCE_UNROLL": "2"}),
 ]
 

@@ -254,7 +254,7 @@ static void test_geometry(void)
     cf_array o = keepdims_out(&a, rall, CF_FLOAT32, 0x90000);
     CHECK_OK(cf_reduce_plan_axes(&p, &a, rall, &o, NULL));
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, sms, 4, &g));
-    CHECK(g.block == 512 && g.vec == 4 && g.unroll == 4);
+    CHECK(g.block == 512 && g.vec == 4 && g.unroll == 8); /* 8 vectors in flight for 4-byte elements */
     CHECK(g.grid[0] == 528 && g.grid[1] == 1);
     /* misaligned start: no vectors */
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data + 4, sms, 4, &g));
@@ -443,7 +443,7 @@ static void test_kernels_compile(void)
     t.strides[0] = 4;
     t.strides[1] = 4 * sq[1];
     cf_array ot = keepdims_out(&t, rall, CF_FLOAT32, 0x90000);
-    compile_case(r, 0, &t, rall, -1, &ot, NULL, "cf_red_all<cf_red_op, cf_float32, cf_float32, 512, 4, 4, 0");
+    compile_case(r, 0, &t, rall, -1, &ot, NULL, "cf_red_all<cf_red_op, cf_float32, cf_float32, 512, 4, 8, 0");
     cf_array half = mf;
     half.shape[1] = sq[1] / 2;
     half.strides[1] = 8;
