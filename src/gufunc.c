@@ -31,6 +31,7 @@
 #include "cufunc/gufunc.cuh"
 #include "cufunc/gufunc.h"
 #include "error.h"
+#include "fastdiv.h"
 #include "ktable.h"
 #include "loopfn.h"
 #include "strbuf.h"
@@ -996,21 +997,6 @@ static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
 
 /* ---- launch ------------------------------------------------------------------------------- */
 
-static void fastdiv_init(cf_ew_fastdiv *d, uint64_t divisor, int index32)
-{
-    unsigned shift = 0;
-    while (shift < 63 && ((uint64_t)1 << shift) < divisor)
-        shift++;
-    d->divisor = divisor;
-    d->shift = shift;
-    if (index32)
-        d->magic = (uint64_t)(((((uint64_t)1 << 32) * (((uint64_t)1 << shift) - divisor)) /
-                               divisor) + 1);
-    else
-        d->magic = (uint64_t)((((unsigned __int128)1 << 64) *
-                               (((unsigned __int128)1 << shift) - divisor)) / divisor + 1);
-}
-
 /* The identity loop of the cast ufunc that produces dtype t (made on first need). */
 static cf_status cast_loop(cf_gufunc *g, cf_dtype t, int *loop)
 {
@@ -1124,11 +1110,11 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
     h->ndim = p->loop_ndim > 0 ? p->loop_ndim : 1;
     if (p->loop_ndim == 0) {
         h->shape[0] = p->n;
-        fastdiv_init(&h->div[0], (uint64_t)(p->n > 0 ? p->n : 1), p->index32);
+        cf_fastdiv_init(&h->div[0], (uint64_t)(p->n > 0 ? p->n : 1), p->index32);
     }
     for (int d = 0; d < p->loop_ndim; d++) {
         h->shape[d] = p->loop_shape[d];
-        fastdiv_init(&h->div[d], (uint64_t)p->loop_shape[d], p->index32);
+        cf_fastdiv_init(&h->div[d], (uint64_t)p->loop_shape[d], p->index32);
     }
     for (int i = 0; i < nops; i++) {
         if (use[i].is_scalar) {

@@ -19,6 +19,7 @@
 #include "cufunc/reduce.h"
 #include "env.h"
 #include "error.h"
+#include "fastdiv.h"
 #include "ktable.h"
 #include "loopfn.h"
 #include "strbuf.h"
@@ -926,23 +927,6 @@ done:
 
 /* ---- launch -------------------------------------------------------------------------------- */
 
-static void fastdiv_init(cf_ew_fastdiv *d, uint64_t divisor, int index32)
-{
-    unsigned shift = 0;
-    if (divisor == 0)
-        divisor = 1;
-    while (shift < 63 && ((uint64_t)1 << shift) < divisor)
-        shift++;
-    d->divisor = divisor;
-    d->shift = shift;
-    if (index32)
-        d->magic = (uint64_t)(((((uint64_t)1 << 32) * (((uint64_t)1 << shift) - divisor)) /
-                               divisor) + 1);
-    else
-        d->magic = (uint64_t)((((unsigned __int128)1 << 64) *
-                               (((unsigned __int128)1 << shift) - divisor)) / divisor + 1);
-}
-
 /* Elements must sit at addresses aligned to their size (complex: to a component's size). */
 static cf_status check_aligned(const cf_array *a, const char *what)
 {
@@ -978,14 +962,14 @@ static void fill_params(cf_red_params *pr, const cf_reduce_plan *p, const cf_red
     pr->red_ndim = p->red_ndim;
     for (int k = 0; k < p->kept_ndim; k++) {
         pr->kept_shape[k] = p->kept_shape[k];
-        fastdiv_init(&pr->kept_div[k], (uint64_t)p->kept_shape[k], p->index32);
+        cf_fastdiv_init(&pr->kept_div[k], (uint64_t)p->kept_shape[k], p->index32);
         pr->in_kept[k] = p->in_kept[k];
         pr->out_kept[k] = p->out_kept[k];
         pr->where_kept[k] = p->where_kept[k];
     }
     for (int k = 0; k < p->red_ndim; k++) {
         pr->red_shape[k] = p->red_shape[k];
-        fastdiv_init(&pr->red_div[k], (uint64_t)p->red_shape[k], p->index32);
+        cf_fastdiv_init(&pr->red_div[k], (uint64_t)p->red_shape[k], p->index32);
         pr->in_red[k] = p->in_red[k];
         pr->out_red[k] = p->out_red[k];
         pr->where_red[k] = p->where_red[k];
@@ -993,7 +977,7 @@ static void fill_params(cf_red_params *pr, const cf_reduce_plan *p, const cf_red
     if (p->red_ndim == 0) {
         /* one element per output (or none): a single reduced axis of that extent, stride 0 */
         pr->red_shape[0] = p->n_red;
-        fastdiv_init(&pr->red_div[0], (uint64_t)(p->n_red > 0 ? p->n_red : 1), p->index32);
+        cf_fastdiv_init(&pr->red_div[0], (uint64_t)(p->n_red > 0 ? p->n_red : 1), p->index32);
     }
 }
 

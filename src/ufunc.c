@@ -65,6 +65,7 @@
 #include "cufunc/ufunc.h"
 #include "env.h"
 #include "error.h"
+#include "fastdiv.h"
 #include "loopfn.h"
 #include "strbuf.h"
 #include "hash.h"
@@ -1498,21 +1499,6 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_k
 
 /* ---- launch ------------------------------------------------------------------------------- */
 
-static void fastdiv_init(cf_ew_fastdiv *d, uint64_t divisor, int index32)
-{
-    unsigned shift = 0;
-    while (shift < 63 && ((uint64_t)1 << shift) < divisor)
-        shift++;
-    d->divisor = divisor;
-    d->shift = shift;
-    if (index32)
-        d->magic = (uint64_t)(((((uint64_t)1 << 32) * (((uint64_t)1 << shift) - divisor)) /
-                               divisor) + 1);
-    else
-        d->magic = (uint64_t)((((unsigned __int128)1 << 64) *
-                               (((unsigned __int128)1 << shift) - divisor)) / divisor + 1);
-}
-
 /* The header and operand records of the strided, row-vector and tile kernels; returns the items
  * the grid covers (elements, vectors or tiles). */
 static int64_t pack_strided(const uf_launch *L, const cf_operand *ops, cf_ew_header *h,
@@ -1525,7 +1511,7 @@ static int64_t pack_strided(const uf_launch *L, const cf_operand *ops, cf_ew_hea
     h->ndim = nd;
     if (pl->ndim == 0) { /* strided kernel over one merged axis */
         h->shape[0] = pl->size;
-        fastdiv_init(&h->div[0], (uint64_t)pl->size, sp->index32);
+        cf_fastdiv_init(&h->div[0], (uint64_t)pl->size, sp->index32);
     } else {
         for (int k = 0; k < nd; k++)
             h->shape[k] = pl->shape[k];
@@ -1534,12 +1520,12 @@ static int64_t pack_strided(const uf_launch *L, const cf_operand *ops, cf_ew_hea
             items = pl->size / sp->vec;
         }
         for (int k = 0; k < nd; k++)
-            fastdiv_init(&h->div[k], (uint64_t)h->shape[k], sp->index32);
+            cf_fastdiv_init(&h->div[k], (uint64_t)h->shape[k], sp->index32);
         if (sp->shape == SH_TILE) {
             int64_t tr = (pl->shape[nd - 2] + UF_TILE - 1) / UF_TILE;
             int64_t tc = (pl->shape[nd - 1] + UF_TILE * sp->tile_cols - 1) / (UF_TILE * sp->tile_cols);
-            fastdiv_init(&h->div[nd - 2], (uint64_t)tr, sp->index32);
-            fastdiv_init(&h->div[nd - 1], (uint64_t)tc, sp->index32);
+            cf_fastdiv_init(&h->div[nd - 2], (uint64_t)tr, sp->index32);
+            cf_fastdiv_init(&h->div[nd - 1], (uint64_t)tc, sp->index32);
             items = tr * tc;
             for (int k = 0; k < nd - 2; k++)
                 items *= pl->shape[k];
