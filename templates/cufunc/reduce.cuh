@@ -89,8 +89,9 @@ template <> struct cf_red_off_t<unsigned> { typedef int type; };
 
 template <typename T> struct cf_red_words { enum { n = (sizeof(T) + 3) / 4 }; };
 
-/* Shuffles move a value as 4-byte words: complex values as their halves, bool as a word. */
-template <typename T> __device__ __forceinline__ T cf_red_shfl_down(const T &v, unsigned d)
+/* Shuffles move a value as 4-byte words: complex values as their halves, bool as a word. `shfl`
+ * moves one word (__shfl_down_sync, __shfl_up_sync or __shfl_sync with its lane argument). */
+template <typename T, class Shfl> __device__ __forceinline__ T cf_red_shfl_words(const T &v, Shfl shfl)
 {
     unsigned w[cf_red_words<T>::n];
 #pragma unroll
@@ -99,40 +100,25 @@ template <typename T> __device__ __forceinline__ T cf_red_shfl_down(const T &v, 
     memcpy(w, &v, sizeof(T));
 #pragma unroll
     for (int i = 0; i < cf_red_words<T>::n; i++)
-        w[i] = __shfl_down_sync(CF_RED_FULL, w[i], d);
+        w[i] = shfl(w[i]);
     T r;
     memcpy(&r, w, sizeof(T));
     return r;
+}
+
+template <typename T> __device__ __forceinline__ T cf_red_shfl_down(const T &v, unsigned d)
+{
+    return cf_red_shfl_words(v, [d](unsigned x) { return __shfl_down_sync(CF_RED_FULL, x, d); });
 }
 
 template <typename T> __device__ __forceinline__ T cf_red_shfl_up(const T &v, unsigned d)
 {
-    unsigned w[cf_red_words<T>::n];
-#pragma unroll
-    for (int i = 0; i < cf_red_words<T>::n; i++)
-        w[i] = 0;
-    memcpy(w, &v, sizeof(T));
-#pragma unroll
-    for (int i = 0; i < cf_red_words<T>::n; i++)
-        w[i] = __shfl_up_sync(CF_RED_FULL, w[i], d);
-    T r;
-    memcpy(&r, w, sizeof(T));
-    return r;
+    return cf_red_shfl_words(v, [d](unsigned x) { return __shfl_up_sync(CF_RED_FULL, x, d); });
 }
 
 template <typename T> __device__ __forceinline__ T cf_red_shfl_idx(const T &v, int src)
 {
-    unsigned w[cf_red_words<T>::n];
-#pragma unroll
-    for (int i = 0; i < cf_red_words<T>::n; i++)
-        w[i] = 0;
-    memcpy(w, &v, sizeof(T));
-#pragma unroll
-    for (int i = 0; i < cf_red_words<T>::n; i++)
-        w[i] = __shfl_sync(CF_RED_FULL, w[i], src);
-    T r;
-    memcpy(&r, w, sizeof(T));
-    return r;
+    return cf_red_shfl_words(v, [src](unsigned x) { return __shfl_sync(CF_RED_FULL, x, src); });
 }
 
 /* A value written by another block in this launch: read from L2, never from a stale L1 line. */
