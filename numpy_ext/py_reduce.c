@@ -778,6 +778,25 @@ static int parse_out(PyObject *out, red_arg *o, const char *method)
     return 0;
 }
 
+/* The accumulator and loop of a reduce or accumulate call: dtype= when given (then exactly that
+ * type), else out='s dtype, else the ufunc's default for the input's dtype `in`. */
+static int method_loop(CfPyUFunc *uf, PyObject *dtype, const red_arg *o, cf_dtype in,
+                       const char *method, cf_reducer **red, int *rloop, cf_dtype *acc)
+{
+    cf_dtype want;
+    int exact = 0;
+    if (dtype != Py_None) {
+        if (cf_py_dtype_from_object(dtype, &want, NULL, "dtype") < 0)
+            return -1;
+        exact = 1;
+    } else if (o->kind >= 0) {
+        want = o->view.dtype;
+    } else {
+        want = default_acc(uf, in);
+    }
+    return ufunc_reduce_loop(uf, want, exact, method, red, rloop, acc);
+}
+
 /* The result for the caller: the given out, a device array, or (all host) a NumPy value. */
 static PyObject *deliver(PyObject *dev_result, PyObject *out_obj, int host, int scalar)
 {
@@ -852,21 +871,10 @@ PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs
         goto done;
 
     /* the accumulator type and the loop */
-    cf_dtype want;
-    int exact = 0;
-    if (dtype != Py_None) {
-        if (cf_py_dtype_from_object(dtype, &want, NULL, "dtype") < 0)
-            goto done;
-        exact = 1;
-    } else if (o.kind >= 0) {
-        want = o.view.dtype;
-    } else {
-        want = default_acc(self, a.view.dtype);
-    }
     cf_reducer *red;
     int rloop;
     cf_dtype acc;
-    if (ufunc_reduce_loop(self, want, exact, "reduce", &red, &rloop, &acc) < 0)
+    if (method_loop(self, dtype, &o, a.view.dtype, "reduce", &red, &rloop, &acc) < 0)
         goto done;
 
     /* the initial value: initial=, else the identity; initial=None means none */
@@ -1038,21 +1046,10 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
     }
     if (parse_out(out, &o, "accumulate") < 0)
         goto done;
-    cf_dtype want;
-    int exact = 0;
-    if (dtype != Py_None) {
-        if (cf_py_dtype_from_object(dtype, &want, NULL, "dtype") < 0)
-            goto done;
-        exact = 1;
-    } else if (o.kind >= 0) {
-        want = o.view.dtype;
-    } else {
-        want = default_acc(self, a.view.dtype);
-    }
     cf_reducer *red;
     int rloop;
     cf_dtype acc;
-    if (ufunc_reduce_loop(self, want, exact, "accumulate", &red, &rloop, &acc) < 0)
+    if (method_loop(self, dtype, &o, a.view.dtype, "accumulate", &red, &rloop, &acc) < 0)
         goto done;
     if (o.kind >= 0 && !shapes_equal(o.view.ndim, o.view.shape, ndim, a.view.shape)) {
         PyObject *f = cf_py_tuple_from_int64(o.view.ndim, o.view.shape);
