@@ -11,7 +11,6 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
   CUFUNC_SCAN_LOOKBACK         32-tile groups per look-back step (default 1)
   CUFUNC_SCAN_SMEM_ITEMS       elements per thread held in shared memory beside the registers
   CUFUNC_SCAN_ORDER            atomic (drawn from a counter, default) or block (tile = blockIdx.x)
-  CUFUNC_SCAN_PIPELINE         1: resident blocks prefetch their next tile, 0: one per block (default)
   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per SM of full reductions     (default 2)
   CUFUNC_REDUCE_UNROLL         vector loads in flight per thread           (default 4; 2 for
                                1- and 2-byte elements)
@@ -60,7 +59,6 @@ SCAN_SETTINGS = [
     ("256 x 44, 4 blocks/SM, sleep 50 ns", {"CUFUNC_SCAN_ITEMS": "44",
                                                          "CUFUNC_SCAN_MIN_BLOCKS": "4",
                                                          "CUFUNC_SCAN_SLEEP": "50"}),
-    ("pipelined driver", {"CUFUNC_SCAN_PIPELINE": "1"}),
 ]
 REDUCE_SETTINGS = [
     ("default (2 blocks/SM, unroll 8 for 4-byte elements)", {}),
@@ -207,7 +205,7 @@ def copy_bandwidth(reps):
 def run_child(kind, env_extra, reps, timeout):
     env = dict(os.environ)
     for k in ("CUFUNC_SCAN_BLOCK", "CUFUNC_SCAN_ITEMS", "CUFUNC_SCAN_SLEEP",
-              "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_SCAN_PIPELINE", "CUFUNC_SCAN_LOOKBACK",
+              "CUFUNC_SCAN_MIN_BLOCKS", "CUFUNC_SCAN_LOOKBACK",
               "CUFUNC_SCAN_ORDER", "CUFUNC_SCAN_SMEM_ITEMS",
               "CUFUNC_REDUCE_BLOCKS_PER_SM",
               "CUFUNC_REDUCE_UNROLL"):

@@ -420,8 +420,7 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
 
 /* Environment variables read once per process, for measurements (bench/bench_scan_variants.py runs
  * one process per setting); unset or out of range: the defaults below.
- *   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per multiprocessor of full reductions (1..64);
- *                                also the resident blocks per SM of pipelined scans
+ *   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per multiprocessor of full reductions (1..64)
  *   CUFUNC_REDUCE_UNROLL         independent vector loads in flight per thread of full and row
  *                                reductions (1, 2, 4 or 8)
  *   CUFUNC_SCAN_BLOCK            threads per scan tile (64, 128, 256, 512 or 1024)
@@ -436,16 +435,12 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
  *                                does); "atomic": tiles drawn from an atomic counter
  *   CUFUNC_SCAN_LOOKBACK         32-tile groups a look-back step reads per L2 round trip (1, 2, 4
  *                                or 8; default SCAN_LOOKBACK_DEFAULT)
- *   CUFUNC_SCAN_PIPELINE         1: resident blocks loop over tiles and prefetch the next one into
- *                                shared memory while they scan the current one; 0: one tile per
- *                                block
  *   CUFUNC_SCAN_MIN_BLOCKS       scan tiles resident per multiprocessor asked of the compiler
  *                                (__launch_bounds__'s second argument, 1..32; unset: none): a
  *                                tile lives in registers, so fewer registers per thread means more
  *                                tiles, and more bytes, in flight */
 typedef struct red_knobs {
     int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep, scan_min_blocks;
-    int scan_pipeline; /* -1: unset */
     int scan_lookback;
     int scan_order; /* -1: unset, 0: atomic, 1: block */
     int scan_smem_items; /* -1: unset */
@@ -470,14 +465,9 @@ static void read_knobs(void)
     k->scan_lookback = (int)cf_env_long("CUFUNC_SCAN_LOOKBACK", 0, 1, 8);
     if (k->scan_lookback & (k->scan_lookback - 1))
         k->scan_lookback = 0;
-    const char *si = getenv("CUFUNC_SCAN_SMEM_ITEMS");
-    k->scan_smem_items = si && *si ? (int)cf_env_long("CUFUNC_SCAN_SMEM_ITEMS", 0, 1, 48) : -1;
-    if (si && !strcmp(si, "0"))
-        k->scan_smem_items = 0;
+    k->scan_smem_items = (int)cf_env_long("CUFUNC_SCAN_SMEM_ITEMS", -1, 0, 48);
     const char *o = getenv("CUFUNC_SCAN_ORDER");
     k->scan_order = !o ? -1 : !strcmp(o, "block") ? 1 : !strcmp(o, "atomic") ? 0 : -1;
-    const char *e = getenv("CUFUNC_SCAN_PIPELINE");
-    k->scan_pipeline = e && (!strcmp(e, "0") || !strcmp(e, "1")) ? atoi(e) : -1;
 }
 
 static const red_knobs *knobs(void)
@@ -495,11 +485,6 @@ static const red_knobs *knobs(void)
 #define RED_ALL_BLOCKS_PER_SM 2
 /* scans: 256 threads x 128 bytes of accumulators each (32 float32): 64 registers, 4 blocks per SM */
 #define SCAN_BLOCK 256
-/* One tile per block unless CUFUNC_SCAN_PIPELINE=1. The pipelined driver (resident blocks that
- * prefetch their next tile) measured 2085 GB/s against 3218 on 2^28 float32 (H200): a prefetched
- * tile publishes its aggregate only when its block is done with the current one, so the
- * look-backs of the tiles drawn after it wait a whole tile longer (bench/REDUCE_NOTES.md). */
-#define SCAN_PIPELINE_DEFAULT 0
 /* look-back window: groups of 32 tiles per L2 round trip (templates/cufunc/reduce.cuh). One:
  * wider windows measured slower on an H200 (2^28 float32: 1 group 3264 GB/s, 2: 3230, 4: 2999,
  * 8: 2614; the extra polls and the registers they hold cost more than the round trips saved) */
@@ -513,9 +498,9 @@ static const red_knobs *knobs(void)
  * shared memory; measured on an H200 (2^28 float32): 3409 GB/s = 81% of copy, against 3262
  * without (32 items: 3406, 20: 3398) */
 #define SCAN_SMEM_ITEMS_DEFAULT 44
-/* the prefetch buffer is static shared memory: a tile of input bytes, under the 48 KiB a kernel
- * may declare statically, with room for the scan's own few words */
-#define SCAN_PREFETCH_MAX (48 * 1024 - 1024)
+/* the shared-memory part of a tile is static shared memory: under the 48 KiB a kernel may declare
+ * statically, with room for the scan's own few words */
+#define SCAN_SMEM_MAX (48 * 1024 - 1024)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -634,16 +619,12 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
         int items = k->scan_items ? k->scan_items : asz <= 4 ? 44 : asz == 8 ? 16 : 8;
         g->min_blocks = k->scan_min_blocks ? k->scan_min_blocks
                         : !k->scan_items && !k->scan_block && asz <= 4 ? 4 : 0;
-        /* pipelined: prefetch through shared memory, 16-byte vectors of the input only */
-        g->pipeline = k->scan_pipeline >= 0 ? k->scan_pipeline : SCAN_PIPELINE_DEFAULT;
-        if (V * (int)isz != 16 || (int64_t)g->block * items * (int64_t)isz > SCAN_PREFETCH_MAX)
-            g->pipeline = 0;
         /* more of the tile in shared memory (one-tile-per-block driver, accumulator of the
          * input's size: the slots hold inputs, then partial results) */
         int sitems = k->scan_smem_items >= 0 ? k->scan_smem_items : SCAN_SMEM_ITEMS_DEFAULT;
         sitems = (sitems + V - 1) / V * V;
-        if (g->pipeline || asz != isz || V * (int)isz != 16 ||
-            (int64_t)g->block * sitems * (int64_t)isz > SCAN_PREFETCH_MAX)
+        if (asz != isz || V * (int)isz != 16 ||
+            (int64_t)g->block * sitems * (int64_t)isz > SCAN_SMEM_MAX)
             sitems = 0;
         g->smem_items = sitems;
         if (items < V)
@@ -680,7 +661,7 @@ typedef struct red_spec {
     int loop;
     cf_reduce_kind kind;
     cf_dtype in, out, acc;
-    int block, group, vec, unroll, items, sleep, min_blocks, pipeline, lookback, order, smem_items;
+    int block, group, vec, unroll, items, sleep, min_blocks, lookback, order, smem_items;
     int knd, rnd;
     int where, index32;
 } red_spec;
@@ -701,7 +682,6 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
     sp->items = g->items;
     sp->sleep = p->kind == CF_SCAN_TILES ? knobs()->scan_sleep : 0;
     sp->min_blocks = p->kind == CF_SCAN_TILES ? g->min_blocks : 0;
-    sp->pipeline = p->kind == CF_SCAN_TILES ? g->pipeline : 0;
     sp->lookback = p->kind == CF_SCAN_TILES
                        ? (knobs()->scan_lookback ? knobs()->scan_lookback : SCAN_LOOKBACK_DEFAULT)
                        : 0;
@@ -730,10 +710,10 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
 
 static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d+%d s%d m%d p%d lb%d o%d kn%d rn%d w%d i%d",
+    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d+%d s%d m%d lb%d o%d kn%d rn%d w%d i%d",
              device, sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
              sp->group, sp->vec, sp->unroll, sp->items, sp->smem_items, sp->sleep, sp->min_blocks,
-             sp->pipeline, sp->lookback, sp->order, sp->knd, sp->rnd, sp->where, sp->index32);
+             sp->lookback, sp->order, sp->knd, sp->rnd, sp->where, sp->index32);
 }
 
 static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
@@ -770,9 +750,8 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
                   tout, sp->block, sp->vec, sp->unroll, sp->knd, sp->rnd, W, I);
         break;
     case CF_SCAN_TILES:
-        cf_strbuf_printf(&b, "%s<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s>(p);\n",
-                  sp->pipeline ? "cf_scan_tiles_pipelined" : "cf_scan_tiles", tin, tout, sp->block,
-                  sp->items, sp->vec, sp->sleep, sp->knd, I);
+        cf_strbuf_printf(&b, "cf_scan_tiles<cf_red_op, %s, %s, %d, %d, %d, %d, %d, %s>(p);\n", tin,
+                  tout, sp->block, sp->items, sp->vec, sp->sleep, sp->knd, I);
         break;
     case CF_SCAN_COLS:
         cf_strbuf_printf(&b, "cf_scan_cols<cf_red_op, %s, %s, %d, %d, %d, %s>(p);\n", tin, tout,
@@ -1036,16 +1015,9 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
         prm.partials = split_mem;
         prm.partial_ok = split_mem + vbytes;
     }
-    unsigned block[3] = {g.block, 1, 1}, grid[3] = {g.grid[0], g.grid[1], g.grid[2]};
-    if (scan && g.pipeline) {
-        /* resident blocks loop over the tiles (the tile states stay sized for every tile) */
-        int per_sm = knobs()->blocks_per_sm ? knobs()->blocks_per_sm : bps > 0 ? bps : 1;
-        int64_t resident = (int64_t)props.multiprocessor_count * per_sm;
-        if (resident < (int64_t)grid[0])
-            grid[0] = (unsigned)resident;
-    }
+    unsigned block[3] = {g.block, 1, 1};
     void *args[1] = {&prm};
-    st = cf_launch(k.fn, grid, block, 0, s, args);
+    st = cf_launch(k.fn, g.grid, block, 0, s, args);
     if (split_mem) {
         cf_status fst = cf_mem_free(s, split_mem); /* stream-ordered: after the kernel */
         if (!st)

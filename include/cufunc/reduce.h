@@ -112,8 +112,6 @@ typedef struct cf_reduce_geom {
     int min_blocks;       /* SCAN_TILES: resident blocks per SM asked of the compiler, 0: none */
     int smem_items;       /* SCAN_TILES: elements per thread held in shared memory beside `items`
                            * (tile = block * (items + smem_items)) */
-    int pipeline;         /* SCAN_TILES: resident blocks prefetch their next tile (grid[0] stays
-                           * the tile count; the launch caps it to the resident blocks) */
     int64_t chunk;        /* split reductions: reduced elements per gridDim.y block */
     int64_t tiles_per_row;
     int64_t partials;     /* partial values a split needs (grid[1] * n_out), 0 without a split */

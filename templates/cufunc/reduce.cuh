@@ -828,11 +828,10 @@ __device__ __forceinline__ void cf_scan_store(cf_ka_u64 dst, long long so, const
  * code without "holds a value" flags. Registers matter (they decide how many tiles are resident),
  * so each round's prefix within its warp is applied at once rather than kept. */
 template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, typename O,
-          int SR, class Hook>
+          int SR>
 __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long tile,
                                              long long first, cf_ka_u64 in, cf_ka_u64 out, O sin,
-                                             O sout, int count, bool vec_in, bool vec_out,
-                                             const uint4 *staged, const Hook &after_first_barrier)
+                                             O sout, int count, bool vec_in, bool vec_out)
 {
     typedef typename Op::T T;
     /* R rounds of a lane's elements in registers, then SR rounds in this thread's own slots of
@@ -846,15 +845,14 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
     __shared__ uint4 s_ext[SR > 0 ? SR * BLOCK : 1];
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-    /* loads: every round's load is issued before any is used; a tile the pipelined driver
-     * prefetched (`staged`) is read from this thread's own slots of shared memory */
+    /* loads: every round's load is issued before any is used */
     T x[R][V];
     if (V * sizeof(TIn) == 16 && vec_in && count == TILE) {
         uint4 u[R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int v = (int)warp * (SEG / V) + r * 32 + (int)lane;
-            u[r] = staged ? staged[v] : __ldcs((const uint4 *)in + v);
+            u[r] = __ldcs((const uint4 *)in + v);
         }
         if constexpr (SR > 0) {
 #pragma unroll
@@ -959,7 +957,6 @@ __device__ __forceinline__ void cf_scan_tile(const cf_red_params &p, long long t
     if (lane == 0)
         s_val[warp] = carry;
     __syncthreads();
-    after_first_barrier();
 
     /* warp 0: the warps' totals in order, the tile's aggregate, the look-back, each warp's prefix.
      * Lanes past the last warp hold copies of its total: they come after, so change nothing. */
@@ -1057,11 +1054,6 @@ struct cf_scan_where {
         vec_in = sin == (O)sizeof(TIn) && in % 16 == 0;
         vec_out = sout == (O)sizeof(TOut) && out % 16 == 0;
     }
-    /* read through 16-byte vectors, a whole tile: what the pipelined driver prefetches */
-    __device__ __forceinline__ bool full_vector(int V) const
-    {
-        return V * (int)sizeof(TIn) == 16 && vec_in && count == BLOCK * ITEMS;
-    }
 };
 
 /* Inclusive scan along rows of n_red elements, tiles_per_row tiles each: one tile per block, in
@@ -1095,91 +1087,7 @@ __device__ __forceinline__ void cf_scan_tiles(const cf_red_params &p)
 #endif
     const cf_scan_where<TIn, TOut, BLOCK, ITEMS + SR * V, KND, I> w(p, tile);
     cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, O, SR>(p, tile, w.first, w.in, w.out, w.sin,
-                                                              w.sout, w.count, w.vec_in, w.vec_out,
-                                                              nullptr, [] {});
-}
-
-/* This thread's vectors of a tile, global -> its own slots of shared memory, asynchronously
- * (cp.async: no registers held while they travel). */
-template <int BLOCK, int ITEMS, int V>
-__device__ __forceinline__ void cf_scan_prefetch(uint4 *buf, cf_ka_u64 in)
-{
-    constexpr int R = ITEMS / V, SEG = 32 * ITEMS;
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int v = (int)warp * (SEG / V) + r * 32 + (int)lane;
-        cf_scan_prefetch_one(buf + v, (const uint4 *)in + v);
-    }
-    cf_scan_prefetch_commit();
-}
-
-/* The pipelined scan: a grid of resident blocks, each drawing tiles from the atomic counter in
- * turn. While a block scans tile t (local scan, look-back, stores) the loads of the tile it will
- * scan next are already in flight into shared memory, so the memory stays busy through the
- * look-back and the stores instead of one latency per tile with nothing in flight around it.
- * Every thread prefetches and later reads only its own slots, so the buffer needs no barrier of
- * its own. The next tile is drawn before the current one's first barrier (thread 0, through
- * shared memory) and prefetched right after it. No deadlock: a block waits only for tiles older
- * than its current one; the oldest unfinished tile is always some block's current tile (a block's
- * prefetched tile is newer than its current one), and it waits for nothing unfinished. The draw
- * of number ntiles + gridDim.x - 1 (every block ends with one draw past the end) is the launch's
- * last and resets the counter. */
-template <class Op, typename TIn, typename TOut, int BLOCK, int ITEMS, int V, int SLEEP, int KND,
-          typename I>
-__device__ __forceinline__ void cf_scan_tiles_pipelined(const cf_red_params &p)
-{
-    typedef cf_scan_where<TIn, TOut, BLOCK, ITEMS, KND, I> W;
-    static_assert(ITEMS % V == 0 && BLOCK % 32 == 0 && BLOCK <= 1024, "scan tile shape");
-    static_assert(V * sizeof(TIn) == 16 || V == 1, "scan vector");
-    constexpr int NVEC = BLOCK * ITEMS / (V * sizeof(TIn) == 16 ? V : 1);
-    __shared__ uint4 s_buf[V * sizeof(TIn) == 16 ? NVEC : 1];
-    __shared__ long long s_next;
-    const long long ntiles = (long long)p.tiles_per_row * (long long)p.n_out;
-    const unsigned long long last_draw = (unsigned long long)ntiles + gridDim.x - 1;
-    auto draw = [&] {
-        const unsigned long long t = atomicAdd((unsigned long long *)p.tile_counter, 1ull);
-        if (t == last_draw)
-            *(volatile unsigned long long *)p.tile_counter = 0;
-        s_next = t < (unsigned long long)ntiles ? (long long)t : -1;
-    };
-    if (threadIdx.x == 0)
-        draw();
-    __syncthreads();
-    long long tile = s_next;
-    __syncthreads(); /* read by all before thread 0 draws again */
-    bool staged = false;
-    if (tile >= 0) {
-        const W w(p, tile);
-        if (w.full_vector(V)) {
-            cf_scan_prefetch<BLOCK, ITEMS, V>(s_buf, w.in);
-            staged = true;
-        }
-    }
-    while (tile >= 0) {
-        const W w(p, tile);
-        if (staged)
-            cf_scan_prefetch_wait();
-        if (threadIdx.x == 0)
-            draw(); /* read by all after the tile's first barrier */
-        long long next = -1;
-        bool next_staged = false;
-        cf_scan_tile<Op, TIn, TOut, BLOCK, ITEMS, V, SLEEP, typename W::O, 0>(
-            p, tile, w.first, w.in, w.out, w.sin, w.sout, w.count, w.vec_in, w.vec_out,
-            staged ? s_buf : nullptr, [&] {
-                next = s_next;
-                if (next >= 0) {
-                    const W wn(p, next);
-                    if (wn.full_vector(V)) {
-                        /* this thread has its current vectors in registers: its slots are free */
-                        cf_scan_prefetch<BLOCK, ITEMS, V>(s_buf, wn.in);
-                        next_staged = true;
-                    }
-                }
-            });
-        tile = next;
-        staged = next_staged;
-    }
+                                                              w.sout, w.count, w.vec_in, w.vec_out);
 }
 
 /* A thread per column (kept index), sequential along the scanned axis; U loads ahead. */

@@ -310,15 +310,9 @@ static void test_geometry(void)
     cf_array so = view(CF_FLOAT32, 1, n, 0x100000);
     CHECK_OK(cf_reduce_plan_scan(&p, &a, 0, &so));
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, a.data, sms, 0, &g));
-    const char *pipe = getenv("CUFUNC_SCAN_PIPELINE");
-    if (pipe && strcmp(pipe, "1") == 0) { /* the pipelined driver: registers only */
-        CHECK(g.items == 44 && g.smem_items == 0 && g.pipeline == 1);
-        CHECK(g.tiles_per_row == 23832 && g.grid[0] == 23832 && g.chunk == 11264);
-    } else {
-        CHECK(g.items == 44 && g.smem_items == 44 && g.block == 256 && g.vec == 4 &&
-              g.min_blocks == 4 && g.pipeline == 0);
-        CHECK(g.tiles_per_row == 11916 && g.grid[0] == 11916 && g.chunk == 22528);
-    }
+    CHECK(g.items == 44 && g.smem_items == 44 && g.block == 256 && g.vec == 4 &&
+          g.min_blocks == 4);
+    CHECK(g.tiles_per_row == 11916 && g.grid[0] == 11916 && g.chunk == 22528);
     /* accumulators of 8 and 16 bytes: 16 and 8 items; items stay a multiple of the vector; no
      * shared-memory part when the accumulator is wider than the input (its slots hold both) */
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT64, a.data, sms, 0, &g));
@@ -355,14 +349,6 @@ static void compile_case(cf_reducer *r, int loop, const cf_array *in, const unsi
     CHECK_OK(cf_reduce_kernel_source(r, loop, in, red, scan_axis, out, where, &src));
     if (!src)
         return;
-    /* the scan kernels are the pipelined driver's under CUFUNC_SCAN_PIPELINE=1 (a ctest variant
-     * runs this file so): the expectations name the template arguments, the same for both */
-    char piped[512];
-    const char *pe = getenv("CUFUNC_SCAN_PIPELINE");
-    if (want && strncmp(want, "cf_scan_tiles<", 14) == 0 && pe && strcmp(pe, "1") == 0) {
-        snprintf(piped, sizeof piped, "cf_scan_tiles_pipelined<%s", want + 14);
-        want = piped;
-    }
     if (want)
         CHECK_CONTAINS(src, want);
     const char *opts[1] = {"--fmad=false"};

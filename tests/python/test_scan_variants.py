@@ -1,8 +1,8 @@
-"""The scan drivers and look-back windows. The pipelined scan driver (templates/cufunc/reduce.cuh, cf_scan_tiles_pipelined) with blocks
-that loop over many tiles: a child process with tiny tiles (CUFUNC_SCAN_ITEMS) and one resident
-block per multiprocessor (CUFUNC_REDUCE_BLOCKS_PER_SM), so each block scans dozens of tiles,
-prefetching the next while it scans the current one; and the one-tile-per-block driver
-(CUFUNC_SCAN_PIPELINE=0, the default). Results against NumPy's cumsum / accumulate, exact for integers."""
+"""The scan (templates/cufunc/reduce.cuh, cf_scan_tiles) under its tuning knobs, each in a child
+process: tiny tiles (CUFUNC_SCAN_ITEMS) so that a call has thousands of tiles and long look-backs,
+windows of 8 x 32 tiles per look-back step, tiles in block order, a part of each tile in shared
+memory (CUFUNC_SCAN_SMEM_ITEMS: tiny, and the default 44), and the shared-memory part off. Results
+against NumPy's cumsum / accumulate, exact for integers."""
 import os
 import subprocess
 import sys
@@ -51,16 +51,13 @@ CHILD = textwrap.dedent("""
 
 @gpu
 @pytest.mark.parametrize("env", [
-    {"CUFUNC_SCAN_PIPELINE": "1", "CUFUNC_SCAN_ITEMS": "4", "CUFUNC_REDUCE_BLOCKS_PER_SM": "1"},
-    {"CUFUNC_SCAN_PIPELINE": "1", "CUFUNC_SCAN_ITEMS": "8", "CUFUNC_REDUCE_BLOCKS_PER_SM": "2",
-     "CUFUNC_SCAN_SLEEP": "20"},
-    {"CUFUNC_SCAN_PIPELINE": "0"},
+    {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_SLEEP": "20"},
+    {"CUFUNC_SCAN_SMEM_ITEMS": "0"},
     {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "8"},
     {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_LOOKBACK": "1", "CUFUNC_SCAN_ORDER": "block"},
     {"CUFUNC_SCAN_ITEMS": "4", "CUFUNC_SCAN_SMEM_ITEMS": "8"},
     {"CUFUNC_SCAN_SMEM_ITEMS": "44"},
-], ids=["tiny-tiles-1-block-per-sm", "small-tiles-2-blocks-per-sm", "one-tile-per-block",
-        "tiny-tiles-look-back-8x32", "tiny-tiles-block-order",
+], ids=["tiny-tiles-sleep", "registers-only", "tiny-tiles-look-back-8x32", "tiny-tiles-block-order",
         "tiny-tiles-shared-rounds", "shared-rounds"])
 def test_scan_drivers(env, tmp_path):
     e = dict(os.environ, CUFUNC_CACHE_DIR=str(tmp_path), **env)
