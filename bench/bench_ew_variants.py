@@ -8,7 +8,6 @@ For each setting of the environment variables the engine reads once per process
     CUFUNC_EW_TILE_ROWS      tile kernel: threads along a 32x32 tile's rows
     CUFUNC_EW_TILE_BLOCKS_PER_SM  tile kernel's grid cap per multiprocessor, 0 for none
     CUFUNC_EW_TILE_PRELOAD   tile kernel: in-place inputs loaded before the barrier (1) or after (0)
-    CUFUNC_EW_TILE_COLS      tile kernel: 32-column subtiles per block (1, 2 or 4)
     CUFUNC_EW_TILE_PIPELINE  tile kernel: resident blocks loop over tiles, next tile's loads early
 
 a child process times the cases those knobs affect (the first three knobs: the first two cases;
@@ -41,7 +40,7 @@ from benchlib import timeit
 
 KNOBS = ("CUFUNC_EW_BLOCK", "CUFUNC_EW_UNROLL", "CUFUNC_EW_BLOCKS_PER_SM",
          "CUFUNC_EW_ROW_BLOCKS_PER_SM", "CUFUNC_EW_TILE_ROWS", "CUFUNC_EW_TILE_BLOCKS_PER_SM",
-         "CUFUNC_EW_TILE_PRELOAD", "CUFUNC_EW_TILE_COLS", "CUFUNC_EW_TILE_PIPELINE")
+         "CUFUNC_EW_TILE_PRELOAD", "CUFUNC_EW_TILE_PIPELINE")
 N = 1 << 26
 M = 4096
 CASES = (
@@ -165,8 +164,9 @@ def variants(quick, only=None):
         for r, p in itertools.product((2, 4, 8), (0, 4, 8, 12, 16)):
             out.append(({"CUFUNC_EW_TILE_ROWS": r, "CUFUNC_EW_TILE_PIPELINE": 1,
                          "CUFUNC_EW_TILE_BLOCKS_PER_SM": p}, ["transposed"]))
-        for r, c in ((4, 1), (8, 2)):
-            out.append(({"CUFUNC_EW_TILE_ROWS": r, "CUFUNC_EW_TILE_COLS": c}, ["transposed"]))
+        for r, pre in ((4, 1), (4, 0)):
+            out.append(({"CUFUNC_EW_TILE_ROWS": r, "CUFUNC_EW_TILE_PIPELINE": 0,
+                         "CUFUNC_EW_TILE_PRELOAD": pre}, ["transposed"]))
         return out
     blocks = (128, 256, 512) if not quick else (256,)
     unrolls = (1, 2, 4)
@@ -189,7 +189,7 @@ def label(v):
              "CUFUNC_EW_BLOCKS_PER_SM": "per_sm", "CUFUNC_EW_ROW_BLOCKS_PER_SM": "row_per_sm",
              "CUFUNC_EW_TILE_ROWS": "tile_rows",
              "CUFUNC_EW_TILE_BLOCKS_PER_SM": "tile_per_sm",
-             "CUFUNC_EW_TILE_PRELOAD": "preload", "CUFUNC_EW_TILE_COLS": "tile_cols",
+             "CUFUNC_EW_TILE_PRELOAD": "preload",
              "CUFUNC_EW_TILE_PIPELINE": "pipeline"}
     return " ".join("%s=%s" % (short[k], v[k]) for k in KNOBS if k in v)
 

@@ -35,8 +35,6 @@
  *   CUFUNC_EW_TILE_BLOCKS_PER_SM  the tile kernel's grid cap per multiprocessor; 0: none, one
  *                            tile per block, so blocks waiting at a barrier leave room for
  *                            others (0..64)
- *   CUFUNC_EW_TILE_COLS      tile kernel: subtiles of 32 columns per block (1, 2 or 4): more
- *                            loads in flight per thread, fewer blocks
  *   CUFUNC_EW_TILE_PIPELINE  tile kernel: 1: a grid of resident blocks (the tile grid cap, or
  *                            the occupancy) loops over tiles and issues the loads of its next
  *                            tile before it computes the current one (software pipelining
@@ -89,7 +87,6 @@
 #define UF_DEFAULT_TILE_ROWS 8
 #define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
 #define UF_DEFAULT_TILE_PRELOAD 1
-#define UF_DEFAULT_TILE_COLS 1
 #define UF_DEFAULT_TILE_PIPELINE 1
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
@@ -117,9 +114,8 @@ typedef struct uf_spec {
     uint8_t tile_rows;    /* tile: blockDim.y */
     uint16_t block;       /* threads per block */
     uint8_t tile_preload; /* tile: in-place inputs loaded into registers before the barrier */
-    uint8_t tile_cols;    /* tile: subtiles of UF_TILE columns per block */
     uint8_t tile_pipeline; /* tile: resident blocks loop over tiles, fetching the next early */
-    uint8_t pad8[3];
+    uint32_t pad32;
     char kind[UF_KEY_OPS];
     uint8_t dtype[UF_KEY_OPS];
 } uf_spec;
@@ -375,13 +371,13 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 
 typedef struct uf_knobs {
     int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
-    int tile_preload, tile_cols, tile_pipeline;
+    int tile_preload, tile_pipeline;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
                          UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
                          UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD,
-                         UF_DEFAULT_TILE_COLS, UF_DEFAULT_TILE_PIPELINE};
+                         UF_DEFAULT_TILE_PIPELINE};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 static void knobs_read(void)
@@ -398,8 +394,6 @@ static void knobs_read(void)
     knobs.tile_blocks_per_sm = (int)cf_env_long("CUFUNC_EW_TILE_BLOCKS_PER_SM",
                                                 UF_DEFAULT_TILE_BLOCKS_PER_SM, 0, 64);
     knobs.tile_preload = (int)cf_env_long("CUFUNC_EW_TILE_PRELOAD", UF_DEFAULT_TILE_PRELOAD, 0, 1);
-    int tc = (int)cf_env_long("CUFUNC_EW_TILE_COLS", UF_DEFAULT_TILE_COLS, 1, 4);
-    knobs.tile_cols = tc == 3 ? UF_DEFAULT_TILE_COLS : tc;
     knobs.tile_pipeline = (int)cf_env_long("CUFUNC_EW_TILE_PIPELINE", UF_DEFAULT_TILE_PIPELINE,
                                            0, 1);
 }
@@ -659,9 +653,9 @@ static void gen_stored_value(cf_strbuf *b, const uf_spec *sp, int i, int mode)
     else if (mode == M_VEC && sp->kind[i] == K_BCAST)
         cf_strbuf_printf(b, "b%d[u]", i);
     else if (mode == M_TILE && sp->kind[i] == K_TRANS)
-        cf_strbuf_printf(b, "sm%d[k * %d + tx * %d + ly]", i, UF_TILE * (UF_TILE + 1), UF_TILE + 1);
+        cf_strbuf_printf(b, "sm%d[tx * %d + ly]", i, UF_TILE + 1);
     else if (mode == M_TILE && sp->tile_preload)
-        cf_strbuf_printf(b, sp->tile_pipeline ? "pre%d[j]" : "pre%d[k][j]", i); /* inputs only */
+        cf_strbuf_printf(b, "pre%d[j]", i); /* only inputs are read: outputs are written */
     else
         cf_strbuf_printf(b, "*(const %s *)(p.op[%d].ptr + off[%d])", st, i, i);
 }
@@ -862,57 +856,24 @@ static void gen_rowvec(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int ni
     cf_strbuf_printf(b, "            }\n        }\n    }\n");
 }
 
-/* The two phases of a tile (see gen_tile), unchecked for a full tile or checked against the
- * rows and columns left (rn, cn) for a ragged one at the loop's edge. Every operand's address is
- * its per-tile, per-thread offset plus j and k times per-tile steps (j: the thread's rows, k: the
- * block's 32-column subtiles). */
-static void gen_tile_phases(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout,
-                            int w, int checked)
+/* Both tile kernels' shared memory for the staged operands and their constants. */
+static void gen_tile_prologue(cf_strbuf *b, const uf_spec *sp)
 {
-    const char *O = sp->index32 ? "int" : "long long";
-    const int T = UF_TILE, P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
-    const int W = sp->tile_cols;
-    const char *ind = "                ";
-    const char *loops = "#pragma unroll\n            for (int k = 0; k < %d; k++)\n"
-                        "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n";
-    cf_strbuf_printf(b, loops, W, RPT);
-    if (checked)
-        cf_strbuf_printf(b, "              if (tx < rn && %d * k + ty + j * %d < cn)\n", T, TR);
-    cf_strbuf_printf(b, "              {\n");
+    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
+    const int T = UF_TILE, P = UF_TILE + 1, nd = sp->ndim;
     for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "%ssm%d[k * %d + (ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr + "
-                             "(goff%d + (%s)j * gstep%d + (%s)k * kstep%d));\n", ind, i, T * P, TR, P,
-                             cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, i, O, i);
-    cf_strbuf_printf(b, "              }\n            }\n");
-    if (sp->tile_preload) {
-        /* the in-place inputs at the positions the body will visit, loaded before the barrier */
-        cf_strbuf_printf(b, loops, W, RPT);
-        if (checked)
-            cf_strbuf_printf(b, "              if (ty + j * %d < rn && %d * k + tx < cn)\n", TR, T);
-        cf_strbuf_printf(b, "              {\n");
-        for (int i = 0; i < sp->nops; i++)
-            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-                cf_strbuf_printf(b, "%spre%d[k][j] = *(const %s *)(p.op[%d].ptr + (hoff%d + (%s)j * hstep%d + "
-                                 "(%s)k * kstep%d));\n", ind, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]),
-                                 i, i, O, i, O, i);
-        cf_strbuf_printf(b, "              }\n            }\n");
-    }
-    cf_strbuf_printf(b, "            __syncthreads();\n");
-    cf_strbuf_printf(b, loops, W, RPT);
-    cf_strbuf_printf(b, "              const unsigned ly = ty + j * %d;\n", TR);
-    if (checked)
-        cf_strbuf_printf(b, "              if (ly < rn && %d * k + tx < cn)\n", T);
-    cf_strbuf_printf(b, "              {\n%s%s off[%d];\n", ind, O, sp->nops);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_STRIDED)
-            cf_strbuf_printf(b, "%soff[%d] = hoff%d + (%s)j * hstep%d + (%s)k * kstep%d;\n", ind, i, i, O,
-                             i, O, i);
-    gen_body(b, sp, l, nin, nout, w, M_TILE, ind);
-    cf_strbuf_printf(b, "              }\n            }\n");
+        if (sp->kind[i] == K_TRANS) {
+            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
+            cf_strbuf_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
+                             "    %s *const sm%d = (%s *)sm%d_bytes;\n", i, T * P, st, st, i, st, i);
+        }
+    cf_strbuf_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
+                     "    const %s ntiles = (%s)p.h.n;\n"
+                     "    const unsigned tx = threadIdx.x, ty = threadIdx.y;\n",
+                     I, I, nd - 2, I, nd - 1, I, I);
 }
 
-/* The pipelined tile kernel's geometry of tile `tv` (a variable name) into variables suffixed
+/* The tile kernels' geometry of tile `tv` (a variable name) into variables suffixed
  * `sfx`: its corner (r0, c0), the rows and columns left (rn, cn) and, per operand, the thread's
  * offset and the step between its rows (goff/gstep: staged operands, read along rows;
  * hoff/hstep: the others). */
@@ -986,18 +947,8 @@ static void gen_tile_pipelined(cf_strbuf *b, const uf_spec *sp, const uf_loop *l
 {
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *O = sp->index32 ? "int" : "long long";
-    const int T = UF_TILE, P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
-    const int nd = sp->ndim;
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_TRANS) {
-            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-            cf_strbuf_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
-                             "    %s *const sm%d = (%s *)sm%d_bytes;\n", i, T * P, st, st, i, st, i);
-        }
-    cf_strbuf_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
-                     "    const %s ntiles = (%s)p.h.n;\n"
-                     "    const unsigned tx = threadIdx.x, ty = threadIdx.y;\n",
-                     I, I, nd - 2, I, nd - 1, I, I);
+    const int P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
+    gen_tile_prologue(b, sp);
     for (int i = 0; i < sp->nops; i++) {
         const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
         if (sp->kind[i] == K_TRANS)
@@ -1021,7 +972,6 @@ static void gen_tile_pipelined(cf_strbuf *b, const uf_spec *sp, const uf_loop *l
     cf_strbuf_printf(b, "        }\n        __syncthreads();\n"
                      "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
                      "            const unsigned ly = ty + j * %d;\n"
-                     "            const unsigned k = 0;\n"
                      "            if (ly < rn && tx < cn) {\n"
                      "                %s off[%d];\n", RPT, TR, O, sp->nops);
     for (int i = 0; i < sp->nops; i++)
@@ -1040,63 +990,72 @@ static void gen_tile_pipelined(cf_strbuf *b, const uf_spec *sp, const uf_loop *l
     cf_strbuf_printf(b, "        }\n    }\n");
 }
 
-/* Tile: block (UF_TILE, TR); tile t of the header's n covers rows r0.. and columns c0.. of the
- * last two axes (extents R, C) at outer index q (the axes before them): UF_TILE rows and W
- * subtiles of UF_TILE columns. Staged operands are read with consecutive threads on consecutive
- * rows (their fast axis) into sm[col][row] (a padded row of UF_TILE + 1, so the body's
- * column-wise reads hit distinct banks), the body then runs with consecutive threads on
- * consecutive columns, the outputs' fast axis. With the preload knob, the inputs read in place are
- * loaded into registers before the barrier too, so that a tile waits for one memory latency, not
- * two. Full tiles (all but the loop's edges) run without bounds checks. */
+/* The two phases of a tile (see gen_tile), unchecked for a full tile or checked against the
+ * rows and columns left (rn, cn) for a ragged one at the loop's edge. Every operand's address is
+ * its per-tile, per-thread offset plus j times a per-tile step. */
+static void gen_tile_phases(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout,
+                            int w, int checked)
+{
+    const char *O = sp->index32 ? "int" : "long long";
+    const int P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
+    const char *ind = "                ";
+    const char *loop = "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n";
+    cf_strbuf_printf(b, loop, RPT);
+    if (checked)
+        cf_strbuf_printf(b, "              if (tx < rn && ty + j * %d < cn)\n", TR);
+    cf_strbuf_printf(b, "              {\n");
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_TRANS)
+            cf_strbuf_printf(b, "%ssm%d[(ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr + "
+                             "(goff%d + (%s)j * gstep%d));\n", ind, i, TR, P,
+                             cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, i);
+    cf_strbuf_printf(b, "              }\n            }\n");
+    if (sp->tile_preload) {
+        /* the in-place inputs at the positions the body will visit, loaded before the barrier */
+        cf_strbuf_printf(b, loop, RPT);
+        if (checked)
+            cf_strbuf_printf(b, "              if (ty + j * %d < rn && tx < cn)\n", TR);
+        cf_strbuf_printf(b, "              {\n");
+        for (int i = 0; i < sp->nops; i++)
+            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
+                cf_strbuf_printf(b, "%spre%d[j] = *(const %s *)(p.op[%d].ptr + (hoff%d + (%s)j * hstep%d));\n",
+                                 ind, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, i);
+        cf_strbuf_printf(b, "              }\n            }\n");
+    }
+    cf_strbuf_printf(b, "            __syncthreads();\n");
+    cf_strbuf_printf(b, loop, RPT);
+    cf_strbuf_printf(b, "              const unsigned ly = ty + j * %d;\n", TR);
+    if (checked)
+        cf_strbuf_printf(b, "              if (ly < rn && tx < cn)\n");
+    cf_strbuf_printf(b, "              {\n%s%s off[%d];\n", ind, O, sp->nops);
+    for (int i = 0; i < sp->nops; i++)
+        if (sp->kind[i] == K_STRIDED)
+            cf_strbuf_printf(b, "%soff[%d] = hoff%d + (%s)j * hstep%d;\n", ind, i, i, O, i);
+    gen_body(b, sp, l, nin, nout, w, M_TILE, ind);
+    cf_strbuf_printf(b, "              }\n            }\n");
+}
+
+/* Tile, one per block (CUFUNC_EW_TILE_PIPELINE=0): block (UF_TILE, TR); tile t of the header's n
+ * covers rows r0.. and columns c0.. of the last two axes (extents R, C) at outer index q (the axes
+ * before them). Staged operands are read with consecutive threads on consecutive rows (their fast
+ * axis) into sm[col][row] (a padded row of UF_TILE + 1, so the body's column-wise reads hit
+ * distinct banks), the body then runs with consecutive threads on consecutive columns, the
+ * outputs' fast axis. With the preload knob, the inputs read in place are loaded into registers
+ * before the barrier too, so that a tile waits for one memory latency, not two. Full tiles (all
+ * but the loop's edges) run without bounds checks. */
 static void gen_tile(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
 {
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-    const char *O = sp->index32 ? "int" : "long long";
-    const int T = UF_TILE, P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
-    const int W = sp->tile_cols;
-    const int nd = sp->ndim;
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_TRANS) {
-            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-            cf_strbuf_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
-                         "    %s *const sm%d = (%s *)sm%d_bytes;\n",
-                      i, W * T * P, st, st, i, st, i);
-        }
-    cf_strbuf_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
-                 "    const %s ntiles = (%s)p.h.n;\n"
-                 "    const unsigned tx = threadIdx.x, ty = threadIdx.y;\n"
-                 "    for (%s t = blockIdx.x; t < ntiles; t += gridDim.x) {\n"
-                 "        const %s q = cf_divi<%s>(t, p.h.div[%d]);\n"
-                 "        const %s c0 = (t - q * (%s)p.h.div[%d].divisor) * %d;\n"
-                 "        const %s q2 = cf_divi<%s>(q, p.h.div[%d]);\n"
-                 "        const %s r0 = (q - q2 * (%s)p.h.div[%d].divisor) * %d;\n"
-                 "        const %s rn = R - r0, cn = C - c0;\n"
-                 "        %s boff[%d];\n"
-                 "        cf_offsets<%d, %d, %s, %s>(q2, p.h, p.op, boff);\n",
-              I, I, nd - 2, I, nd - 1, I, I, I, I, I, nd - 1, I, I, nd - 1, T * W, I, I, nd - 2, I,
-              I, nd - 2, T, I, O, sp->nops, nd - 2, sp->nops, I, O);
-    for (int i = 0; i < sp->nops; i++) {
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "        const %s goff%d = boff[%d] + (%s)(r0 + tx) * (%s)p.op[%d].strides[%d] + "
-                             "(%s)(c0 + ty) * (%s)p.op[%d].strides[%d];\n"
-                             "        const %s gstep%d = %d * (%s)p.op[%d].strides[%d];\n",
-                             O, i, i, O, O, i, nd - 2, O, O, i, nd - 1, O, i, TR, O, i, nd - 1);
-        else if (sp->kind[i] == K_STRIDED)
-            cf_strbuf_printf(b, "        const %s hoff%d = boff[%d] + (%s)(r0 + ty) * (%s)p.op[%d].strides[%d] + "
-                             "(%s)(c0 + tx) * (%s)p.op[%d].strides[%d];\n"
-                             "        const %s hstep%d = %d * (%s)p.op[%d].strides[%d];\n",
-                             O, i, i, O, O, i, nd - 2, O, O, i, nd - 1, O, i, TR, O, i, nd - 2);
-        if (sp->kind[i] == K_TRANS || sp->kind[i] == K_STRIDED)
-            cf_strbuf_printf(b, "        const %s kstep%d = %d * (%s)p.op[%d].strides[%d];\n", O, i, T, O,
-                             i, nd - 1);
-    }
+    const int T = UF_TILE, RPT = UF_TILE / sp->tile_rows;
+    gen_tile_prologue(b, sp);
     if (sp->tile_preload)
         for (int i = 0; i < sp->nops; i++)
             if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-                cf_strbuf_printf(b, "        %s pre%d[%d][%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]), i,
-                                 W, RPT);
+                cf_strbuf_printf(b, "    %s pre%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, RPT);
+    cf_strbuf_printf(b, "    for (%s t = blockIdx.x; t < ntiles; t += gridDim.x) {\n", I);
+    gen_tile_geometry(b, sp, "t", "", "        ");
     /* the condition is the same for the whole block, so both branches' barriers are reached */
-    cf_strbuf_printf(b, "        if (rn >= %d && cn >= %d) {\n", T, T * W);
+    cf_strbuf_printf(b, "        if (rn >= %d && cn >= %d) {\n", T, T);
     gen_tile_phases(b, sp, l, nin, nout, w, 0);
     cf_strbuf_printf(b, "        } else {\n");
     gen_tile_phases(b, sp, l, nin, nout, w, 1);
@@ -1234,7 +1193,7 @@ static int choose_tile(uf_launch *L, int nin, int w)
         } else if (s_row == item || s_row == -item) {
             kind[i] = K_TRANS; /* consecutive threads read consecutive addresses, either way */
             staged++;
-            smem += (int64_t)UF_TILE * (UF_TILE + 1) * item * knobs.tile_cols;
+            smem += (int64_t)UF_TILE * (UF_TILE + 1) * item;
         } else {
             return 0;
         }
@@ -1351,12 +1310,9 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
         sp->unroll = 1;
         sp->tile_rows = (uint8_t)knobs.tile_rows;
         sp->tile_preload = (uint8_t)knobs.tile_preload;
-        sp->tile_cols = (uint8_t)knobs.tile_cols;
         sp->tile_pipeline = (uint8_t)knobs.tile_pipeline;
-        if (sp->tile_pipeline) { /* its own shape of kernel: one subtile, loads before the barrier */
-            sp->tile_cols = 1;
-            sp->tile_preload = 1;
-        }
+        if (sp->tile_pipeline)
+            sp->tile_preload = 1; /* its loads all go before the barrier */
         sp->block = (uint16_t)(UF_TILE * knobs.tile_rows);
         return CF_OK;
     }
@@ -1523,7 +1479,7 @@ static int64_t pack_strided(const uf_launch *L, const cf_operand *ops, cf_ew_hea
             cf_fastdiv_init(&h->div[k], (uint64_t)h->shape[k], sp->index32);
         if (sp->shape == SH_TILE) {
             int64_t tr = (pl->shape[nd - 2] + UF_TILE - 1) / UF_TILE;
-            int64_t tc = (pl->shape[nd - 1] + UF_TILE * sp->tile_cols - 1) / (UF_TILE * sp->tile_cols);
+            int64_t tc = (pl->shape[nd - 1] + UF_TILE - 1) / UF_TILE;
             cf_fastdiv_init(&h->div[nd - 2], (uint64_t)tr, sp->index32);
             cf_fastdiv_init(&h->div[nd - 1], (uint64_t)tc, sp->index32);
             items = tr * tc;
