@@ -68,6 +68,17 @@ static void init_arg_names(void)
 
 static int add_loop_from(CfPyUFunc *self, PyObject *spec);
 
+/* The loop of an earlier resolution with this key (input dtypes and weak flags interleaved, then
+ * the requested output dtype + 1: 2 * nin + 1 bytes), or -1. */
+static int cached_loop(const CfPyUFunc *self, const unsigned char *key)
+{
+    size_t klen = 2 * (size_t)self->nin + 1;
+    for (int c = 0; c < UF_CACHE; c++)
+        if (self->cache[c].valid && memcmp(self->cache[c].key, key, klen) == 0)
+            return self->cache[c].loop;
+    return -1;
+}
+
 /* The loop for these inputs (and output dtype, or -1). Cached; compiles a new loop through the
  * Python compiler when the ufunc has one and nothing matches. */
 static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_casting casting,
@@ -84,11 +95,8 @@ static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_cas
     }
     key[2 * self->nin] = (unsigned char)(out_dtype + 1);
     size_t klen = 2 * (size_t)self->nin + 1;
-    for (int c = 0; c < UF_CACHE; c++)
-        if (self->cache[c].valid && memcmp(self->cache[c].key, key, klen) == 0) {
-            *loop = self->cache[c].loop;
-            return 0;
-        }
+    if ((*loop = cached_loop(self, key)) >= 0)
+        return 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         int found = -1;
         if (out_dtype < 0) {
@@ -754,9 +762,118 @@ static int parse_call(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n, PyOb
     return 0;
 }
 
+/* ---- the fast path ------------------------------------------------------------------------------
+ * The commonest call in a loop of small launches: DeviceArrays of one shape on one device, the
+ * outputs given (positionally or as out=, and no other keyword), input dtypes seen before. It does
+ * what ufunc_apply does for such a call with fewer steps and a far smaller footprint, which is
+ * most of a small call's cost beside the launch itself (bench/bench_call_overhead.py). Anything
+ * else, or any doubt (a broadcast, a read-only or overlapping output, a cast the rule refuses, a
+ * new dtype combination), returns NULL with *handled == 0: ufunc_apply then takes the call and
+ * gives its errors. */
+static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n,
+                            PyObject *kwnames, int *handled)
+{
+    static PyObject *out_str;
+    const int nin = self->nin, nout = self->nout, nops = nin + nout;
+    PyObject *outs[UF_MAX_ARGS];
+    const CfPyDeviceArray *arr[2 * UF_MAX_ARGS] = {NULL};
+    *handled = 0;
+    if (nin < 1)
+        return NULL;
+    if (out_str == NULL && (out_str = PyUnicode_InternFromString("out")) == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (kwnames == NULL && n == nops) {
+        for (int o = 0; o < nout; o++)
+            outs[o] = args[nin + o];
+    } else if (kwnames != NULL && n == nin && PyTuple_GET_SIZE(kwnames) == 1 &&
+               PyTuple_GET_ITEM(kwnames, 0) == out_str) { /* keyword names are interned */
+        PyObject *v = args[nin];
+        if (PyTuple_CheckExact(v) && PyTuple_GET_SIZE(v) == nout) {
+            for (int o = 0; o < nout; o++)
+                outs[o] = PyTuple_GET_ITEM(v, o);
+        } else if (nout == 1) {
+            outs[0] = v;
+        } else {
+            return NULL;
+        }
+    } else {
+        return NULL;
+    }
+    for (int i = 0; i < nops; i++) {
+        PyObject *a = i < nin ? args[i] : outs[i - nin];
+        if (!CfPyDeviceArray_Check(a))
+            return NULL;
+        arr[i] = (const CfPyDeviceArray *)a;
+    }
+    const cf_array *v0 = &arr[0]->view;
+    unsigned char key[2 * UF_MAX_ARGS + 1];
+    for (int i = 0; i < nops; i++) {
+        const cf_array *v = &arr[i]->view;
+        if (v->device != v0->device || v->ndim != v0->ndim ||
+            memcmp(v->shape, v0->shape, sizeof(int64_t) * (size_t)v0->ndim) != 0 ||
+            (i >= nin && arr[i]->readonly))
+            return NULL;
+        if (i < nin) {
+            key[2 * i] = (unsigned char)v->dtype;
+            key[2 * i + 1] = 0; /* arrays are strong */
+        }
+    }
+    key[2 * nin] = 0; /* no dtype= */
+    int loop = cached_loop(self, key);
+    if (loop < 0)
+        return NULL;
+    cf_dtype types[UF_MAX_ARGS];
+    cf_ufunc_loop_types(self->uf, loop, types);
+    for (int i = 0; i < nops; i++) {
+        cf_dtype have = arr[i]->view.dtype;
+        if (i < nin ? !cf_can_cast(have, types[i], CF_CAST_SAME_KIND)
+                    : !cf_can_cast(types[i], have, CF_CAST_SAME_KIND))
+            return NULL;
+    }
+    for (int i = 0; i < nin; i++)
+        for (int o = nin; o < nops; o++)
+            if (cf_array_may_overlap(&arr[i]->view, &arr[o]->view) &&
+                !cf_py_same_view(&arr[i]->view, &arr[o]->view))
+                return NULL; /* ufunc_apply copies the input first */
+
+    *handled = 1;
+    cf_stream *s;
+    if (cf_py_stream_get(Py_None, v0->device, &s) < 0)
+        return NULL;
+    cf_operand ops[2 * UF_MAX_ARGS];
+    for (int i = 0; i < nops; i++) {
+        ops[i].is_scalar = 0;
+        cf_py_view_copy(&ops[i].array, &arr[i]->view);
+    }
+    int launched = 0;
+    cf_status st = cf_ufunc_launch_if_ready(self->uf, loop, s, ops, NULL, v0->ndim, v0->shape,
+                                            &launched);
+    if (st == CF_OK && !launched) {
+        Py_BEGIN_ALLOW_THREADS
+        st = cf_ufunc_launch(self->uf, loop, s, ops, NULL, v0->ndim, v0->shape);
+        Py_END_ALLOW_THREADS
+    }
+    if (st != CF_OK) {
+        cf_py_fail(st, PyUnicode_AsUTF8(self->name));
+        return NULL;
+    }
+    if (nout == 1)
+        return Py_NewRef(outs[0]);
+    PyObject *result = PyTuple_New(nout);
+    for (int o = 0; result && o < nout; o++)
+        PyTuple_SET_ITEM(result, o, Py_NewRef(outs[o]));
+    return result;
+}
+
 static PyObject *ufunc_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames)
 {
+    int handled;
+    PyObject *r = ufunc_fast((CfPyUFunc *)self, args, PyVectorcall_NARGS(nargsf), kwnames, &handled);
+    if (handled)
+        return r;
     uf_call c;
     if (parse_call((CfPyUFunc *)self, args, PyVectorcall_NARGS(nargsf), kwnames, &c, 0) < 0)
         return NULL;

@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include "cufunc/compile.h"
 #include "cufunc/runtime.h"
 
 /* Load the driver (cf_driver_load), check the ordinal, retain the device's primary context once
@@ -12,5 +13,9 @@ cf_status cf_context_enter(int device);
 
 /* The CUstream behind a cf_stream (NULL stream handle for the legacy default). */
 CUstream cf_stream_cu(const cf_stream *s);
+
+/* The CUfunction behind a cf_function (NULL for a freed or foreign pointer). For bench_launch,
+ * whose floor is the bare driver call. */
+CUfunction cf_function_cu(const cf_function *f);
 
 #endif

@@ -447,6 +447,11 @@ cf_status cf_function_max_active_blocks(cf_function *f, int block_threads, size_
     return CF_OK;
 }
 
+CUfunction cf_function_cu(const cf_function *f)
+{
+    return check_function(f, "cf_function_cu") == CF_OK ? f->fn : NULL;
+}
+
 cf_status cf_launch(cf_function *f, const unsigned grid[3], const unsigned block[3],
                     unsigned shared_bytes, cf_stream *s, void **args)
 {

@@ -49,10 +49,14 @@
  * the operands (no copy of cf_array views, no heap allocation) unless the loop has more than
  * UF_PLAN_AXES axes of extent above 1, the kernel table is keyed by a zero-filled binary struct
  * (hashed word by word, compared with memcmp) and looked up under one lock, and device properties
- * are read only when a kernel is first entered.
+ * are read only when a kernel is first entered. A repeat of a thread's previous launch (same
+ * ufunc, loop, stream, shapes, pointers, layouts and scalar values) skips all of that: see
+ * "repeat launches" below.
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +134,7 @@ typedef struct uf_kernel {
 } uf_kernel;
 
 struct cf_ufunc {
+    uint64_t serial; /* unique for the process's lifetime: names the ufunc in repeat records */
     char *name;
     int nin, nout;
     uf_loop *loops;
@@ -158,6 +163,8 @@ cf_status cf_ufunc_create(const char *name, int nin, int nout, cf_ufunc **out)
         goto fail;
     u->nin = nin;
     u->nout = nout;
+    static _Atomic uint64_t serials;
+    u->serial = atomic_fetch_add(&serials, 1) + 1;
     pthread_mutex_init(&u->lock, NULL);
     *out = u;
     return CF_OK;
@@ -1513,15 +1520,17 @@ typedef union uf_params {
     uint64_t align;
 } uf_params;
 
-/* The parameters, grid and block of a prepared launch whose kernel has this grid cap. */
-static void pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_resident,
-                        uf_params *params, unsigned grid[3], unsigned block[3])
+/* The parameters, grid and block of a prepared launch whose kernel has this grid cap; returns
+ * the parameter bytes (the kernel's parameter size). */
+static size_t pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_resident,
+                          uf_params *params, unsigned grid[3], unsigned block[3])
 {
     const uf_plan *pl = &L->plan;
     const uf_spec *sp = &L->spec;
     int64_t items;
+    size_t nbytes;
     if (sp->shape == SH_FLAT) {
-        size_t nbytes = CF_EW_FLAT_HEADER_BYTES + (size_t)sp->nops * CF_EW_FLAT_OPERAND_BYTES;
+        nbytes = CF_EW_FLAT_HEADER_BYTES + (size_t)sp->nops * CF_EW_FLAT_OPERAND_BYTES;
         memset(params->bytes, 0, nbytes);
         int64_t n = pl->size;
         memcpy(params->bytes, &n, sizeof n);
@@ -1534,7 +1543,7 @@ static void pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_r
         }
         items = (pl->size / sp->vec + sp->unroll - 1) / sp->unroll;
     } else {
-        size_t nbytes = CF_EW_HEADER_BYTES + (size_t)sp->nops * CF_EW_OPERAND_BYTES;
+        nbytes = CF_EW_HEADER_BYTES + (size_t)sp->nops * CF_EW_OPERAND_BYTES;
         memset(params->bytes, 0, nbytes);
         items = pack_strided(L, ops, (cf_ew_header *)params->bytes,
                              (cf_ew_operand *)(params->bytes + CF_EW_HEADER_BYTES));
@@ -1559,6 +1568,89 @@ static void pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_r
         if (grid[0] > cap)
             grid[0] = (unsigned)cap;
     }
+    return nbytes;
+}
+
+/* ---- repeat launches --------------------------------------------------------------------------
+ * A loop of small calls (the same arrays, or arrays of one layout at the same addresses) would
+ * plan, look up and pack the same launch every time, which costs a tenth of the launch itself.
+ * Each thread keeps its last launch: the inputs it was derived from (the key) and what they gave
+ * (the function, grid, block and parameter bytes). A launch whose key is byte-for-byte the same
+ * reuses them. Only launches without where=, of at most UF_REPEAT_OPS operands and
+ * UF_REPEAT_DIMS axes (loop and operands), whose parameters fit the record, are kept. The ufunc is
+ * named by its serial number, never reused, so a record outliving its ufunc (whose kernels it
+ * names) can never match again. */
+#define UF_REPEAT_DIMS 4
+#define UF_REPEAT_OPS 8
+#define UF_REPEAT_PARAM_BYTES 1024
+
+typedef struct uf_repeat_op {
+    uint64_t value[2]; /* an array's address, or a scalar's bytes */
+    int32_t dtype, ndim; /* ndim -1: a scalar */
+    int32_t device, pad;
+    int64_t shape[UF_REPEAT_DIMS], strides[UF_REPEAT_DIMS];
+} uf_repeat_op;
+
+typedef struct uf_repeat_key {
+    uint64_t serial;
+    const cf_stream *s;
+    int32_t device, loop, ndim, nops;
+    int64_t shape[UF_REPEAT_DIMS];
+    uf_repeat_op op[UF_REPEAT_OPS];
+} uf_repeat_key;
+
+typedef struct uf_repeat {
+    uf_repeat_key key; /* serial 0: empty */
+    size_t key_bytes;
+    cf_function *fn;
+    unsigned grid[3], block[3];
+    union {
+        unsigned char bytes[UF_REPEAT_PARAM_BYTES];
+        uint64_t align;
+    } params;
+} uf_repeat;
+
+static _Thread_local uf_repeat last_launch;
+
+/* The key of a launch into *k (zero-filled where unused); its length in bytes, or 0 when the
+ * launch is not one to keep. */
+static size_t repeat_key(const cf_ufunc *u, int loop, const cf_stream *s, const cf_operand *ops,
+                         const cf_array *where, int ndim, const int64_t *shape, uf_repeat_key *k)
+{
+    const int nops = u->nin + u->nout;
+    if (where || nops > UF_REPEAT_OPS || ndim < 0 || ndim > UF_REPEAT_DIMS)
+        return 0;
+    size_t bytes = offsetof(uf_repeat_key, op) + (size_t)nops * sizeof(uf_repeat_op);
+    memset(k, 0, bytes);
+    k->serial = u->serial;
+    k->s = s;
+    k->device = cf_stream_device(s);
+    k->loop = loop;
+    k->ndim = ndim;
+    k->nops = nops;
+    for (int d = 0; d < ndim; d++)
+        k->shape[d] = shape[d];
+    for (int i = 0; i < nops; i++) {
+        uf_repeat_op *o = &k->op[i];
+        if (ops[i].is_scalar) {
+            memcpy(o->value, ops[i].scalar, sizeof o->value);
+            o->dtype = (int32_t)ops[i].scalar_dtype;
+            o->ndim = -1;
+            continue;
+        }
+        const cf_array *a = &ops[i].array;
+        if (a->ndim < 0 || a->ndim > UF_REPEAT_DIMS)
+            return 0;
+        o->value[0] = a->data;
+        o->dtype = (int32_t)a->dtype;
+        o->ndim = a->ndim;
+        o->device = a->device;
+        for (int d = 0; d < a->ndim; d++) {
+            o->shape[d] = a->shape[d];
+            o->strides[d] = a->strides[d];
+        }
+    }
+    return bytes;
 }
 
 static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
@@ -1568,6 +1660,17 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     *launched = 0;
     if (!s)
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: stream is NULL");
+    if (!u || !ops)
+        return cf_error_set(CF_ERR_INVALID, "ufunc launch: bad ufunc, loop or operands");
+    uf_repeat_key key;
+    size_t key_bytes = repeat_key(u, loop, s, ops, where, ndim, shape, &key);
+    uf_repeat *r = &last_launch;
+    if (key_bytes && key_bytes == r->key_bytes && memcmp(&key, &r->key, key_bytes) == 0) {
+        void *args[1] = {r->params.bytes};
+        cf_status st = cf_launch(r->fn, r->grid, r->block, 0, s, args);
+        *launched = st == CF_OK;
+        return st;
+    }
     uf_launch L;
     cf_status st = prepare(u, loop, ops, where, ndim, shape, &L);
     if (st)
@@ -1593,10 +1696,18 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
 
     uf_params params;
     unsigned grid[3], block[3];
-    pack_launch(&L, ops, k.max_resident, &params, grid, block);
+    size_t nbytes = pack_launch(&L, ops, k.max_resident, &params, grid, block);
     void *args[1] = {params.bytes};
     st = cf_launch(k.fn, grid, block, 0, s, args);
     *launched = st == CF_OK;
+    if (st == CF_OK && key_bytes && nbytes <= UF_REPEAT_PARAM_BYTES) {
+        memcpy(&r->key, &key, key_bytes);
+        r->key_bytes = key_bytes;
+        r->fn = k.fn;
+        memcpy(r->grid, grid, sizeof grid);
+        memcpy(r->block, block, sizeof block);
+        memcpy(r->params.bytes, params.bytes, nbytes);
+    }
     return st;
 }
 
