@@ -4,7 +4,8 @@
 
 Workloads (the benchmarks' shapes): rowsum (guvectorize '(n)->()' over (65536, 1024) float32),
 accumulate (add.accumulate over 2^28 float32), transposed (hypot(A, B.T), 4096^2 float32),
-hypot (2^26 float32 device arrays). Each runs 5 times; kernels are compiled on the first call.
+hypot (2^26 float32 device arrays), broadcast (hypot of (4096, 1) and (1, 4096) into (4096, 4096)),
+fill (hypot of two float32 scalars into (4096, 4096): the same writes with nothing to load). Each runs 5 times; kernels are compiled on the first call.
 
 Usage: python3 bench/prof_kernels.py WORKLOAD
 """
@@ -48,6 +49,14 @@ def main():
         b = cuda.to_device(rng.random(1 << 26, dtype=np.float32))
         o = cuda.device_array(1 << 26, np.float32)
         run = lambda: hypot(a, b, out=o)  # noqa: E731
+    elif what in ("broadcast", "fill"):
+        col = cuda.to_device(rng.random((4096, 1), dtype=np.float32))
+        row = cuda.to_device(rng.random((1, 4096), dtype=np.float32))
+        o = cuda.device_array((4096, 4096), np.float32)
+        if what == "broadcast":
+            run = lambda: hypot(col, row, out=o)  # noqa: E731
+        else:
+            run = lambda: hypot(np.float32(3), np.float32(4), out=o)  # noqa: E731
     else:
         sys.exit("unknown workload %r" % what)
     for _ in range(5):

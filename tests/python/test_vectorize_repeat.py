@@ -224,8 +224,12 @@ def test_broadcasting_and_mixed_inputs_fall_back_correctly():
 def test_bad_calls_on_the_fast_path_shape():
     d = cuda.to_device(np.ones(4, np.float32))
     axpy(d, d, out=cuda.device_array(4, np.float32))
-    with pytest.raises(ValueError, match="non-broadcastable output"):
+    with pytest.raises(ValueError, match=r"could not be broadcast together with shapes \(4,\) \(4,\) \(5,\)"):
         axpy(d, d, out=cuda.device_array(5, np.float32))
+    m = cuda.to_device(np.ones((3, 4), np.float32))
+    axpy(m, m, out=cuda.device_array((3, 4), np.float32))
+    with pytest.raises(ValueError, match="non-broadcastable output operand with shape \\(4,\\)"):
+        axpy(m, m, out=cuda.device_array(4, np.float32))
     with pytest.raises(TypeError, match="invalid keyword"):
         axpy(d, d, out=cuda.device_array(4, np.float32), bogus=1)
     with pytest.raises(TypeError):
