@@ -30,11 +30,6 @@
  *                            0: no cap, one pass over the data (0..64)
  *   CUFUNC_EW_ROW_BLOCKS_PER_SM  the same for the row-vector kernel (default
  *                            UF_DEFAULT_ROW_BLOCKS_PER_SM)
- *   CUFUNC_EW_ROW_BLOCKED    row-vector kernel, rows of at least a block of vectors: 1 (default)
- *                            gives each block a column range and a run of consecutive rows, so
- *                            a thread's column is fixed and an input broadcast down the rows
- *                            (a (n, 1) column) is read from consecutive addresses, cached after
- *                            the first; 0: the grid-stride walk over the flattened loop
  *   CUFUNC_EW_TILE_ROWS      tile kernel: threads along a tile's rows, 32 / it rows each
  *                            (1, 2, 4, 8, 16 or 32)
  *   CUFUNC_EW_TILE_BLOCKS_PER_SM  the tile kernel's grid cap per multiprocessor; 0: none, one
@@ -97,7 +92,6 @@
 #define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
 #define UF_DEFAULT_TILE_PRELOAD 1
 #define UF_DEFAULT_TILE_PIPELINE 1
-#define UF_DEFAULT_ROW_BLOCKED 1
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
@@ -125,9 +119,7 @@ typedef struct uf_spec {
     uint16_t block;       /* threads per block */
     uint8_t tile_preload; /* tile: in-place inputs loaded into registers before the barrier */
     uint8_t tile_pipeline; /* tile: resident blocks loop over tiles, fetching the next early */
-    uint8_t row_blocked;   /* row-vector: each block walks down rows at fixed columns */
-    uint8_t pad8;
-    uint16_t pad16;
+    uint32_t pad32;
     char kind[UF_KEY_OPS];
     uint8_t dtype[UF_KEY_OPS];
 } uf_spec;
@@ -386,13 +378,13 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 
 typedef struct uf_knobs {
     int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
-    int tile_preload, tile_pipeline, row_blocked;
+    int tile_preload, tile_pipeline;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
                          UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
                          UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD,
-                         UF_DEFAULT_TILE_PIPELINE, UF_DEFAULT_ROW_BLOCKED};
+                         UF_DEFAULT_TILE_PIPELINE};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 static void knobs_read(void)
@@ -411,7 +403,6 @@ static void knobs_read(void)
     knobs.tile_preload = (int)cf_env_long("CUFUNC_EW_TILE_PRELOAD", UF_DEFAULT_TILE_PRELOAD, 0, 1);
     knobs.tile_pipeline = (int)cf_env_long("CUFUNC_EW_TILE_PIPELINE", UF_DEFAULT_TILE_PIPELINE,
                                            0, 1);
-    knobs.row_blocked = (int)cf_env_long("CUFUNC_EW_ROW_BLOCKED", UF_DEFAULT_ROW_BLOCKED, 0, 1);
 }
 
 /* ---- planning on the stack ---------------------------------------------------------------- */
@@ -829,29 +820,12 @@ static void gen_rowvec(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int ni
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *O = sp->index32 ? "int" : "long long";
     const int V = sp->vec, U = sp->unroll;
-    if (sp->row_blocked) {
-        /* the grid is (column chunks) x (row groups), chunks of blockDim.x vectors; each block
-         * takes its chunk of a run of consecutive rows, U rows per iteration */
-        cf_strbuf_printf(b, "    const %s cols = (%s)p.h.shape[%d];\n"
-                     "    const %s rows = (%s)p.h.n / cols;\n"
-                     "    const %s chunks = (cols + blockDim.x - 1) / blockDim.x;\n"
-                     "    const %s group = blockIdx.x / chunks;\n"
-                     "    const %s col = (blockIdx.x - group * chunks) * blockDim.x + threadIdx.x;\n"
-                     "    const %s per = (rows + gridDim.x / chunks - 1) / (gridDim.x / chunks);\n"
-                     "    const %s r1 = (group + 1) * per < rows ? (group + 1) * per : rows;\n"
-                     "    const %s n = col < cols ? r1 * cols : 0;\n"
-                     "    const %s step = cols;\n"
-                     "    for (%s base = group * per * cols + col; base < n; base += (%s)%d * step) {\n"
-                     "        %s off[%d][%d];\n",
-                  I, I, sp->ndim - 1, I, I, I, I, I, I, I, I, I, I, I, U, O, U, sp->nops);
-    } else {
-        cf_strbuf_printf(b, "    const %s n = (%s)p.h.n;\n"
-                     "    const %s step = (%s)gridDim.x * blockDim.x;\n"
-                     "    for (%s base = (%s)blockIdx.x * blockDim.x + threadIdx.x; base < n; "
-                     "base += (%s)%d * step) {\n"
-                     "        %s off[%d][%d];\n",
-                  I, I, I, I, I, I, I, U, O, U, sp->nops);
-    }
+    cf_strbuf_printf(b, "    const %s n = (%s)p.h.n;\n"
+                 "    const %s step = (%s)gridDim.x * blockDim.x;\n"
+                 "    for (%s base = (%s)blockIdx.x * blockDim.x + threadIdx.x; base < n; "
+                 "base += (%s)%d * step) {\n"
+                 "        %s off[%d][%d];\n",
+              I, I, I, I, I, I, I, U, O, U, sp->nops);
     for (int i = 0; i < sp->nops; i++) {
         const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
         if (sp->kind[i] == K_CONTIG)
@@ -1336,11 +1310,6 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
     sp->ndim = (uint8_t)pl->ndim;
     if (choose_rowvec(L, nin, w)) {
         sp->shape = SH_ROWVEC;
-        /* rows of at least a block of vectors; a row's vectors times the unroll stay far below
-         * 2^31, so a 32-bit walk cannot step past 2^32 */
-        int64_t cols = pl->shape[pl->ndim - 1] / sp->vec;
-        sp->row_blocked = (uint8_t)(knobs.row_blocked && cols >= sp->block &&
-                                    cols * sp->unroll < ((int64_t)1 << 30));
         return CF_OK;
     }
     if (choose_tile(L, nin, w)) {
@@ -1593,23 +1562,6 @@ static size_t pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max
     }
     grid[0] = cf_plan_grid(items, per_block, max_resident);
     grid[1] = grid[2] = 1;
-    if (sp->shape == SH_ROWVEC && sp->row_blocked) {
-        /* (column chunks) x (row groups): as many groups as the grid cap leaves room for, each
-         * a whole number of unrolled iterations long, and no group left empty */
-        const cf_ew_header *h = (const cf_ew_header *)params->bytes;
-        int64_t cols = h->shape[sp->ndim - 1], rows = h->n / cols;
-        int64_t chunks = (cols + sp->block - 1) / sp->block;
-        int64_t groups = (rows + sp->unroll - 1) / sp->unroll;
-        if (max_resident > 0 && groups > max_resident / chunks)
-            groups = max_resident / chunks > 0 ? max_resident / chunks : 1;
-        if (groups > (int64_t)INT32_MAX / chunks) /* the grid's x limit */
-            groups = (int64_t)INT32_MAX / chunks;
-        int64_t per = (rows + groups - 1) / groups;
-        per = (per + sp->unroll - 1) / sp->unroll * sp->unroll;
-        groups = (rows + per - 1) / per;
-        grid[0] = (unsigned)(chunks * groups);
-        return nbytes;
-    }
     if (sp->index32 && sp->shape != SH_TILE) {
         /* 32-bit grid-stride loops: base + unroll * gridDim.x * blockDim.x stays below 2^32 */
         uint64_t cap = ((uint64_t)1 << 31) / ((uint64_t)sp->block * sp->unroll);

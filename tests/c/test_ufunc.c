@@ -228,7 +228,6 @@ typedef struct tcase {
 
 #define FLAT "cf_ew_flat_operand"
 #define ROWVEC "p.op, off[u]);"
-#define ROWBLOCKED "chunks = (cols + blockDim.x - 1)"
 #define TILE "__syncthreads();"
 #define STRIDED "(i, p.h, p.op, off);"
 
@@ -261,13 +260,6 @@ static const tcase CASES[] = {
     {"row-vector, uniform input", OP_ADD_F8, 2, {40, 96},
      {VIEW(CF_FLOAT64, 0, {0}), VIEW(CF_FLOAT64, 2, {40, 1}), VIEW(CF_FLOAT64, 2, {40, 96})},
      0, {0}, "const cf_float64 v0 = "},
-    {"row-vector by row blocks, rows of exactly a block of vectors", OP_ADD_F4, 2, {33, 1024},
-     {F4(2, {33, 1}), F4(2, {1, 1024}), F4(2, {33, 1024})}, 0, {0}, ROWBLOCKED},
-    {"row-vector by row blocks, a ragged last column chunk", OP_ADD_F4, 2, {37, 1028},
-     {F4(2, {37, 1}), F4(2, {1, 1028}), F4(2, {37, 1028})}, 0, {0}, ROWBLOCKED},
-    {"row-vector by row blocks, pairs, outer axes, mask", OP_ADD_F8, 3, {3, 7, 1030},
-     {VIEW(CF_FLOAT32, 3, {3, 7, 1}), VIEW(CF_FLOAT64, 1, {1030}), VIEW(CF_FLOAT64, 3, {3, 7, 1030})},
-     1, VIEW(CF_BOOL, 2, {7, 1}), ROWBLOCKED},
     {"row-vector, two outputs", OP_DIVMOD, 2, {50, 64},
      {VIEW(CF_INT32, 2, {50, 1}), VIEW(CF_INT32, 2, {1, 64}), VIEW(CF_INT32, 2, {50, 64}),
       VIEW(CF_INT64, 2, {50, 64})}, 0, {0}, "cf_vec<cf_int64, 2>"},
@@ -401,12 +393,8 @@ static void test_case_sources(void)
         case_operands(c, bases, ops, &where);
         int before = cf_t_current_failed;
         cf_t_current_failed = 0;
-        /* with CUFUNC_EW_ROW_BLOCKED=0 (a ctest variant) those cases take the grid-stride walk */
-        const char *rb = getenv("CUFUNC_EW_ROW_BLOCKED");
-        const char *want = strcmp(c->want, ROWBLOCKED) == 0 && rb && strcmp(rb, "0") == 0
-                               ? ROWVEC : c->want;
         check_kernel(c->op == OP_DIVMOD ? dm : add, c->op == OP_ADD_F8 ? 1 : 0, ops,
-                     c->has_where ? &where : NULL, c->ndim, c->shape, want);
+                     c->has_where ? &where : NULL, c->ndim, c->shape, c->want);
         if (cf_t_current_failed)
             fprintf(stderr, "  (case: %s)\n", c->name);
         cf_t_current_failed |= before;
