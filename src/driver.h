@@ -75,7 +75,8 @@
     X(cuFuncGetAttribute, 2020)                                                                    \
     X(cuFuncSetAttribute, 9000)                                                                    \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                                           \
-    X(cuLaunchKernel, 4000)
+    X(cuLaunchKernel, 4000)                                                                        \
+    X(cuLaunchKernelEx, 11060)
 
 #define CF_DRIVER_FIELD(name, abi) __typeof__(&name) name;
 typedef struct cf_driver_table {

@@ -46,6 +46,7 @@ struct cf_module {
     CUmodule mod;
     int is_ptx;
     int max_block[3], max_grid[3]; /* the device's limits, read once at load */
+    int cc_major;                  /* the device's compute capability (major), read at load */
     pthread_mutex_t fn_lock;       /* guards `functions` */
     cf_function *functions;
 };
@@ -151,6 +152,8 @@ static cf_status device_limits(cf_module *m)
         CF_CU_TRY(cf_drv.cuDeviceGetAttribute(&m->max_block[i], block_attr[i], dev));
         CF_CU_TRY(cf_drv.cuDeviceGetAttribute(&m->max_grid[i], grid_attr[i], dev));
     }
+    CF_CU_TRY(cf_drv.cuDeviceGetAttribute(&m->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                          dev));
     return CF_OK;
 }
 
@@ -455,6 +458,12 @@ CUfunction cf_function_cu(const cf_function *f)
 cf_status cf_launch(cf_function *f, const unsigned grid[3], const unsigned block[3],
                     unsigned shared_bytes, cf_stream *s, void **args)
 {
+    return cf_launch_ex(f, grid, block, shared_bytes, s, args, 0);
+}
+
+cf_status cf_launch_ex(cf_function *f, const unsigned grid[3], const unsigned block[3],
+                       unsigned shared_bytes, cf_stream *s, void **args, int overlap_previous)
+{
     cf_status st = check_function(f, "cf_launch");
     if (st)
         return st;
@@ -499,8 +508,29 @@ cf_status cf_launch(cf_function *f, const unsigned grid[3], const unsigned block
     }
     if ((st = cf_context_enter(m->device)) != CF_OK)
         return st;
-    CUresult r = cf_drv.cuLaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1],
-                                       block[2], shared_bytes, h, args, NULL);
+    CUresult r;
+    if (overlap_previous && m->cc_major >= 9) {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = grid[0];
+        cfg.gridDimY = grid[1];
+        cfg.gridDimZ = grid[2];
+        cfg.blockDimX = block[0];
+        cfg.blockDimY = block[1];
+        cfg.blockDimZ = block[2];
+        cfg.sharedMemBytes = shared_bytes;
+        cfg.hStream = h;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        r = cf_drv.cuLaunchKernelEx(&cfg, f->fn, args, NULL);
+    } else {
+        r = cf_drv.cuLaunchKernel(f->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                  shared_bytes, h, args, NULL);
+    }
     if (r != CUDA_SUCCESS) {
         cf_cu_check(r, "cuLaunchKernel");
         return cf_error_prefix("cf_launch of '%s' (grid %u,%u,%u block %u,%u,%u, %u shared bytes)",

@@ -28,6 +28,11 @@
  *   CUFUNC_EW_UNROLL         vectors per thread per iteration, flat kernel (1..16)
  *   CUFUNC_EW_ROW_UNROLL     the same, row-vector kernel: a block's U * blockDim.x consecutive
  *                            vectors at a time (1..16)
+ *   CUFUNC_EW_PDL            1 (default): launches of at least CUFUNC_EW_PDL_MIN elements are
+ *                            programmatic dependent launches (cf_launch_ex): on compute
+ *                            capability 9.0 and up the kernel is scheduled while the previous
+ *                            one in the stream drains, and waits for it before touching memory;
+ *                            0: plain launches
  *   CUFUNC_EW_BLOCKS_PER_SM  grid cap per multiprocessor (within what occupancy allows);
  *                            0: no cap, one pass over the data (0..64)
  *   CUFUNC_EW_ROW_BLOCKS_PER_SM  the same for the row-vector kernel (default
@@ -95,6 +100,8 @@
 #define UF_DEFAULT_TILE_PRELOAD 1
 #define UF_DEFAULT_TILE_PIPELINE 1
 #define UF_DEFAULT_ROW_UNROLL 1
+#define UF_DEFAULT_PDL 1
+#define UF_DEFAULT_PDL_MIN 65536
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
@@ -381,13 +388,15 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 
 typedef struct uf_knobs {
     int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
-    int tile_preload, tile_pipeline, row_unroll;
+    int tile_preload, tile_pipeline, row_unroll, pdl;
+    int64_t pdl_min;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
                          UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
                          UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD,
-                         UF_DEFAULT_TILE_PIPELINE, UF_DEFAULT_ROW_UNROLL};
+                         UF_DEFAULT_TILE_PIPELINE, UF_DEFAULT_ROW_UNROLL, UF_DEFAULT_PDL,
+                         UF_DEFAULT_PDL_MIN};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 static void knobs_read(void)
@@ -407,6 +416,8 @@ static void knobs_read(void)
     knobs.tile_pipeline = (int)cf_env_long("CUFUNC_EW_TILE_PIPELINE", UF_DEFAULT_TILE_PIPELINE,
                                            0, 1);
     knobs.row_unroll = (int)cf_env_long("CUFUNC_EW_ROW_UNROLL", UF_DEFAULT_ROW_UNROLL, 1, 16);
+    knobs.pdl = (int)cf_env_long("CUFUNC_EW_PDL", UF_DEFAULT_PDL, 0, 1);
+    knobs.pdl_min = cf_env_long("CUFUNC_EW_PDL_MIN", UF_DEFAULT_PDL_MIN, 0, (long)1 << 40);
 }
 
 /* ---- planning on the stack ---------------------------------------------------------------- */
@@ -1089,7 +1100,8 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
     else
         cf_strbuf_printf(&b, "struct cf_params { cf_ew_header h; cf_ew_operand op[%d]; };\n\n", sp->nops);
     cf_strbuf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                  "cf_ew(const __grid_constant__ cf_params p)\n{\n", (int)sp->block);
+                  "cf_ew(const __grid_constant__ cf_params p)\n{\n"
+                  "    cf_grid_dependency_wait();\n", (int)sp->block);
     /* scalars and uniform inputs (and a uniform mask): converted once, before the loop */
     for (int i = 0; i < sp->nops; i++) {
         if (!is_loaded(sp, i, nin, w) || (sp->kind[i] != K_SCALAR && sp->kind[i] != K_UNIFORM))
@@ -1613,6 +1625,7 @@ typedef struct uf_repeat {
     size_t key_bytes;
     cf_function *fn;
     unsigned grid[3], block[3];
+    int overlap; /* a programmatic dependent launch */
     union {
         unsigned char bytes[UF_REPEAT_PARAM_BYTES];
         uint64_t align;
@@ -1676,7 +1689,7 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     uf_repeat *r = &last_launch;
     if (key_bytes && key_bytes == r->key_bytes && memcmp(&key, &r->key, key_bytes) == 0) {
         void *args[1] = {r->params.bytes};
-        cf_status st = cf_launch(r->fn, r->grid, r->block, 0, s, args);
+        cf_status st = cf_launch_ex(r->fn, r->grid, r->block, 0, s, args, r->overlap);
         *launched = st == CF_OK;
         return st;
     }
@@ -1707,12 +1720,16 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     unsigned grid[3], block[3];
     size_t nbytes = pack_launch(&L, ops, k.max_resident, &params, grid, block);
     void *args[1] = {params.bytes};
-    st = cf_launch(k.fn, grid, block, 0, s, args);
+    /* large launches overlap the previous kernel's tail (every cf_ew kernel waits for it before
+     * touching memory); small ones keep the cheaper plain launch */
+    int overlap = knobs.pdl && pl->size >= knobs.pdl_min;
+    st = cf_launch_ex(k.fn, grid, block, 0, s, args, overlap);
     *launched = st == CF_OK;
     if (st == CF_OK && key_bytes && nbytes <= UF_REPEAT_PARAM_BYTES) {
         memcpy(&r->key, &key, key_bytes);
         r->key_bytes = key_bytes;
         r->fn = k.fn;
+        r->overlap = overlap;
         memcpy(r->grid, grid, sizeof grid);
         memcpy(r->block, block, sizeof block);
         memcpy(r->params.bytes, params.bytes, nbytes);

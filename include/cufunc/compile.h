@@ -151,6 +151,15 @@ CF_API cf_status cf_function_max_active_blocks(cf_function *f, int block_threads
 /* cuLaunchKernel with `args` as the driver expects (an array of pointers to each argument). */
 CF_API cf_status cf_launch(cf_function *f, const unsigned grid[3], const unsigned block[3],
                            unsigned shared_bytes, cf_stream *s, void **args);
+/* cf_launch, and with `overlap_previous` a programmatic dependent launch (cuLaunchKernelEx with
+ * programmatic stream serialisation): on devices of compute capability 9.0 and up the kernel may
+ * be scheduled while the previous kernel in the stream finishes, so its launch and ramp-up hide
+ * behind that kernel's tail. Such a kernel must wait for its predecessor before it touches global
+ * memory (griddepcontrol.wait: cf_grid_dependency_wait() in the templates). Elsewhere it is a plain
+ * launch. */
+CF_API cf_status cf_launch_ex(cf_function *f, const unsigned grid[3], const unsigned block[3],
+                              unsigned shared_bytes, cf_stream *s, void **args,
+                              int overlap_previous);
 
 #ifdef __cplusplus
 }

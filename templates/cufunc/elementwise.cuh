@@ -10,6 +10,18 @@
  * moves them all (ld.global.v4.f32 for N = 4 floats). sizeof(cf_vec<T, N>) == N * sizeof(T): the
  * kernels index arrays of them. */
 template <typename T, int N> struct alignas(sizeof(T) * N) cf_vec { T v[N]; };
+
+/* Programmatic dependent launch (compute capability 9.0 and up; see cf_launch_ex): let the next
+ * kernel in the stream be scheduled as this one's blocks retire, and wait for the previous
+ * kernel (its completion and its memory) before touching global memory. Both are no-ops for a
+ * kernel launched without the attribute, and on older devices. */
+__device__ __forceinline__ void cf_grid_dependency_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 static_assert(sizeof(cf_vec<bool, 4>) == 4 && sizeof(cf_vec<float, 4>) == 16, "cf_vec packing");
 
 /* n / d and n % d for the loop's extents: 32-bit and 64-bit index variants. */
