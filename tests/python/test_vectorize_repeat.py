@@ -268,3 +268,29 @@ def test_threads_each_keep_their_own_last_launch():
     for t in threads:
         t.join()
     assert errors == []
+
+
+@gpu
+@pytest.mark.parametrize("shape_kind", ["flat", "row-vector", "tile"])
+def test_chains_of_large_dependent_calls(shape_kind):
+    # Large launches are programmatic dependent launches (src/ufunc.c, CUFUNC_EW_PDL): a kernel
+    # may be scheduled while its predecessor drains and must wait for it before reading. Each
+    # call here reads what the one before wrote, with no synchronisation in between.
+    m = 1024
+    rng = np.random.default_rng(7)
+    x = rng.integers(-4, 4, (m, m)).astype(np.float32)
+    a, b = cuda.to_device(x), cuda.device_array((m, m), np.float32)
+    col = cuda.to_device(np.ones((m, 1), np.float32))
+    want = x.copy()
+    for k in range(12):
+        src, dst = (a, b) if k % 2 == 0 else (b, a)
+        if shape_kind == "flat":
+            axpy(src, src, out=dst)                    # dst = 3 src (exact: below 2^24)
+            want = 3 * want
+        elif shape_kind == "row-vector":
+            other(src, col, out=dst)                   # dst = src - 1 (column broadcast)
+            want = want - 1
+        else:
+            other(src.T, col, out=dst)                 # a transposed read: the tile kernel
+            want = want.T - 1
+    check(a, want.astype(np.float32))          # the 12th call (k = 11) wrote a
