@@ -3,8 +3,7 @@
 For each setting of the environment variables the engine reads once per process
 
     CUFUNC_EW_BLOCK          threads per block (flat, row-vector and strided kernels)
-    CUFUNC_EW_UNROLL         vectors per thread per iteration (flat kernel)
-    CUFUNC_EW_ROW_UNROLL     the same, row-vector kernel (a block's consecutive vectors)
+    CUFUNC_EW_UNROLL         vectors per thread per iteration (flat and row-vector kernels)
     CUFUNC_EW_BLOCKS_PER_SM  grid cap per multiprocessor, 0 for none (one pass over the data)
     CUFUNC_EW_TILE_ROWS      tile kernel: threads along a 32x32 tile's rows
     CUFUNC_EW_TILE_BLOCKS_PER_SM  tile kernel's grid cap per multiprocessor, 0 for none
@@ -39,7 +38,7 @@ import time
 
 from benchlib import timeit
 
-KNOBS = ("CUFUNC_EW_BLOCK", "CUFUNC_EW_UNROLL", "CUFUNC_EW_ROW_UNROLL", "CUFUNC_EW_BLOCKS_PER_SM",
+KNOBS = ("CUFUNC_EW_BLOCK", "CUFUNC_EW_UNROLL", "CUFUNC_EW_BLOCKS_PER_SM",
          "CUFUNC_EW_ROW_BLOCKS_PER_SM", "CUFUNC_EW_TILE_ROWS", "CUFUNC_EW_TILE_BLOCKS_PER_SM",
          "CUFUNC_EW_TILE_PRELOAD", "CUFUNC_EW_TILE_PIPELINE")
 N = 1 << 26

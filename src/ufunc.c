@@ -25,9 +25,7 @@
  * Tuning knobs, read once per process from the environment (invalid values are ignored):
  *   CUFUNC_EW_BLOCK          threads per block of the flat, row-vector and strided kernels
  *                            (a multiple of 32, 32..1024; default UF_DEFAULT_BLOCK)
- *   CUFUNC_EW_UNROLL         vectors per thread per iteration, flat kernel (1..16)
- *   CUFUNC_EW_ROW_UNROLL     the same, row-vector kernel: a block's U * blockDim.x consecutive
- *                            vectors at a time (1..16)
+ *   CUFUNC_EW_UNROLL         vectors per thread per iteration, flat and row-vector (1..16)
  *   CUFUNC_EW_PDL            1 (default): launches of at least CUFUNC_EW_PDL_MIN elements are
  *                            programmatic dependent launches (cf_launch_ex): on compute
  *                            capability 9.0 and up the kernel is scheduled while the previous
@@ -99,7 +97,6 @@
 #define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
 #define UF_DEFAULT_TILE_PRELOAD 1
 #define UF_DEFAULT_TILE_PIPELINE 1
-#define UF_DEFAULT_ROW_UNROLL 1
 #define UF_DEFAULT_PDL 1
 #define UF_DEFAULT_PDL_MIN 65536
 #define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
@@ -388,15 +385,14 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
 
 typedef struct uf_knobs {
     int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
-    int tile_preload, tile_pipeline, row_unroll, pdl;
+    int tile_preload, tile_pipeline, pdl;
     int64_t pdl_min;
 } uf_knobs;
 
 static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
                          UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
                          UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD,
-                         UF_DEFAULT_TILE_PIPELINE, UF_DEFAULT_ROW_UNROLL, UF_DEFAULT_PDL,
-                         UF_DEFAULT_PDL_MIN};
+                         UF_DEFAULT_TILE_PIPELINE, UF_DEFAULT_PDL, UF_DEFAULT_PDL_MIN};
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 static void knobs_read(void)
@@ -415,7 +411,6 @@ static void knobs_read(void)
     knobs.tile_preload = (int)cf_env_long("CUFUNC_EW_TILE_PRELOAD", UF_DEFAULT_TILE_PRELOAD, 0, 1);
     knobs.tile_pipeline = (int)cf_env_long("CUFUNC_EW_TILE_PIPELINE", UF_DEFAULT_TILE_PIPELINE,
                                            0, 1);
-    knobs.row_unroll = (int)cf_env_long("CUFUNC_EW_ROW_UNROLL", UF_DEFAULT_ROW_UNROLL, 1, 16);
     knobs.pdl = (int)cf_env_long("CUFUNC_EW_PDL", UF_DEFAULT_PDL, 0, 1);
     knobs.pdl_min = cf_env_long("CUFUNC_EW_PDL_MIN", UF_DEFAULT_PDL_MIN, 0, (long)1 << 40);
 }
@@ -835,16 +830,12 @@ static void gen_rowvec(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int ni
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *O = sp->index32 ? "int" : "long long";
     const int V = sp->vec, U = sp->unroll;
-    /* a block takes U * blockDim.x consecutive vectors at a time, thread t the vectors t,
-     * t + blockDim.x, ...: the grid's stores stay in one advancing window of memory (a
-     * grid-stride unroll, vectors a grid apart, measured slower) */
     cf_strbuf_printf(b, "    const %s n = (%s)p.h.n;\n"
-                 "    const %s step = blockDim.x;\n"
-                 "    const %s stride = (%s)gridDim.x * blockDim.x * %d;\n"
-                 "    for (%s base = (%s)blockIdx.x * blockDim.x * %d + threadIdx.x; base < n; "
-                 "base += stride) {\n"
+                 "    const %s step = (%s)gridDim.x * blockDim.x;\n"
+                 "    for (%s base = (%s)blockIdx.x * blockDim.x + threadIdx.x; base < n; "
+                 "base += (%s)%d * step) {\n"
                  "        %s off[%d][%d];\n",
-              I, I, I, I, I, U, I, I, U, O, U, sp->nops);
+              I, I, I, I, I, I, I, U, O, U, sp->nops);
     for (int i = 0; i < sp->nops; i++) {
         const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
         if (sp->kind[i] == K_CONTIG)
@@ -1330,7 +1321,6 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
     sp->ndim = (uint8_t)pl->ndim;
     if (choose_rowvec(L, nin, w)) {
         sp->shape = SH_ROWVEC;
-        sp->unroll = (uint8_t)knobs.row_unroll;
         return CF_OK;
     }
     if (choose_tile(L, nin, w)) {

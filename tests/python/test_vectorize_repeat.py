@@ -52,8 +52,8 @@ def base_arrays(rng, n=64, dtype=np.float32):
 
 
 def layout_steps(rng):
-    """(name, host x, host y, device x, device y, device out, the out's expected host view
-    getter): a list of calls, each differing from the previous one in one respect."""
+    """(name, host x, host y, device x, device y, device out): a list of calls, each differing
+    from the previous one in one respect."""
     x, y = base_arrays(rng)
     dx, dy = cuda.to_device(x), cuda.to_device(y)
     out = cuda.device_array(64, np.float32)
