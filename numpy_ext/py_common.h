@@ -136,7 +136,12 @@ typedef struct {
     PyObject *stream;      /* the Stream work on this array is ordered on, or NULL (default) */
     int readonly;
     PyObject *weakreflist;
+    /* This object's number, never reused (0: none). A DeviceArray never changes its view, stream
+     * or readonly flag, so a caller that saw this serial before knows the whole array by it: the
+     * ufunc fast path repeats a launch on it (py_ufunc.c). */
+    uint64_t serial;
 } CfPyDeviceArray;
+
 
 extern PyTypeObject CfPyDeviceArray_Type;
 #define CfPyDeviceArray_Check(o) PyObject_TypeCheck((o), &CfPyDeviceArray_Type)

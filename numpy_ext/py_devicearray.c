@@ -132,6 +132,13 @@ static CfPyAllocation *allocation_new(size_t nbytes, int device, PyObject *strea
 
 /* ---- views ----------------------------------------------------------------------------------- */
 
+/* The next DeviceArray serial (the GIL is held: every DeviceArray is made under it). */
+static uint64_t next_serial(void)
+{
+    static uint64_t last;
+    return ++last;
+}
+
 PyObject *cf_py_devicearray_wrap(const cf_array *view, PyObject *base, PyObject *stream,
                                  int readonly)
 {
@@ -158,6 +165,7 @@ PyObject *cf_py_devicearray_wrap(const cf_array *view, PyObject *base, PyObject 
     Py_XINCREF(self->stream);
     self->readonly = readonly;
     self->weakreflist = NULL;
+    self->serial = next_serial();
     return (PyObject *)self;
 }
 
@@ -1641,6 +1649,7 @@ static PyObject *da_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                 sub->stream = base_obj->stream;
                 sub->readonly = 0;
                 sub->weakreflist = NULL;
+                sub->serial = next_serial();
                 base_obj->descr = NULL;
                 base_obj->base = NULL;
                 base_obj->stream = NULL;

@@ -27,6 +27,13 @@ typedef struct {
         int loop;
     } cache[UF_CACHE];
     int cache_next;
+    /* The last call the fast path launched (ufunc_fast): the serials of its DeviceArrays and what
+     * the launch did. A call on the same DeviceArrays repeats that launch. nops 0: none. */
+    struct {
+        int nops;
+        uint64_t serial[2 * UF_MAX_ARGS];
+        cf_ufunc_record rec;
+    } last;
 } CfPyUFunc;
 
 extern PyTypeObject CfPyUFunc_Type;

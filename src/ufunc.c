@@ -1593,7 +1593,6 @@ static size_t pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max
  * names) can never match again. */
 #define UF_REPEAT_DIMS 4
 #define UF_REPEAT_OPS 8
-#define UF_REPEAT_PARAM_BYTES 1024
 
 typedef struct uf_repeat_op {
     uint64_t value[2]; /* an array's address, or a scalar's bytes */
@@ -1613,13 +1612,7 @@ typedef struct uf_repeat_key {
 typedef struct uf_repeat {
     uf_repeat_key key; /* serial 0: empty */
     size_t key_bytes;
-    cf_function *fn;
-    unsigned grid[3], block[3];
-    int overlap; /* a programmatic dependent launch */
-    union {
-        unsigned char bytes[UF_REPEAT_PARAM_BYTES];
-        uint64_t align;
-    } params;
+    cf_ufunc_record rec;
 } uf_repeat;
 
 static _Thread_local uf_repeat last_launch;
@@ -1665,11 +1658,20 @@ static size_t repeat_key(const cf_ufunc *u, int loop, const cf_stream *s, const 
     return bytes;
 }
 
+/* A record's header and the parameter bytes it uses. */
+static void record_copy(cf_ufunc_record *dst, const cf_ufunc_record *src)
+{
+    memcpy(dst, src, offsetof(cf_ufunc_record, params));
+    memcpy(dst->params.bytes, src->params.bytes, src->param_bytes);
+}
+
 static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
                         const cf_array *where, int ndim, const int64_t *shape, int only_ready,
-                        int *launched)
+                        int *launched, cf_ufunc_record *record)
 {
     *launched = 0;
+    if (record)
+        record->fn = NULL;
     if (!s)
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: stream is NULL");
     if (!u || !ops)
@@ -1678,9 +1680,10 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     size_t key_bytes = repeat_key(u, loop, s, ops, where, ndim, shape, &key);
     uf_repeat *r = &last_launch;
     if (key_bytes && key_bytes == r->key_bytes && memcmp(&key, &r->key, key_bytes) == 0) {
-        void *args[1] = {r->params.bytes};
-        cf_status st = cf_launch_ex(r->fn, r->grid, r->block, 0, s, args, r->overlap);
+        cf_status st = cf_ufunc_replay(&r->rec, s);
         *launched = st == CF_OK;
+        if (st == CF_OK && record)
+            record_copy(record, &r->rec);
         return st;
     }
     uf_launch L;
@@ -1715,14 +1718,20 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     int overlap = knobs.pdl && pl->size >= knobs.pdl_min;
     st = cf_launch_ex(k.fn, grid, block, 0, s, args, overlap);
     *launched = st == CF_OK;
-    if (st == CF_OK && key_bytes && nbytes <= UF_REPEAT_PARAM_BYTES) {
+    if (st != CF_OK || nbytes > CF_UFUNC_RECORD_PARAM_BYTES || (!key_bytes && !record))
+        return st;
+    cf_ufunc_record *rec = key_bytes ? &r->rec : record;
+    rec->fn = k.fn;
+    rec->overlap = overlap;
+    memcpy(rec->grid, grid, sizeof grid);
+    memcpy(rec->block, block, sizeof block);
+    rec->param_bytes = nbytes;
+    memcpy(rec->params.bytes, params.bytes, nbytes);
+    if (key_bytes) {
         memcpy(&r->key, &key, key_bytes);
         r->key_bytes = key_bytes;
-        r->fn = k.fn;
-        r->overlap = overlap;
-        memcpy(r->grid, grid, sizeof grid);
-        memcpy(r->block, block, sizeof block);
-        memcpy(r->params.bytes, params.bytes, nbytes);
+        if (record)
+            record_copy(record, rec);
     }
     return st;
 }
@@ -1731,13 +1740,21 @@ cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand 
                           const cf_array *where, int ndim, const int64_t *shape)
 {
     int launched;
-    return launch(u, loop, s, ops, where, ndim, shape, 0, &launched);
+    return launch(u, loop, s, ops, where, ndim, shape, 0, &launched, NULL);
 }
 
 cf_status cf_ufunc_launch_if_ready(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
                                    const cf_array *where, int ndim, const int64_t *shape,
-                                   int *launched)
+                                   int *launched, cf_ufunc_record *record)
 {
     int dummy;
-    return launch(u, loop, s, ops, where, ndim, shape, 1, launched ? launched : &dummy);
+    return launch(u, loop, s, ops, where, ndim, shape, 1, launched ? launched : &dummy, record);
+}
+
+cf_status cf_ufunc_replay(const cf_ufunc_record *record, cf_stream *s)
+{
+    if (!record || !record->fn)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_replay: the record is empty");
+    void *args[1] = {(void *)record->params.bytes};
+    return cf_launch_ex(record->fn, record->grid, record->block, 0, s, args, record->overlap);
 }

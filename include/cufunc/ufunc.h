@@ -95,13 +95,36 @@ typedef struct cf_operand {
 CF_API cf_status cf_ufunc_launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
                                  const cf_array *where, int ndim, const int64_t *shape);
 
+/* What a launch did, so that a caller can repeat it without planning, looking up or packing it
+ * again: the kernel, its grid and block, and its parameter bytes (which hold the operands' device
+ * addresses and strides, and scalars' values). A record is valid for a launch with the very same
+ * operands: the same views (data, dtype, shape, strides) or scalar values, still alive, on the
+ * same device, of a ufunc still alive. Keeping to that is the caller's side of the contract
+ * (cufunc's Python layer knows it by the identity of immutable DeviceArray objects). */
+#define CF_UFUNC_RECORD_PARAM_BYTES 1024
+typedef struct cf_ufunc_record {
+    cf_function *fn;             /* NULL: nothing recorded (an empty loop, where=, or too large) */
+    unsigned grid[3], block[3];
+    int overlap;                 /* launched as a programmatic dependent launch */
+    size_t param_bytes;
+    union {
+        unsigned char bytes[CF_UFUNC_RECORD_PARAM_BYTES];
+        uint64_t align;
+    } params;
+} cf_ufunc_record;
+
 /* As cf_ufunc_launch when the kernel this launch needs is already compiled and loaded
  * (*launched = 1, also for an empty loop); otherwise nothing happens and *launched = 0, so that a
  * caller can release its own locks (the Python GIL) only around the cf_ufunc_launch that
- * compiles, and keep a launch of a ready kernel short. */
+ * compiles, and keep a launch of a ready kernel short. `record`, when not NULL, receives what a
+ * launch did (record->fn NULL where it cannot be repeated with cf_ufunc_replay). */
 CF_API cf_status cf_ufunc_launch_if_ready(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *ops,
                                           const cf_array *where, int ndim, const int64_t *shape,
-                                          int *launched);
+                                          int *launched, cf_ufunc_record *record);
+
+/* Launch again what `record` recorded, on stream `s` (of the record's device); see
+ * cf_ufunc_record for when that is valid. */
+CF_API cf_status cf_ufunc_replay(const cf_ufunc_record *record, cf_stream *s);
 
 /* The CUDA C source of the kernel a launch with these arguments would use (for inspection and
  * tests; needs no GPU: the device's properties are not involved in the source). The caller frees

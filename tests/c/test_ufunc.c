@@ -516,7 +516,7 @@ static void test_launch_on_gpu(void)
      * ready after it */
     CHECK_OK(cf_memset8(s, dc, 0xff, n * 4));
     int launched = -1;
-    CHECK_OK(cf_ufunc_launch_if_ready(u, 0, s, ops, NULL, 2, shape, &launched));
+    CHECK_OK(cf_ufunc_launch_if_ready(u, 0, s, ops, NULL, 2, shape, &launched, NULL));
     CHECK(launched == 0);
     CHECK_OK(cf_memcpy_dtoh(s, out, dc, n * 4, 1));
     CHECK(out[0] != out[0]); /* still the 0xff bytes: a NaN */
@@ -527,13 +527,29 @@ static void test_launch_on_gpu(void)
         bad += out[i] != a[i] + b[i];
     CHECK(bad == 0);
     CHECK_OK(cf_memset8(s, dc, 0xff, n * 4));
-    CHECK_OK(cf_ufunc_launch_if_ready(u, 0, s, ops, NULL, 2, shape, &launched));
+    cf_ufunc_record *rec = malloc(sizeof *rec);
+    CHECK_OK(cf_ufunc_launch_if_ready(u, 0, s, ops, NULL, 2, shape, &launched, rec));
     CHECK(launched == 1);
+    CHECK(rec->fn != NULL && rec->param_bytes > 0);
     CHECK_OK(cf_memcpy_dtoh(s, out, dc, n * 4, 1));
     bad = 0;
     for (size_t i = 0; i < n; i++)
         bad += out[i] != a[i] + b[i];
     CHECK(bad == 0);
+    /* the record repeats the launch: it reads what the inputs hold now */
+    for (size_t i = 0; i < n; i++)
+        a[i] = -(float)i;
+    CHECK_OK(cf_memcpy_htod(s, da, a, n * 4, 1));
+    CHECK_OK(cf_memset8(s, dc, 0xff, n * 4));
+    CHECK_OK(cf_ufunc_replay(rec, s));
+    CHECK_OK(cf_memcpy_dtoh(s, out, dc, n * 4, 1));
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += out[i] != a[i] + b[i];
+    CHECK(bad == 0);
+    rec->fn = NULL;
+    CHECK(cf_ufunc_replay(rec, s) == CF_ERR_INVALID);
+    free(rec);
     /* b read transposed (as a (C, R) array viewed (R, C)): strided kernel */
     int64_t tshape[2] = {C, R};
     cf_array_init_contiguous(&ops[1].array, db, CF_FLOAT32, 2, tshape, 'C', 0);

@@ -1,9 +1,11 @@
 """Back-to-back calls: the call path's shortcuts must never serve a stale launch.
 
-Two shortcuts make a loop of small calls cheap (issue 4's per-call target):
+Three shortcuts make a loop of small calls cheap (issue 4's per-call target):
   * the fast path of UFunc calls (numpy_ext/py_ufunc.c, ufunc_fast): DeviceArrays of one shape
     with the outputs given and input dtypes seen before skip the general call's classification;
     anything else falls back to the general path;
+  * the fast path's record of its last launch per ufunc: a call on the very same DeviceArray
+    objects (known by their serial numbers, never reused) repeats that launch without any check;
   * the repeat record of the element-wise engine (src/ufunc.c, "repeat launches"): each thread's
     last launch is reused when the ufunc, loop, stream, loop shape and every operand's address,
     dtype, shape, strides (or scalar value) are the same.
@@ -16,6 +18,8 @@ import numpy as np
 import pytest
 
 from cufunc import cuda, vectorize
+from cufunc import types as T
+from cufunc.vectorize import _loop_from
 
 gpu = pytest.mark.gpu
 
@@ -294,3 +298,79 @@ def test_chains_of_large_dependent_calls(shape_kind):
             other(src.T, col, out=dst)                 # a transposed read: the tile kernel
             want = want.T - 1
     check(a, want.astype(np.float32))          # the 12th call (k = 11) wrote a
+
+
+@gpu
+def test_new_arrays_at_the_addresses_of_freed_ones():
+    # The pool hands freed memory straight back: new arrays at the same addresses, of another
+    # dtype, length or layout, are new objects and must not repeat the old launch.
+    rng = np.random.default_rng(3)
+    cases = [(np.float32, 64, 1), (np.float64, 64, 1), (np.float32, 64, 1), (np.float32, 40, 1),
+             (np.float32, 64, 2), (np.int32, 64, 1), (np.float32, 64, 1)]
+    for dt, n, step in cases * 2:
+        x, y = base_arrays(rng, n * step, dt)
+        dx, dy = cuda.to_device(x), cuda.to_device(y)
+        out = cuda.device_array(n, dt)
+        for _ in range(2):
+            axpy(dx[::step], dy[::step], out=out)
+            check(out, want_axpy(x[::step], y[::step]))
+        del dx, dy, out
+
+
+@gpu
+def test_views_of_the_same_memory_are_distinct():
+    x = np.arange(64, dtype=np.float32)
+    d, out = cuda.to_device(x), cuda.device_array(64, np.float32)
+    for view, hv in [(d, x), (d[:], x), (d[::-1], x[::-1]), (d.reshape(8, 8).ravel(), x), (d, x)]:
+        for _ in range(2):
+            axpy(view, view, out=out)
+            check(out, want_axpy(hv, hv))
+
+
+def negated_sum(x, y):
+    return -(x + y)
+
+
+@gpu
+def test_a_new_loop_clears_the_record():
+    # A float32 call on a ufunc with only a float64 loop casts into it; once a float32 loop is
+    # added, the same call on the same arrays must take the new, exact, loop.
+    @vectorize(["float64(float64, float64)"])
+    def add(x, y):
+        return x + y
+
+    x, y = np.arange(16, dtype=np.float32), np.full(16, 2, np.float32)
+    dx, dy, out = cuda.to_device(x), cuda.to_device(y), cuda.device_array(16, np.float32)
+    for _ in range(2):
+        add(dx, dy, out=out)
+        check(out, x + y)
+    spec, _ = _loop_from(negated_sum, [T.float32, T.float32], T.float32, False)
+    add.add_loop(*spec)
+    for _ in range(2):
+        add(dx, dy, out=out)
+        check(out, -(x + y))
+
+
+@gpu
+def test_threads_sharing_one_set_of_arrays():
+    # The record belongs to the ufunc, not to a thread: every thread repeats the same launch.
+    x, y = base_arrays(np.random.default_rng(5), 48)
+    dx, dy, out = cuda.to_device(x), cuda.to_device(y), cuda.device_array(48, np.float32)
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(100):
+                axpy(dx, dy, out=out)
+            cuda.synchronize()
+            if not np.array_equal(out.copy_to_host(), want_axpy(x, y)):
+                errors.append("wrong result")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
