@@ -421,8 +421,12 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
 /* Environment variables read once per process, for measurements (bench/bench_scan_variants.py runs
  * one process per setting); unset or out of range: the defaults below.
  *   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per multiprocessor of full reductions (1..64)
- *   CUFUNC_REDUCE_UNROLL         independent vector loads in flight per thread of full and row
- *                                reductions (1, 2, 4 or 8)
+ *   CUFUNC_REDUCE_UNROLL         independent vector loads in flight per thread of full, row and
+ *                                column reductions (1, 2, 4 or 8)
+ *   CUFUNC_REDUCE_COLS_THREADS_PER_SM  threads per multiprocessor a split column reduction aims
+ *                                at (64..65536; default RED_COLS_THREADS_PER_SM)
+ *   CUFUNC_REDUCE_GATHER         partials the last block of a split loads at once (1..32; default
+ *                                CF_RED_GATHER of templates/cufunc/reduce.cuh, 8)
  *   CUFUNC_SCAN_BLOCK            threads per scan tile (64, 128, 256, 512 or 1024)
  *   CUFUNC_SCAN_ITEMS            elements per thread of a scan tile (1..64; rounded up to a
  *                                multiple of the elements of one 16-byte vector)
@@ -441,6 +445,7 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
  *                                tiles, and more bytes, in flight */
 typedef struct red_knobs {
     int blocks_per_sm, unroll, scan_block, scan_items, scan_sleep, scan_min_blocks;
+    int cols_threads_per_sm, gather;
     int scan_lookback;
     int scan_order; /* -1: unset, 0: atomic, 1: block */
     int scan_smem_items; /* -1: unset */
@@ -462,6 +467,8 @@ static void read_knobs(void)
     k->scan_items = (int)cf_env_long("CUFUNC_SCAN_ITEMS", 0, 1, 64);
     k->scan_sleep = (int)cf_env_long("CUFUNC_SCAN_SLEEP", 0, 0, 10000);
     k->scan_min_blocks = (int)cf_env_long("CUFUNC_SCAN_MIN_BLOCKS", 0, 1, 32);
+    k->cols_threads_per_sm = (int)cf_env_long("CUFUNC_REDUCE_COLS_THREADS_PER_SM", 0, 64, 65536);
+    k->gather = (int)cf_env_long("CUFUNC_REDUCE_GATHER", 0, 1, 32);
     k->scan_lookback = (int)cf_env_long("CUFUNC_SCAN_LOOKBACK", 0, 1, 8);
     if (k->scan_lookback & (k->scan_lookback - 1))
         k->scan_lookback = 0;
@@ -483,6 +490,13 @@ static const red_knobs *knobs(void)
 #define RED_THREADS_PER_SM 2048
 /* full reductions: 2 blocks of 512 per multiprocessor, 4 vector loads in flight per thread */
 #define RED_ALL_BLOCKS_PER_SM 2
+/* column reductions whose columns alone do not fill the card split the reduced range over blocks
+ * until the grid holds this many threads per multiprocessor: 512, i.e. 2 blocks of 256, one wave
+ * whatever the kernel's occupancy. Measured on an H200 (bench/bench_cols_variants.py, sums over
+ * axis 0 of 2^28 float32 in 7 shapes, bench/REDUCE_NOTES.md "axis 0"): 512 was the best or near
+ * it in every shape (4024-4342 GB/s with 4096+ columns, 3630 with 1024), where 2048 gave
+ * 2458-4257: grids past one wave left a tail, and a wider split a longer gather. */
+#define RED_COLS_THREADS_PER_SM 512
 /* scans: 256 threads x 128 bytes of accumulators each (32 float32): 64 registers, 4 blocks per SM */
 #define SCAN_BLOCK 256
 /* look-back window: groups of 32 tiles per L2 round trip (templates/cufunc/reduce.cuh). One:
@@ -584,10 +598,14 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
                     vc = 1;
         }
         g->vec = vc;
-        g->unroll = vc >= 8 ? 2 : vc >= 4 ? 4 : 8;
+        g->unroll = knobs()->unroll ? knobs()->unroll : vc >= 8 ? 2 : vc >= 4 ? 4 : 8;
         int64_t groups = p->n_out / vc;
         int64_t blocks_x = ceil_div(groups, RED_BLOCK);
-        int64_t target_blocks = target_threads / RED_BLOCK;
+        /* a split aims at RED_COLS_THREADS_PER_SM threads: one wave of blocks, however many
+         * fit on a multiprocessor, and few partials for the tile's last block to gather */
+        int tps = knobs()->cols_threads_per_sm ? knobs()->cols_threads_per_sm
+                                               : RED_COLS_THREADS_PER_SM;
+        int64_t target_blocks = max64(1, (int64_t)sms * tps / RED_BLOCK);
         int64_t split = 1, chunk = max64(p->n_red, 1);
         if (blocks_x < target_blocks && blocks_x <= CF_RED_NTICKETS && p->n_red >= 64) {
             split = min64(ceil_div(target_blocks, blocks_x), ceil_div(p->n_red, 32));
@@ -724,6 +742,8 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
     const char *W = sp->where ? "true" : "false";
     cf_strbuf b = {0};
+    if (knobs()->gather)
+        cf_strbuf_printf(&b, "#define CF_RED_GATHER %d\n", knobs()->gather);
     if (sp->lookback)
         cf_strbuf_printf(&b, "#define CF_SCAN_LOOKBACK_GROUPS %d\n#define CF_SCAN_BLOCK_ORDER %d\n"
                          "#define CF_SCAN_SMEM_ROUNDS %d\n", sp->lookback, sp->order,

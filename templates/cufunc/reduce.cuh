@@ -432,14 +432,39 @@ __device__ __forceinline__ bool cf_red_split_arrive(const cf_red_params &p, unsi
     return s_last;
 }
 
+/* partials of a split loaded at once by its gather (the engine may define it: CUFUNC_REDUCE_GATHER) */
+#ifndef CF_RED_GATHER
+#define CF_RED_GATHER 8
+#endif
+
 template <class Op, typename I>
 __device__ __forceinline__ void cf_red_split_gather(const cf_red_params &p, I j,
                                                     typename Op::T &v, bool &ok)
 {
     typedef typename Op::T T;
     const I n_out = (I)p.n_out;
+    const unsigned ny = gridDim.y;
     ok = false;
-    for (unsigned y = 0; y < gridDim.y; y++) {
+    /* CF_RED_GATHER partials in flight at once: the gather is the kernel's tail (one block per
+     * tile does it after all others), and one L2 round trip per partial made it a tenth of a
+     * 1 GiB reduction over 66 partials (bench/REDUCE_NOTES.md, "axis 0"). Values are loaded
+     * whether or not their flag is set (the partials area is allocated whole); folded in order. */
+    unsigned y = 0;
+    for (; y + CF_RED_GATHER <= ny; y += CF_RED_GATHER) {
+        unsigned char f[CF_RED_GATHER];
+        T x[CF_RED_GATHER];
+#pragma unroll
+        for (int k = 0; k < CF_RED_GATHER; k++) {
+            const I idx = (I)(y + k) * n_out + j;
+            f[k] = cf_red_load_cg((const unsigned char *)p.partial_ok + idx);
+            x[k] = cf_red_load_cg((const T *)p.partials + idx);
+        }
+#pragma unroll
+        for (int k = 0; k < CF_RED_GATHER; k++)
+            if (f[k])
+                cf_red_fold<Op>(v, ok, x[k], true);
+    }
+    for (; y < ny; y++) {
         const I idx = (I)y * n_out + j;
         if (cf_red_load_cg((const unsigned char *)p.partial_ok + idx))
             cf_red_fold<Op>(v, ok, cf_red_load_cg((const T *)p.partials + idx), true);
