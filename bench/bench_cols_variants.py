@@ -4,7 +4,7 @@ same run.
 
 The engine reads its knobs from the environment once per process (src/reduce.c):
 
-  CUFUNC_REDUCE_COLS_THREADS_PER_SM  threads per SM a split aims at (default 512; before: 2048)
+  CUFUNC_REDUCE_COLS_THREADS_PER_SM  threads per SM a split aims at (default 2048)
   CUFUNC_REDUCE_GATHER               partials the last block of a split loads at once (default 8;
                                      before: 1)
   CUFUNC_REDUCE_UNROLL               rows loaded together per thread (default 4 for float32)
@@ -28,11 +28,10 @@ import numpy as np
 from benchlib import timeit
 
 SETTINGS = [
-    ("default (split for 512 threads/SM, gather 8)", {}),
+    ("default (split for 2048 threads/SM, gather 8)", {}),
+    ("gather 1 (before)", {"CUFUNC_REDUCE_GATHER": "1"}),
     ("split for 1024 threads/SM", {"CUFUNC_REDUCE_COLS_THREADS_PER_SM": "1024"}),
-    ("split for 2048 threads/SM (before)", {"CUFUNC_REDUCE_COLS_THREADS_PER_SM": "2048"}),
-    ("split for 2048 threads/SM, gather 1 (before)", {"CUFUNC_REDUCE_COLS_THREADS_PER_SM": "2048",
-                                                      "CUFUNC_REDUCE_GATHER": "1"}),
+    ("split for 512 threads/SM", {"CUFUNC_REDUCE_COLS_THREADS_PER_SM": "512"}),
     ("gather 16", {"CUFUNC_REDUCE_GATHER": "16"}),
     ("unroll 2", {"CUFUNC_REDUCE_UNROLL": "2"}),
 ]

@@ -491,12 +491,10 @@ static const red_knobs *knobs(void)
 /* full reductions: 2 blocks of 512 per multiprocessor, 4 vector loads in flight per thread */
 #define RED_ALL_BLOCKS_PER_SM 2
 /* column reductions whose columns alone do not fill the card split the reduced range over blocks
- * until the grid holds this many threads per multiprocessor: 512, i.e. 2 blocks of 256, one wave
- * whatever the kernel's occupancy. Measured on an H200 (bench/bench_cols_variants.py, sums over
- * axis 0 of 2^28 float32 in 7 shapes, bench/REDUCE_NOTES.md "axis 0"): 512 was the best or near
- * it in every shape (4024-4342 GB/s with 4096+ columns, 3630 with 1024), where 2048 gave
- * 2458-4257: grids past one wave left a tail, and a wider split a longer gather. */
-#define RED_COLS_THREADS_PER_SM 512
+ * until the grid holds this many threads per multiprocessor. Fewer (512) measured better for most
+ * shapes on an H200 but a fifth slower for (8192, 16384) float64 in one of two runs
+ * (bench/bench_cols_variants.py, bench/REDUCE_NOTES.md "axis 0"): kept at 2048 until understood. */
+#define RED_COLS_THREADS_PER_SM 2048
 /* scans: 256 threads x 128 bytes of accumulators each (32 float32): 64 registers, 4 blocks per SM */
 #define SCAN_BLOCK 256
 /* look-back window: groups of 32 tiles per L2 round trip (templates/cufunc/reduce.cuh). One:
@@ -601,8 +599,7 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
         g->unroll = knobs()->unroll ? knobs()->unroll : vc >= 8 ? 2 : vc >= 4 ? 4 : 8;
         int64_t groups = p->n_out / vc;
         int64_t blocks_x = ceil_div(groups, RED_BLOCK);
-        /* a split aims at RED_COLS_THREADS_PER_SM threads: one wave of blocks, however many
-         * fit on a multiprocessor, and few partials for the tile's last block to gather */
+        /* a split aims at RED_COLS_THREADS_PER_SM threads per multiprocessor */
         int tps = knobs()->cols_threads_per_sm ? knobs()->cols_threads_per_sm
                                                : RED_COLS_THREADS_PER_SM;
         int64_t target_blocks = max64(1, (int64_t)sms * tps / RED_BLOCK);

@@ -279,8 +279,8 @@ static void test_geometry(void)
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, m.data, sms, 8, &g));
     CHECK(p.kind == CF_REDUCE_ROWS && g.group == 256 && g.vec == 4 && g.grid[1] == 1);
     CHECK(g.grid[0] == 8448); /* 132 SMs x 8 blocks x 8 rounds, rows grid-strided */
-    /* over axis 0: a thread per 4 columns, the rows split until the grid holds 512 threads per
-     * SM (one wave, few partials to gather: src/reduce.c, RED_COLS_THREADS_PER_SM) */
+    /* over axis 0: a thread per 4 columns, the rows split until the grid holds 2048 threads per
+     * SM (src/reduce.c, RED_COLS_THREADS_PER_SM) */
     cf_array o0 = keepdims_out(&m, r0, CF_FLOAT32, 0x90000);
     CHECK_OK(cf_reduce_plan_axes(&p, &m, r0, &o0, NULL));
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT32, m.data, sms, 8, &g));
@@ -288,8 +288,8 @@ static void test_geometry(void)
     CHECK(g.grid[1] > 1 && (int64_t)g.grid[1] * g.chunk >= 16384 &&
           (int64_t)(g.grid[1] - 1) * g.chunk < 16384);
     CHECK(g.partials == (int64_t)g.grid[1] * 16384);
-    CHECK((int64_t)g.grid[0] * g.grid[1] * g.block >= (int64_t)sms * 512);
-    CHECK(g.grid[1] == 17); /* ceil(132 x 2 blocks / 16 column blocks) */
+    CHECK((int64_t)g.grid[0] * g.grid[1] * g.block >= (int64_t)sms * 2048);
+    CHECK(g.grid[1] == 66); /* ceil(132 x 8 blocks / 16 column blocks) */
 
     /* few long rows: split rows */
     int64_t fr[2] = {4, 1 << 24};
