@@ -446,9 +446,10 @@ __device__ __forceinline__ void cf_red_split_gather(const cf_red_params &p, I j,
     const unsigned ny = gridDim.y;
     ok = false;
     /* CF_RED_GATHER partials in flight at once: the gather is the kernel's tail (one block per
-     * tile does it after all others), and one L2 round trip per partial made it a tenth of a
-     * 1 GiB reduction over 66 partials (bench/REDUCE_NOTES.md, "axis 0"). Values are loaded
-     * whether or not their flag is set (the partials area is allocated whole); folded in order. */
+     * tile does it after all others); one L2 round trip per partial cost a 2^28 float32 sum over
+     * axis 0 with 1024 columns (1056 partials each) a fifth of its time (bench/REDUCE_NOTES.md,
+     * "axis 0"). Values are loaded whether or not their flag is set (the partials area is
+     * allocated whole); they are folded in order, as before. */
     unsigned y = 0;
     for (; y + CF_RED_GATHER <= ny; y += CF_RED_GATHER) {
         unsigned char f[CF_RED_GATHER];
