@@ -492,7 +492,7 @@ static const red_knobs *knobs(void)
 #define RED_ALL_BLOCKS_PER_SM 2
 /* column reductions whose columns alone do not fill the card split the reduced range over blocks
  * until the grid holds this many threads per multiprocessor. Fewer (512) measured better for most
- * shapes on an H200 but a fifth slower for (8192, 16384) float64 in one of two runs
+ * shapes on an H200 but a fifth slower for (8192, 16384) float64, in both runs that measured it
  * (bench/bench_cols_variants.py, bench/REDUCE_NOTES.md "axis 0"): kept at 2048 until understood. */
 #define RED_COLS_THREADS_PER_SM 2048
 /* scans: 256 threads x 128 bytes of accumulators each (32 float32): 64 registers, 4 blocks per SM */
