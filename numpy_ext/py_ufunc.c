@@ -841,8 +841,7 @@ static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n
     unsigned char key[2 * UF_MAX_ARGS + 1];
     for (int i = 0; i < nops; i++) {
         const cf_array *v = &arr[i]->view;
-        if (v->device != v0->device || v->ndim != v0->ndim ||
-            memcmp(v->shape, v0->shape, sizeof(int64_t) * (size_t)v0->ndim) != 0 ||
+        if (v->device != v0->device || !cf_array_has_shape(v, v0->ndim, v0->shape) ||
             (i >= nin && arr[i]->readonly))
             return NULL;
         if (i < nin) {

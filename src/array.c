@@ -99,6 +99,16 @@ void cf_array_byte_bounds(const cf_array *a, int64_t *lo, int64_t *hi)
     *hi = h + (int64_t)cf_dtype_size(a->dtype);
 }
 
+int cf_array_has_shape(const cf_array *a, int ndim, const int64_t *shape)
+{
+    if (a->ndim != ndim)
+        return 0;
+    for (int k = 0; k < ndim; k++)
+        if (a->shape[k] != shape[k])
+            return 0;
+    return 1;
+}
+
 int cf_array_may_overlap(const cf_array *a, const cf_array *b)
 {
     if (a->device != b->device)

@@ -137,14 +137,9 @@ cf_status cf_hostpipe_plan_make(cf_hostpipe_plan *p, int nin, int nout,
         }
         if (cf_dtype_size(a->dtype) == 0 || a->ndim < 0 || a->ndim > ndim)
             return cf_error_set(CF_ERR_INVALID, "operand %d: bad dtype or ndim %d", i, a->ndim);
-        if (i >= nin && i < nin + nout) {
-            int same = a->ndim == ndim;
-            for (int k = 0; same && k < ndim; k++)
-                same = a->shape[k] == shape[k];
-            if (!same)
-                return cf_error_set(CF_ERR_INVALID, "output %d does not have the loop's shape",
-                                    i - nin);
-        }
+        if (i >= nin && i < nin + nout && !cf_array_has_shape(a, ndim, shape))
+            return cf_error_set(CF_ERR_INVALID, "output %d does not have the loop's shape",
+                                i - nin);
     }
     cf_status st = check_overlaps(nin, nout, arrays, nops);
     if (st)

@@ -1266,14 +1266,9 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             if (is_where && a->dtype != CF_BOOL)
                 return cf_error_set(CF_ERR_TYPE, "where= must be a bool array, not %s",
                                     cf_dtype_name(a->dtype));
-            if (is_out) {
-                int same = a->ndim == ndim;
-                for (int k = 0; same && k < ndim; k++)
-                    same = a->shape[k] == shape[k];
-                if (!same)
-                    return cf_error_set(CF_ERR_INVALID, "output %d does not have the loop's shape",
-                                        i - nin);
-            }
+            if (is_out && !cf_array_has_shape(a, ndim, shape))
+                return cf_error_set(CF_ERR_INVALID, "output %d does not have the loop's shape",
+                                    i - nin);
             sp->dtype[i] = (uint8_t)a->dtype;
             L->plan_of[i] = np;
             plan_ops[np++] = a;

@@ -39,6 +39,8 @@ CF_API int cf_array_is_f_contiguous(const cf_array *a);
 CF_API void cf_array_byte_bounds(const cf_array *a, int64_t *lo, int64_t *hi);
 /* Whether two views may share memory (byte ranges intersect); same device only. */
 CF_API int cf_array_may_overlap(const cf_array *a, const cf_array *b);
+/* Whether the view has exactly the shape (ndim, shape). */
+CF_API int cf_array_has_shape(const cf_array *a, int ndim, const int64_t *shape);
 
 #ifdef __cplusplus
 }

@@ -115,11 +115,24 @@ static void test_bounds_and_overlap(void)
     CHECK(!cf_array_may_overlap(&a, &b));
 }
 
+static void test_has_shape(void)
+{
+    cf_array a;
+    int64_t shape[2] = {3, 4}, other[2] = {3, 5};
+    CHECK_OK(cf_array_init_contiguous(&a, 0, CF_INT32, 2, shape, 'C', 0));
+    CHECK(cf_array_has_shape(&a, 2, shape));
+    CHECK(!cf_array_has_shape(&a, 2, other));
+    CHECK(!cf_array_has_shape(&a, 1, shape));
+    CHECK_OK(cf_array_init_contiguous(&a, 0, CF_INT32, 0, NULL, 'C', 0));
+    CHECK(cf_array_has_shape(&a, 0, NULL));
+}
+
 int main(void)
 {
     RUN(test_dtype_table);
     RUN(test_contiguous_init);
     RUN(test_contiguity_flags);
     RUN(test_bounds_and_overlap);
+    RUN(test_has_shape);
     return SUMMARY();
 }
