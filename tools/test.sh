@@ -6,8 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-"$PY" -m pip install -q --disable-pip-version-check "numpy>=1.25" "pytest>=7" "hypothesis>=6" "setuptools>=61" wheel
-"$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps .
+# The build needs NumPy and setuptools first (--no-build-isolation builds against the installed
+# NumPy); then cufunc with its test extra: pyproject.toml's one list of test dependencies.
+"$PY" -m pip install -q --disable-pip-version-check "numpy>=1.25" "setuptools>=61" wheel
+"$PY" -m pip install -q --disable-pip-version-check --no-build-isolation ".[test]"
 
 cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build/cmake -j "$(nproc)"
