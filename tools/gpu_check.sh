@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched GPU run (for the device tool): build, the whole test suite with CUFUNC_REQUIRE_GPU=1,
 # the demo and the benchmarks. Logs go to $OUT (or /tmp/gpu_out). Usage:
-#   bash tools/gpu_check.sh [tests|bench|all] [extra pytest args...]
+#   bash tools/gpu_check.sh [tests|sanitize|bench|all] [extra pytest args...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}; shift || true
@@ -21,6 +21,9 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m cufunc > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -8 "$OUT/demo.log"
   python3 -m pytest -q -ra tests/python "$@" > "$OUT/pytest.log" 2>&1; p=$?
   grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -40; tail -3 "$OUT/pytest.log"; [ $p -eq 0 ] || rc=1
+fi
+if [ "$what" = sanitize ] || [ "$what" = all ]; then
+  bash tools/sanitizer_check.sh || rc=1
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   for b in bench/bench_*.py; do
