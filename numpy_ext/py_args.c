@@ -211,16 +211,6 @@ int cf_py_arg_copy(cf_py_arg *a, int device, PyObject *stream)
     return 0;
 }
 
-int cf_py_same_view(const cf_array *a, const cf_array *b)
-{
-    if (a->data != b->data || a->ndim != b->ndim || a->dtype != b->dtype)
-        return 0;
-    for (int k = 0; k < a->ndim; k++)
-        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
-            return 0;
-    return 1;
-}
-
 int cf_py_call_positional(PyObject *const *args, Py_ssize_t n, int nin, int nout, const char *prefix,
                           const char *name, PyObject **inputs, PyObject **outs)
 {

@@ -35,11 +35,9 @@ int cf_py_arg_scalar(const cf_py_arg *a, cf_dtype t, cf_operand *op, const char 
 /* Move a host argument to a new C-contiguous device array of dtype `as` (converted on the host
  * when it differs), on `stream` / `s`; the argument becomes that device view. */
 int cf_py_arg_upload(cf_py_arg *a, cf_dtype as, int device, PyObject *stream, cf_stream *s);
-/* Replace a device argument by a contiguous copy of it (an input that overlaps an output in
- * another layout is copied first, as NumPy does). */
+/* Replace a device argument by a contiguous copy of it (an input that shares memory with an
+ * output is copied first, as NumPy does: cf_array_needs_copy in cufunc/array.h decides). */
 int cf_py_arg_copy(cf_py_arg *a, int device, PyObject *stream);
-/* Whether two views are the same elements in the same order. */
-int cf_py_same_view(const cf_array *a, const cf_array *b);
 
 /* The n positional arguments of a (g)ufunc call (a tuple's items or a vectorcall's array): nin
  * inputs, then up to nout outputs (the rest of outs[] is left as it is). TypeError with NumPy's

@@ -562,14 +562,8 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
             fresh |= 1u << o;
         }
     }
-    /* an input overlapping an output in another layout is copied first */
-    for (int i = 0; i < nin; i++)
-        for (int o = 0; o < nout; o++)
-            if (P->in[i].kind == CF_PY_ARG_DEVICE &&
-                cf_array_may_overlap(&P->in[i].view, &ops[nin + o].array) &&
-                !cf_py_same_view(&P->in[i].view, &ops[nin + o].array) &&
-                cf_py_arg_copy(&P->in[i], device, stream_for_arrays) < 0)
-                goto done;
+    /* inputs that share memory with an output: cf_gufunc_launch copies them first (on the GPU,
+     * stream-ordered), as NumPy defines the call */
     for (int i = 0; i < nin; i++) {
         if (P->in[i].kind == CF_PY_ARG_SCALAR) {
             if (cf_py_arg_scalar(&P->in[i], P->types[i], &ops[i], name, i) < 0)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cufunc/reduce.h"
+#include "py_args.h"
 #include "py_capture.h"
 #include "py_ufunc.h"
 
@@ -150,6 +151,26 @@ static int place(red_place *pl, int device, PyObject *stream, const char *what)
         return -1;
     pl->for_arrays = pl->resolved == Py_None ? NULL : pl->resolved;
     return 0;
+}
+
+/* Replace a device argument by a C-contiguous copy of it, ordered on the call's stream: an operand
+ * that shares memory with the output (cf_array_needs_copy), which NumPy defines as if it were
+ * copied before the output is written. The element-wise call's copy does the work. */
+static int arg_copy(red_arg *a, const red_place *pl)
+{
+    cf_py_arg t;
+    t.kind = CF_PY_ARG_DEVICE;
+    cf_py_view_copy(&t.view, &a->view);
+    t.dtype = a->view.dtype;
+    t.weak = 0;
+    t.value = NULL;
+    t.keep = a->keep; /* the reference moves over and back: the copy replaces it on success */
+    a->keep = NULL;
+    int r = cf_py_arg_copy(&t, pl->device, pl->for_arrays);
+    a->keep = t.keep;
+    if (r == 0)
+        cf_py_view_copy(&a->view, &t.view);
+    return r;
 }
 
 static int same_device(const red_arg *a, int device, const char *what, const char *argname)
@@ -412,6 +433,9 @@ static PyObject *reducer_call(CfPyReducer *self, PyObject *args, PyObject *kwarg
         same_device(&a, pl.device, name, "arr") < 0)
         goto done;
     if (a.kind == R_HOST && arg_upload(&a, pl.device, pl.for_arrays, pl.s) < 0)
+        goto done;
+    /* res inside arr: reduce a copy (a reduction reads elements after others are written) */
+    if (r.kind == R_DEVICE && cf_array_needs_copy(&a.view, &r.view, 0) && arg_copy(&a, &pl) < 0)
         goto done;
     cf_status st = CF_OK;
     if (res != Py_None) {
@@ -965,6 +989,13 @@ PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs
             goto done;
         ov = ((CfPyDeviceArray *)dev_out)->view;
     }
+    /* An output that shares memory with the array (out= a row or column of it) or the mask:
+     * reduce copies of them, as NumPy defines the call (blocks read elements that others have
+     * already written, and a split reduction writes partials in any order). */
+    if (cf_array_needs_copy(&a.view, &ov, 0) && arg_copy(&a, &pl) < 0)
+        goto done;
+    if (have_where && cf_array_needs_copy(&w.view, &ov, 0) && arg_copy(&w, &pl) < 0)
+        goto done;
     /* out in the keepdims shape: extent 1, stride 0 on the reduced axes */
     cf_array kv = ov;
     kv.ndim = ndim;
@@ -1083,6 +1114,11 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
             goto done;
         ov = ((CfPyDeviceArray *)dev_out)->view;
     }
+    /* An output that shares memory with the array: scan a copy, as NumPy defines the call, unless
+     * it is the very same view (out=array): a scan loads each tile whole before it stores it and
+     * reads no other tile's elements, and a column scan reads each element before it writes it. */
+    if (cf_array_needs_copy(&a.view, &ov, 1) && arg_copy(&a, &pl) < 0)
+        goto done;
     cf_status st;
     Py_BEGIN_ALLOW_THREADS
     st = cf_scan_launch(red, rloop, pl.s, &a.view, ax, &ov);

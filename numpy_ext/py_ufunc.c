@@ -217,10 +217,9 @@ static int hostpipe_overlaps(CfPyUFunc *self, uf_call *c, cf_py_arg *in, cf_py_a
             if (v->shape[k] > 1 && v->strides[k] == 0)
                 return 1;
         for (int i = 0; i < nin; i++)
-            if (in[i].kind == CF_PY_ARG_HOST && cf_array_may_overlap(v, &in[i].view) &&
-                !cf_py_same_view(v, &in[i].view))
+            if (in[i].kind == CF_PY_ARG_HOST && cf_array_needs_copy(&in[i].view, v, 1))
                 return 1;
-        if (where && cf_array_may_overlap(v, &where->view) && !cf_py_same_view(v, &where->view))
+        if (where && cf_array_needs_copy(&where->view, v, 1))
             return 1;
         for (int p = 0; p < o; p++)
             if (c->outs[p] && c->outs[p] != Py_None && cf_array_may_overlap(v, &out[p].view))
@@ -623,12 +622,20 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
             Py_DECREF(r);
         }
     }
-    /* An input overlapping an output in another layout is copied first. */
-    for (int i = 0; i < nin; i++)
-        for (int o = 0; o < nout; o++)
-            if (in[i].kind == CF_PY_ARG_DEVICE && cf_array_may_overlap(&in[i].view, &out[o].view) &&
-                !cf_py_same_view(&in[i].view, &out[o].view) && cf_py_arg_copy(&in[i], device, stream_for_arrays) < 0)
+    /* An input (or the where= mask) sharing memory with an output other than as the same view is
+     * copied first: NumPy defines the call as if inputs were copied before outputs are written. An
+     * element-wise kernel reads each element before it writes the same index, so the same view is
+     * safe in place (cf_array_needs_copy). */
+    for (int o = 0; o < nout; o++) {
+        for (int i = 0; i < nin; i++)
+            if (in[i].kind == CF_PY_ARG_DEVICE && cf_array_needs_copy(&in[i].view, &out[o].view, 1) &&
+                cf_py_arg_copy(&in[i], device, stream_for_arrays) < 0)
                 goto done;
+        if (have_where == 1 && where.kind == CF_PY_ARG_DEVICE &&
+            cf_array_needs_copy(&where.view, &out[o].view, 1) &&
+            cf_py_arg_copy(&where, device, stream_for_arrays) < 0)
+            goto done;
+    }
 
     /* 6. Launch. */
     if (have_where != 2) {
@@ -863,8 +870,7 @@ static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n
     }
     for (int i = 0; i < nin; i++)
         for (int o = nin; o < nops; o++)
-            if (cf_array_may_overlap(&arr[i]->view, &arr[o]->view) &&
-                !cf_py_same_view(&arr[i]->view, &arr[o]->view))
+            if (cf_array_needs_copy(&arr[i]->view, &arr[o]->view, 1))
                 return NULL; /* ufunc_apply copies the input first */
 
     *handled = 1;

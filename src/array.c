@@ -123,3 +123,34 @@ int cf_array_may_overlap(const cf_array *a, const cf_array *b)
     __int128 b0 = (__int128)b->data + blo, b1 = (__int128)b->data + bhi;
     return a0 < b1 && b0 < a1;
 }
+
+int cf_array_same_view(const cf_array *a, const cf_array *b)
+{
+    if (a->data != b->data || a->device != b->device || a->ndim != b->ndim ||
+        a->dtype != b->dtype)
+        return 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
+            return 0;
+    return 1;
+}
+
+/* Whether some element of the view is at the same address as another (a zero stride on an axis
+ * with more than one element; other self-overlapping layouts are not looked for). */
+static int repeats_elements(const cf_array *a)
+{
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] > 1 && a->strides[k] == 0)
+            return 1;
+    return 0;
+}
+
+int cf_array_needs_copy(const cf_array *in, const cf_array *out, int in_place_ok)
+{
+    if (!cf_array_may_overlap(in, out))
+        return 0;
+    /* in place: each element is read, then written by its own thread, and no other reads it */
+    if (in_place_ok && cf_array_same_view(in, out) && !repeats_elements(out))
+        return 0;
+    return 1;
+}

@@ -18,7 +18,8 @@
  *
  * Array operands seen by the body as cf_array_ref must have the loop's dtype; cf_gufunc_launch
  * converts others through temporaries with an identity ufunc (the element-wise engine converts as it
- * loads). Scalars and core-less inputs passed by value are converted inside the kernel.
+ * loads). Scalars and core-less inputs passed by value are converted inside the kernel. Inputs that
+ * share memory with an output go through such a temporary too (NumPy's rule, array.h).
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -1036,6 +1037,41 @@ static cf_status cast_copy(cf_gufunc *g, cf_stream *s, const cf_array *src, cons
     return cf_ufunc_launch(g->cast, loop, s, ops, NULL, src->ndim, src->shape);
 }
 
+/* A C-ordered temporary of dtype `t` and a's shape from the stream-ordered pool (its memory in
+ * *mem, freed by the caller on the stream), holding a's values converted when `load`. */
+static cf_status temp_like(cf_gufunc *g, cf_stream *s, const cf_array *a, cf_dtype t, int load,
+                           uint64_t *mem, cf_array *out)
+{
+    cf_array v;
+    cf_status st = cf_array_init_contiguous(&v, 0, t, a->ndim, a->shape, 'C', cf_stream_device(s));
+    if (!st)
+        st = cf_mem_alloc(s, (size_t)cf_array_nbytes(&v), mem);
+    if (st)
+        return st;
+    v.data = *mem;
+    if (load && (st = cast_copy(g, s, a, &v)))
+        return st;
+    *out = v;
+    return CF_OK;
+}
+
+/* Whether input i must be copied before the kernel writes the outputs in `use` (array.h's rule).
+ * An iteration reads its input elements and writes its output elements in any order the body
+ * likes (a row reversal writes out[0] before it reads x[n-1]), so sharing memory is safe only
+ * between operands without core dimensions that are the same view: their iteration reads and
+ * writes one element, as an element-wise ufunc does. */
+static int input_needs_copy(const cf_gufunc *g, const cf_operand *use, int i)
+{
+    if (use[i].is_scalar)
+        return 0;
+    for (int o = g->nin; o < g->nin + g->nout; o++)
+        if (!use[o].is_scalar &&
+            cf_array_needs_copy(&use[i].array, &use[o].array,
+                                g->layout.ndims[i] == 0 && g->layout.ndims[o] == 0))
+            return 1;
+    return 0;
+}
+
 cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operand *ops,
                            const cf_gufunc_shapes *sh, unsigned fresh_outputs)
 {
@@ -1069,19 +1105,17 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
                               "do not support", g->name, i + 1, cf_dtype_name(a->dtype));
             goto done;
         }
-        cf_array t;
-        st = cf_array_init_contiguous(&t, 0, l->types[i], a->ndim, a->shape, 'C', device);
-        if (!st)
-            st = cf_mem_alloc(s, (size_t)cf_array_nbytes(&t), &temp[i]);
-        if (st)
+        int load = i < g->nin || !(fresh_outputs & (1u << (i - g->nin)));
+        if ((st = temp_like(g, s, a, l->types[i], load, &temp[i], &use[i].array)))
             goto done;
-        t.data = temp[i];
-        if (i < g->nin || !(fresh_outputs & (1u << (i - g->nin))))
-            st = cast_copy(g, s, a, &t);
-        if (st)
-            goto done;
-        use[i].array = t;
     }
+    /* Inputs that share memory with an output (after the conversions: a converted operand is a
+     * new temporary) are copied first, in the loop's dtype (a core-less input taken by value is
+     * converted by the copy instead of the kernel: the same cf_cast), as NumPy defines the call. */
+    for (int i = 0; i < g->nin; i++)
+        if (!temp[i] && input_needs_copy(g, use, i) &&
+            (st = temp_like(g, s, &ops[i].array, l->types[i], 1, &temp[i], &use[i].array)))
+            goto done;
     st = cf_gufunc_plan_launch(g, loop, use, sh, fresh_outputs, p);
     if (st || p->n == 0)
         goto done;

@@ -59,17 +59,6 @@ static size_t align_up(size_t n)
     return (n + CF_HOSTPIPE_ALIGN - 1) & ~(size_t)(CF_HOSTPIPE_ALIGN - 1);
 }
 
-/* The same elements in the same order (strides of extent-1 axes do not matter). */
-static int same_view(const cf_array *a, const cf_array *b)
-{
-    if (a->data != b->data || a->ndim != b->ndim || a->dtype != b->dtype || a->device != b->device)
-        return 0;
-    for (int k = 0; k < a->ndim; k++)
-        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
-            return 0;
-    return 1;
-}
-
 /* Packed bytes of operand i over the axes from `from` on, one index of each axis before it. */
 static size_t inner_bytes(const cf_hostpipe_plan *p, int i, int from)
 {
@@ -102,7 +91,7 @@ static cf_status check_overlaps(int nin, int nout, const cf_array *const *arrays
             if (i == o || !a || !cf_array_may_overlap(arrays[o], a))
                 continue;
             int other_out = i >= nin && i < nin + nout;
-            if (!other_out && same_view(arrays[o], a))
+            if (!other_out && cf_array_same_view(arrays[o], a))
                 continue; /* in place: chunk c reads and writes only its own elements */
             return cf_error_set(CF_ERR_INVALID,
                                 "cf_ufunc_launch_host: output %d overlaps %s %d in another layout; "

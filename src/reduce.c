@@ -1060,6 +1060,18 @@ static cf_status check_device(const cf_array *a, int device, const char *what)
     return CF_OK;
 }
 
+/* Outputs that share memory with what the kernel reads would make it read elements it (or another
+ * block) already wrote; the caller copies first (NumPy's rule, cf_array_needs_copy). */
+static cf_status check_no_overlap(const cf_reducer *r, const cf_array *in, const cf_array *out,
+                                  int in_place_ok, const char *what)
+{
+    if (in && cf_array_needs_copy(in, out, in_place_ok))
+        return cf_error_set(CF_ERR_INVALID, "%s: the output shares memory with %s%s; copy %s first "
+                            "(NumPy computes such a call as if the input were copied)", r->name,
+                            what, in_place_ok ? " other than as the same view" : "", what);
+    return CF_OK;
+}
+
 cf_status cf_reduce_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
                            const unsigned char *reduced, const cf_array *out,
                            const cf_array *where, const void *init)
@@ -1078,7 +1090,9 @@ cf_status cf_reduce_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array
     int device = cf_stream_device(s);
     if ((st = check_device(in, device, "the array")) || (st = check_device(out, device, "out")) ||
         (st = check_device(where, device, "where")) ||
-        (st = check_aligned(in, "the array")) || (st = check_aligned(out, "out")))
+        (st = check_aligned(in, "the array")) || (st = check_aligned(out, "out")) ||
+        (st = check_no_overlap(r, in, out, 0, "the array")) ||
+        (st = check_no_overlap(r, where, out, 0, "the mask")))
         return st;
     return run(r, loop, s, &p, in->dtype, out->dtype, in->data, out->data,
                where ? where->data : 0, init);
@@ -1121,7 +1135,8 @@ cf_status cf_scan_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *
         return CF_OK;
     int device = cf_stream_device(s);
     if ((st = check_device(in, device, "the array")) || (st = check_device(out, device, "out")) ||
-        (st = check_aligned(in, "the array")) || (st = check_aligned(out, "out")))
+        (st = check_aligned(in, "the array")) || (st = check_aligned(out, "out")) ||
+        (st = check_no_overlap(r, in, out, 1, "the array")))
         return st;
     return run(r, loop, s, &p, in->dtype, out->dtype, in->data, out->data, 0, NULL);
 }

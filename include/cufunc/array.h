@@ -37,8 +37,24 @@ CF_API int cf_array_is_c_contiguous(const cf_array *a);
 CF_API int cf_array_is_f_contiguous(const cf_array *a);
 /* The byte range [*lo, *hi) relative to data that the view touches; (0, 0) for an empty view. */
 CF_API void cf_array_byte_bounds(const cf_array *a, int64_t *lo, int64_t *hi);
-/* Whether two views may share memory (byte ranges intersect); same device only. */
+/* Whether two views may share memory (byte ranges intersect); same device only. A bounds test, as
+ * NumPy's first one (solve_may_share_memory with max_work=1): exact for contiguous views,
+ * conservative for strided ones (a[::2] and a[1::2] "may" overlap). Empty views never overlap. */
 CF_API int cf_array_may_overlap(const cf_array *a, const cf_array *b);
+/* Whether two views are the same elements in the same order: same device, address, dtype and
+ * shape, and the same strides on every axis of extent > 1 (NumPy's rule: an extent-1 axis's
+ * stride does not matter). */
+CF_API int cf_array_same_view(const cf_array *a, const cf_array *b);
+/* NumPy's rule for operands that share memory: a call behaves as if every input were copied
+ * before any output is written. Whether `in` must be copied before a kernel that reads it writes
+ * `out`: yes when they may overlap (cf_array_may_overlap), except when `in_place_ok` and they are
+ * the same view with no element repeated (no zero stride on an axis of extent > 1).
+ * `in_place_ok` is the caller's knowledge of its kernel: every read of an element of `in` comes
+ * before the write of the element of `out` at the same index, and no other element of `in` is
+ * read after that write (element-wise ufuncs; scans, whose tiles are loaded whole before they are
+ * stored). It is not so for a gufunc with core dimensions (a body that reverses its row writes
+ * out[0] before it reads x[n-1]) nor for a reduction. The one check every engine uses. */
+CF_API int cf_array_needs_copy(const cf_array *in, const cf_array *out, int in_place_ok);
 /* Whether the view has exactly the shape (ndim, shape). */
 CF_API int cf_array_has_shape(const cf_array *a, int ndim, const int64_t *shape);
 

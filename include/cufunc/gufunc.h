@@ -149,8 +149,10 @@ CF_API cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_op
  * from the loop's: scalars and core-less inputs taken by value are converted in the kernel, other
  * arrays through temporaries from the stream-ordered pool (converted in, and for outputs converted
  * back after the kernel). Outputs must have exactly the bound full shape and must not overlap
- * inputs unless they are the same view (the caller copies otherwise, as NumPy). Returns without
- * waiting for the kernel. */
+ * each other. An input that shares memory with an output is copied to a temporary first (by
+ * cf_array_needs_copy: any overlap, except the same view between operands without core
+ * dimensions), so the call computes what NumPy defines: as if every input were copied before any
+ * output is written. Returns without waiting for the kernel. */
 CF_API cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operand *ops,
                                   const cf_gufunc_shapes *sh, unsigned fresh_outputs);
 

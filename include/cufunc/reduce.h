@@ -127,16 +127,21 @@ CF_API cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, 
  * reduction `out` may be any 1-element view, e.g. ndim 0 or the first element of a device array),
  * skipping elements whose `where` is false, starting from `*init` (the accumulator type's bytes;
  * NULL for none) on stream `s`. An empty reduction (an output with no element to reduce) needs an
- * initial value: CF_ERR_INVALID otherwise. Returns without waiting for the kernel. */
+ * initial value: CF_ERR_INVALID otherwise. `out` must not share memory with `in` or `where`
+ * (cf_array_needs_copy: CF_ERR_INVALID; copy the input first, as NumPy's answer is the one from a
+ * copy). Returns without waiting for the kernel. */
 CF_API cf_status cf_reduce_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
                                   const unsigned char *reduced, const cf_array *out,
                                   const cf_array *where, const void *init);
 
-/* Reduce every element of `in` into the one element at `out` (device address) of dtype out_dtype. */
+/* Reduce every element of `in` into the one element at `out` (device address) of dtype out_dtype
+ * (not inside `in`: CF_ERR_INVALID, as cf_reduce_launch). */
 CF_API cf_status cf_reduce_all(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
                                uint64_t out, cf_dtype out_dtype, const void *init);
 
-/* Inclusive scan of `in` along `axis` into `out` (same shape; may be the same view as `in`). */
+/* Inclusive scan of `in` along `axis` into `out` (same shape). `out` may be the same view as `in`
+ * (each tile is loaded whole before it is stored, and a column scan reads each element before it
+ * writes it) but must not share memory with it otherwise (CF_ERR_INVALID: copy `in` first). */
 CF_API cf_status cf_scan_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
                                 int axis, const cf_array *out);
 

@@ -115,6 +115,85 @@ static void test_bounds_and_overlap(void)
     CHECK(!cf_array_may_overlap(&a, &b));
 }
 
+/* One view for the overlap table: 1-d or 2-d, any strides, element (0, 0) at `data`. */
+typedef struct {
+    uint64_t data;
+    cf_dtype dtype;
+    int ndim, device;
+    int64_t shape[2], strides[2];
+} ov_view;
+
+static cf_array ov_make(const ov_view *v)
+{
+    cf_array a;
+    memset(&a, 0, sizeof a);
+    a.data = v->data;
+    a.dtype = v->dtype;
+    a.ndim = v->ndim;
+    a.device = v->device;
+    for (int k = 0; k < v->ndim; k++) {
+        a.shape[k] = v->shape[k];
+        a.strides[k] = v->strides[k];
+    }
+    return a;
+}
+
+/* NumPy's rule for an input and an output of one kernel (cf_array_needs_copy): what an output
+ * that aliases, partly overlaps or reverses its input needs, with in-place access allowed
+ * (element-wise kernels, scans) and not (gufuncs with core dimensions, reductions). The base is
+ * ten float32 at 0x1000 (bytes [0x1000, 0x1028)). */
+static void test_needs_copy(void)
+{
+#define F4 CF_FLOAT32
+    static const struct {
+        const char *what;
+        ov_view in, out;
+        int same, copy_in_place, copy_strict; /* cf_array_same_view; needs_copy(.., 1); (.., 0) */
+    } cases[] = {
+        {"the same view", {0x1000, F4, 1, 0, {10}, {4}}, {0x1000, F4, 1, 0, {10}, {4}}, 1, 0, 1},
+        {"disjoint, adjacent", {0x1000, F4, 1, 0, {10}, {4}}, {0x1028, F4, 1, 0, {10}, {4}}, 0, 0, 0},
+        {"shifted by one element", {0x1000, F4, 1, 0, {10}, {4}}, {0x1004, F4, 1, 0, {10}, {4}}, 0, 1, 1},
+        {"last byte shared", {0x1000, F4, 1, 0, {10}, {4}}, {0x1024, F4, 1, 0, {10}, {4}}, 0, 1, 1},
+        {"reversed view of the input", {0x1000, F4, 1, 0, {10}, {4}}, {0x1024, F4, 1, 0, {10}, {-4}}, 0, 1, 1},
+        {"reversed, disjoint below", {0x1000, F4, 1, 0, {10}, {4}}, {0x0ffc, F4, 1, 0, {10}, {-4}}, 0, 0, 0},
+        {"reversed, one element shared", {0x1000, F4, 1, 0, {10}, {4}}, {0x1000, F4, 1, 0, {10}, {-4}}, 0, 1, 1},
+        {"both reversed, same view", {0x1024, F4, 1, 0, {10}, {-4}}, {0x1024, F4, 1, 0, {10}, {-4}}, 1, 0, 1},
+        {"other dtype, same bytes", {0x1000, F4, 1, 0, {10}, {4}}, {0x1000, CF_INT32, 1, 0, {10}, {4}}, 0, 1, 1},
+        {"other device", {0x1000, F4, 1, 0, {10}, {4}}, {0x1000, F4, 1, 1, {10}, {4}}, 0, 0, 0},
+        {"empty output", {0x1000, F4, 1, 0, {10}, {4}}, {0x1000, F4, 1, 0, {0}, {4}}, 0, 0, 0},
+        {"empty input", {0x1000, F4, 1, 0, {0}, {4}}, {0x1000, F4, 1, 0, {10}, {4}}, 0, 0, 0},
+        /* the bounds test is conservative: interleaved halves share no element but are copied */
+        {"even and odd elements", {0x1000, F4, 1, 0, {5}, {8}}, {0x1004, F4, 1, 0, {5}, {8}}, 0, 1, 1},
+        /* a broadcast view repeats elements: in place is not element-wise any more */
+        {"same broadcast view", {0x1000, F4, 1, 0, {10}, {0}}, {0x1000, F4, 1, 0, {10}, {0}}, 1, 1, 1},
+        {"broadcast input, one element", {0x1000, F4, 1, 0, {10}, {0}}, {0x1000, F4, 1, 0, {1}, {4}}, 0, 1, 1},
+        /* 2-d: a (2, 5) C array, its first column as the output of a reduction over axis 1 */
+        {"column of the input", {0x1000, F4, 2, 0, {2, 5}, {20, 4}}, {0x1000, F4, 1, 0, {2}, {20}}, 0, 1, 1},
+        {"transposed view", {0x1000, F4, 2, 0, {2, 5}, {20, 4}}, {0x1000, F4, 2, 0, {5, 2}, {4, 20}}, 0, 1, 1},
+        /* extent-1 axes: their strides do not matter (NumPy's rule) */
+        {"extent-1 axis, other stride", {0x1000, F4, 2, 0, {1, 10}, {40, 4}}, {0x1000, F4, 2, 0, {1, 10}, {0, 4}}, 1, 0, 1},
+        {"other shape, same bytes", {0x1000, F4, 2, 0, {2, 5}, {20, 4}}, {0x1000, F4, 1, 0, {10}, {4}}, 0, 1, 1},
+        /* addresses at the top of the 64-bit range do not wrap */
+        {"top of the address space", {UINT64_MAX - 39, F4, 1, 0, {10}, {4}}, {0x1000, F4, 1, 0, {10}, {4}}, 0, 0, 0},
+    };
+#undef F4
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        cf_array in = ov_make(&cases[t].in), out = ov_make(&cases[t].out);
+        int same = cf_array_same_view(&in, &out), ip = cf_array_needs_copy(&in, &out, 1),
+            strict = cf_array_needs_copy(&in, &out, 0);
+        if (same != cases[t].same || ip != cases[t].copy_in_place || strict != cases[t].copy_strict)
+            fprintf(stderr, "  case '%s': same %d (want %d), in place %d (want %d), strict %d "
+                    "(want %d)\n", cases[t].what, same, cases[t].same, ip,
+                    cases[t].copy_in_place, strict, cases[t].copy_strict);
+        CHECK(same == cases[t].same);
+        CHECK(ip == cases[t].copy_in_place);
+        CHECK(strict == cases[t].copy_strict);
+        /* same view is symmetric; overlap is */
+        CHECK(cf_array_same_view(&out, &in) == same);
+        CHECK(cf_array_may_overlap(&out, &in) == cf_array_may_overlap(&in, &out));
+    }
+}
+
 static void test_has_shape(void)
 {
     cf_array a;
@@ -133,6 +212,7 @@ int main(void)
     RUN(test_contiguous_init);
     RUN(test_contiguity_flags);
     RUN(test_bounds_and_overlap);
+    RUN(test_needs_copy);
     RUN(test_has_shape);
     return SUMMARY();
 }

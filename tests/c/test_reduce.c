@@ -552,6 +552,75 @@ static void test_gpu_axes_and_scan(void)
     cf_reducer_free(r);
 }
 
+/* An output that shares memory with the array or the mask is refused (CF_ERR_INVALID), never
+ * computed from half-written data, and writes nothing; a scan in place (out the very same view)
+ * is allowed and exact along either axis, many tiles long. */
+static void test_gpu_overlap(void)
+{
+    NEED_GPU();
+    cf_reducer *r = make_reducer();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    int64_t shape[2] = {64, 20000}, n = shape[0] * shape[1];
+    double *h = malloc((size_t)n * 8), *back = malloc((size_t)n * 8);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = (double)((i * 31) % 7) - 3.0; /* small integers: sums are exact */
+    uint64_t d = 0, w = 0;
+    CHECK_OK(cf_mem_alloc(s, (size_t)n * 8, &d));
+    CHECK_OK(cf_mem_alloc(s, (size_t)n, &w));
+    CHECK_OK(cf_memcpy_htod(s, d, h, (size_t)n * 8, 1));
+    CHECK_OK(cf_memset8(s, w, 1, (size_t)n));
+    cf_array a = view(CF_FLOAT64, 2, shape, d), mask = view(CF_BOOL, 2, shape, w);
+    unsigned char red[2] = {0, 1};
+    cf_array out = keepdims_out(&a, red, CF_FLOAT64, d + 8); /* inside the first row */
+    CHECK_STATUS(cf_reduce_launch(r, 1, s, &a, red, &out, NULL, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "shares memory with the array");
+    CHECK_STATUS(cf_reduce_all(r, 1, s, &a, d + 8 * (n - 1), CF_FLOAT64, NULL), CF_ERR_INVALID);
+    uint64_t o = 0;
+    CHECK_OK(cf_mem_alloc(s, (size_t)n * 8, &o));
+    cf_array in2 = view(CF_FLOAT64, 2, shape, o);
+    out = keepdims_out(&in2, red, CF_FLOAT64, w); /* over the mask's bytes */
+    double zero = 0;
+    CHECK_STATUS(cf_reduce_launch(r, 1, s, &in2, red, &out, &mask, &zero), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "shares memory with the mask");
+    int64_t m = n - 1;
+    cf_array in1 = view(CF_FLOAT64, 1, &m, d), shifted = view(CF_FLOAT64, 1, &m, d + 8);
+    CHECK_STATUS(cf_scan_launch(r, 1, s, &in1, 0, &shifted), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "other than as the same view");
+    cf_array rev = in1;
+    rev.data = d + (uint64_t)(m - 1) * 8;
+    rev.strides[0] = -8;
+    CHECK_STATUS(cf_scan_launch(r, 1, s, &in1, 0, &rev), CF_ERR_INVALID);
+    CHECK_OK(cf_memcpy_dtoh(s, back, d, (size_t)n * 8, 1));
+    CHECK(memcmp(back, h, (size_t)n * 8) == 0); /* the refused launches wrote nothing */
+
+    for (int axis = 0; axis < 2; axis++) {
+        CHECK_OK(cf_memcpy_htod(s, d, h, (size_t)n * 8, 1));
+        CHECK_OK(cf_scan_launch(r, 1, s, &a, axis, &a));
+        CHECK_OK(cf_memcpy_dtoh(s, back, d, (size_t)n * 8, 1));
+        int64_t bad = 0;
+        for (int64_t j = 0; j < shape[1 - axis]; j++) {
+            double acc = 0;
+            for (int64_t i = 0; i < shape[axis]; i++) {
+                int64_t idx = axis == 0 ? i * shape[1] + j : j * shape[1] + i;
+                acc += h[idx];
+                bad += back[idx] != acc;
+            }
+        }
+        if (bad)
+            fprintf(stderr, "  scan in place along axis %d: %lld wrong\n", axis, (long long)bad);
+        CHECK(bad == 0);
+    }
+    CHECK_OK(cf_mem_free(s, d));
+    CHECK_OK(cf_mem_free(s, w));
+    CHECK_OK(cf_mem_free(s, o));
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(s);
+    free(h);
+    free(back);
+    cf_reducer_free(r);
+}
+
 /* ---- scans on the GPU: every tile shape, in order, exactly --------------------------------- */
 
 /* Affine maps x -> m * x + c composed in order (first a, then b), modulo 2^32 (int64: m in the
@@ -950,6 +1019,7 @@ int main(void)
     RUN(test_kernels_compile);
     RUN(test_gpu_full);
     RUN(test_gpu_axes_and_scan);
+    RUN(test_gpu_overlap);
     RUN(test_scan_kernels_compile);
     RUN(test_gpu_scan_tiles);
     RUN(test_gpu_max_select);
