@@ -729,7 +729,7 @@ static void write_stamp(const char *text, size_t len)
 /* The stamp must be valid for this process's environment (the children's baseline). */
 static void check_stamp_valid(void)
 {
-    CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, NULL));
+    CHECK_OK(cf_cache_stamp_check(stamp_dir, NULL));
 }
 
 /* The child's environment is the baseline plus `changes`: it loads NVRTC and rewrites the stamp
@@ -943,7 +943,7 @@ static void test_stamp_damaged(void)
     CHECK(len > 100);
 
     write_stamp(good, len / 2); /* truncated */
-    CHECK_STATUS(cf_nvrtc_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_cache_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
     CHECK_CONTAINS(cf_last_error(), "truncated");
     expect_reload("truncated stamp", NULL, 0, NULL);
     check_stamp_valid();
@@ -954,7 +954,7 @@ static void test_stamp_damaged(void)
     if (v) {
         v[7] = v[7] == '9' ? '8' : '9';
         write_stamp(text, len);
-        CHECK_STATUS(cf_nvrtc_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
+        CHECK_STATUS(cf_cache_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
         CHECK_CONTAINS(cf_last_error(), "checksum");
         expect_reload("corrupt stamp", NULL, 0, NULL);
     }
@@ -987,12 +987,12 @@ static void test_stamp_damaged(void)
         n += snprintf(forged + n, sizeof forged - (size_t)n, "sum %s\n", hex);
         write_stamp(forged, (size_t)n);
         cf_nvrtc_facts f;
-        CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, &f));
+        CHECK_OK(cf_cache_stamp_check(stamp_dir, &f));
         CHECK(f.major == 99);
         child_report r = run_child(NULL, 0, 9);
         CHECK(r.ok && r.loaded == 1 && r.from == 0);
         CHECK(count_files(stamp_dir, "", CF_CACHE_ENTRY_SUFFIX) == entries);
-        CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, &f));
+        CHECK_OK(cf_cache_stamp_check(stamp_dir, &f));
         CHECK(f.major == maj && f.minor == min);
         r = run_child(NULL, 0, 9);
         CHECK(r.ok && r.loaded == 0 && r.from == 2);
