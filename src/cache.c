@@ -75,7 +75,7 @@ static int warned;       /* the one warning of this configuration was printed */
 static int swept;        /* stale temporary files were swept in this configuration */
 static char dir_buf[PATH_MAX]; /* the folder in use; "" when the disk level is off */
 /* Test hook (CUFUNC_TEST_CACHE_WRITE_PAUSE, read at configuration): a writer of an entry stops
- * halfway through, creates this file and sleeps until killed, so a test can kill -9 it mid-write. */
+ * halfway through, creates this file and sleeps until killed, so a test can kill -9 it then. */
 static char pause_marker[PATH_MAX];
 static mem_entry **buckets;
 static size_t n_buckets, n_entries;
@@ -1167,8 +1167,8 @@ cf_status cf_cache_lookup(const unsigned char key_in[32], const char *source,
             /* Not this one entry's trouble (something is in its place) but the folder's: the
              * disk full, a quota, a folder made read-only since. Said once; reading goes on, and
              * every later compile tries to store again. */
-            warn_once("cufunc: warning: cannot store a compiled kernel in the cache folder %s (%s); "
-                      "kernels compiled now are cached in memory only.\n",
+            warn_once("cufunc: warning: cannot store a compiled kernel in the cache folder %s "
+                      "(%s); kernels compiled now are cached in memory only.\n",
                       dir, strerror(err));
         pthread_mutex_unlock(&cache_lock);
     }

@@ -176,6 +176,15 @@ def _middle_of_payload(path):
     os.truncate(path, HEADER + (size - HEADER) // 2)
 
 
+def _format_1(path):
+    # A valid entry of format 1, whose checksum covered the payload only: refused by its version,
+    # never misread under the new layout.
+    data = bytearray(path.read_bytes())
+    data[8:12] = (1).to_bytes(4, "little")
+    data[56:88] = hashlib.sha256(bytes(data[HEADER:])).digest()
+    path.write_bytes(bytes(data))
+
+
 # Offsets in the header: magic 0-7, version 8-11, flags 12-15 (bit 0: PTX), payload size 16-23,
 # key 24-55, checksum 56-87; the payload follows.
 DAMAGE = {
@@ -204,6 +213,7 @@ DAMAGE = {
     "flip-checksum-last": _flip(87),
     "flip-payload-first": _flip(HEADER),
     "flip-payload-last": _flip(-1),
+    "format-1-entry": _format_1,
 }
 
 
