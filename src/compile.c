@@ -17,11 +17,14 @@
  * will be PTX. */
 static cf_status compile_target(int cc_major, int cc_minor, char *arch_opt, size_t cap, int *is_ptx)
 {
-    int best = 0;
-    cf_status st = cf_nvrtc_supports_arch(cc_major, cc_minor, &best);
+    /* The loaded library's facts (the caller loaded it): compile.c reads nothing of the cache
+     * folder, where the stamp's facts live (cache.c calls compile.c, never the other way). */
+    cf_nvrtc_facts facts;
+    cf_status st = cf_nvrtc_loaded_facts(&facts);
     if (st)
         return st;
     int want = cc_major * 10 + cc_minor;
+    int best = cf_nvrtc_best_arch(&facts, want);
     if (best == 0) {
         int maj = 0, min = 0;
         cf_nvrtc_version(&maj, &min);
@@ -126,6 +129,9 @@ cf_status cf_compile_source(const char *source, const char *const *options, int 
             return cf_error_set(CF_ERR_INVALID, "cf_compile_source: option %d is NULL", i);
     if (noptions > 1000)
         return cf_error_set(CF_ERR_INVALID, "cf_compile_source: %d options is too many", noptions);
+    if (cc_major <= 0 || cc_minor < 0 || cc_minor > 9)
+        return cf_error_set(CF_ERR_INVALID, "cf_compile_source: bad compute capability %d.%d",
+                            cc_major, cc_minor);
     *image = NULL;
     *size = 0;
 

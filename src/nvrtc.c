@@ -14,7 +14,9 @@
  * allocation failure can never make the sticky outcome a failure.
  *
  * The stamp (see nvrtc_loader.h) lets the kernel cache know NVRTC's version without loading it.
- * Its checks err on the side of loading: a stamp is trusted only when every input of the search
+ * This file makes and checks the stamp's text; the file holding it is cache.c's, as every file of
+ * the cache folder is (so nvrtc.c calls nothing of the cache). Its checks err on the side of
+ * loading: a stamp is trusted only when every input of the search
  * is as it was when the stamp was written, and the library file and its folder are the very same
  * inodes, unchanged since (size, mtime and ctime). What the fingerprint cannot see: libraries
  * found through the RPATH/RUNPATH of the program calling dlopen, which cufunc's own builds do not
@@ -25,7 +27,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <locale.h>
 #include <pthread.h>
@@ -38,7 +40,6 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "cache.h"
 #include "cufunc/compile.h"
 #include "error.h"
 #include "hash.h"
@@ -70,6 +71,7 @@ static int is_loaded;                /* atomic: set once the library is loaded *
  * fingerprint of its inputs, and when it began (realtime ns). fp_ok = 0: in doubt, no stamp. */
 static char load_fp[65];
 static int load_fp_ok;
+static int nvrtc_before_load; /* a libnvrtc was mapped before the search: no stamp (see below) */
 static int64_t load_started_ns;
 
 /* ---- the search ------------------------------------------------------------------------------ */
@@ -243,6 +245,7 @@ static cf_status run_search(search *s, char *msg, size_t msg_cap)
 }
 
 static int search_fingerprint(char hex[65]);
+static int nvrtc_already_mapped(void);
 static int64_t realtime_ns(void);
 
 static void load_nvrtc(void)
@@ -251,7 +254,8 @@ static void load_nvrtc(void)
     static search s; /* static: PATH_MAX buffers do not belong on a caller's small stack */
     /* Before the search: a change made while it runs then shows in the next check. */
     load_started_ns = realtime_ns();
-    load_fp_ok = search_fingerprint(load_fp) == 0;
+    nvrtc_before_load = nvrtc_already_mapped();
+    load_fp_ok = !nvrtc_before_load && search_fingerprint(load_fp) == 0;
     memset(&s, 0, sizeof s);
     s.tried = (textbuf){tried_buf, sizeof tried_buf, 0};
     s.annotated = (textbuf){annotated_buf, sizeof annotated_buf, 0};
@@ -412,22 +416,6 @@ done:
     return st;
 }
 
-cf_status cf_nvrtc_supports_arch(int cc_major, int cc_minor, int *supported)
-{
-    if (!supported)
-        return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_supports_arch: supported is NULL");
-    if (cc_major <= 0 || cc_minor < 0 || cc_minor > 9)
-        return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_supports_arch: bad compute capability %d.%d",
-                            cc_major, cc_minor);
-    /* From the stamp when it is valid: choosing CUBIN or PTX needs no loaded NVRTC either. */
-    cf_nvrtc_facts f;
-    cf_status st = cf_nvrtc_facts_get(&f, NULL);
-    if (st)
-        return st;
-    *supported = cf_nvrtc_best_arch(&f, cc_major * 10 + cc_minor);
-    return CF_OK;
-}
-
 int cf_nvrtc_best_arch(const cf_nvrtc_facts *f, int want)
 {
     if (f->n_archs == 0)
@@ -445,7 +433,6 @@ int cf_nvrtc_best_arch(const cf_nvrtc_facts *f, int want)
 /* A library or folder changed this recently before the load began is "in doubt": no stamp. Wide
  * enough for coarse file-system timestamps and a file server's clock a little off ours. */
 #define STAMP_QUIET_NS (2 * NS_PER_S)
-#define STAMP_MAX 8192
 
 static int64_t ts_ns(struct timespec t) { return (int64_t)t.tv_sec * NS_PER_S + t.tv_nsec; }
 
@@ -503,8 +490,9 @@ static int search_fingerprint(char hex[65])
     cf_sha256 h;
     cf_sha256_init(&h);
     fp_str(&h, "cufunc-nvrtc-search 1");
+    /* Not LD_PRELOAD: see nvrtc_already_mapped. */
     static const char *const VARS[] = {"CUFUNC_NVRTC_PATH", "CUDA_HOME", "CUDA_PATH",
-                                       "LD_LIBRARY_PATH", "LD_PRELOAD"};
+                                       "LD_LIBRARY_PATH"};
     for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++)
         fp_env(&h, VARS[i]);
     int n = freeze_search_dirs();
@@ -562,16 +550,56 @@ static int search_fingerprint(char hex[65])
     return 0;
 }
 
-/* Scratch space of a stamp check or write, used under facts_lock: static, as PATH_MAX buffers
- * do not belong on a caller's (perhaps small) thread stack, and a best-effort shortcut should not
- * spend allocations (nor hide an injected allocation failure from the tests). */
+/* LD_PRELOAD is not in the fingerprint, and an NVRTC already in the process is checked instead.
+ * What LD_PRELOAD can change about the search is one thing: a libnvrtc it puts in the process
+ * (named in it, or a dependency of a library named in it) is what dlopen of a bare soname then
+ * returns. That is seen exactly by looking at the objects mapped in this process, which also
+ * catches a libnvrtc loaded before cufunc by anything else (PyTorch, CuPy) and one that
+ * /etc/ld.so.preload brings. The variable's text says nothing more about NVRTC: tools that preload
+ * their own libraries (valgrind, sanitizer runtimes, jemalloc, profilers) change it without
+ * changing which NVRTC is found, and with it in the fingerprint the stamp never matched under them
+ * and was rewritten back and forth between a tool's runs and plain ones (issue 13). */
+static int mapped_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *name = info->dlpi_name, *slash = name ? strrchr(name, '/') : NULL;
+    const char *base = slash ? slash + 1 : name;
+    if (base && strncmp(base, "libnvrtc.so", 11) == 0) {
+        *(int *)data = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 when a libnvrtc is mapped in this process (before cufunc loads one: a stamp is never trusted,
+ * nor written, then). */
+static int nvrtc_already_mapped(void)
+{
+    int found = 0;
+    dl_iterate_phdr(mapped_cb, &found);
+    return found;
+}
+
+/* Scratch space of a stamp check or write, under stamp_lock: static, as PATH_MAX buffers do not
+ * belong on a caller's (perhaps small) thread stack, and a best-effort shortcut should not spend
+ * allocations (nor hide an injected allocation failure from the tests). */
 static struct stamp_work {
-    char text[STAMP_MAX + 2];
     char file[PATH_MAX], real[PATH_MAX], parent[PATH_MAX];
     char fp[65];
 } stamp_work;
 
-static pthread_mutex_t facts_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held only while a stamp's text is made or checked (no I/O but stat); a fork() during that time
+ * would leave the child's copy locked by a thread it does not have. */
+static pthread_mutex_t stamp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t stamp_atfork_once = PTHREAD_ONCE_INIT;
+static void stamp_lock_reinit(void) { pthread_mutex_init(&stamp_lock, NULL); }
+static void stamp_register_atfork(void) { pthread_atfork(NULL, NULL, stamp_lock_reinit); }
+
+static void lock_stamp(void)
+{
+    pthread_once(&stamp_atfork_once, stamp_register_atfork);
+    pthread_mutex_lock(&stamp_lock);
+}
 
 /* The folder holding `path` into `out`; 0 when `path` is not absolute. */
 static int parent_of(const char *path, char *out, size_t cap)
@@ -643,109 +671,71 @@ static int take_int(const char **p, long lo, long hi, int *out)
     return 1;
 }
 
-enum { STAMP_OK, STAMP_MISSING, STAMP_INVALID };
+#define WHY(...) (snprintf(why, why_cap, __VA_ARGS__), -1)
 
-#define WHY(...) (snprintf(why, why_cap, __VA_ARGS__), STAMP_INVALID)
+static int stamp_verify_locked(char *text, size_t n, cf_nvrtc_facts *out, char *why,
+                               size_t why_cap);
 
-/* Read <dir>/nvrtc-stamp-v1 and check it against this process (see nvrtc_loader.h). On STAMP_OK,
- * *out holds the recorded facts; otherwise `why` says what did not match. */
-static int stamp_check(const char *dir, cf_nvrtc_facts *out, char *why, size_t why_cap)
+int cf_nvrtc_stamp_verify(char *text, size_t n, cf_nvrtc_facts *out, char *why, size_t why_cap)
 {
-    struct stamp_work *w = &stamp_work; /* facts_lock held */
-    int res = STAMP_INVALID;
+    lock_stamp();
+    int r = stamp_verify_locked(text, n, out, why, why_cap);
+    pthread_mutex_unlock(&stamp_lock);
+    return r;
+}
+
+static int stamp_verify_locked(char *text, size_t n, cf_nvrtc_facts *out, char *why,
+                               size_t why_cap)
+{
+    struct stamp_work *w = &stamp_work;
     char id[160];
     struct stat st;
-    int len = snprintf(w->file, sizeof w->file, "%s/%s", dir, CF_NVRTC_STAMP_NAME);
-    if (len < 0 || (size_t)len >= sizeof w->file) {
-        res = WHY("the cache folder's path is too long");
-        goto done;
-    }
-    int fd = open(w->file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_cap, "%s", strerror(errno));
-        res = STAMP_MISSING;
-        goto done;
-    }
-    size_t n = 0;
-    for (;;) { /* one read for a regular file; the loop only for an unusual short read */
-        ssize_t got = read(fd, w->text + n, STAMP_MAX + 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            break;
-        n += (size_t)got;
-        if (n > STAMP_MAX)
-            break;
-    }
-    close(fd);
-    w->text[n] = '\0';
-    if (n > STAMP_MAX) {
-        res = WHY("larger than %d bytes", STAMP_MAX);
-        goto done;
-    }
-    if (strlen(w->text) != n) {
-        res = WHY("holds a NUL byte");
-        goto done;
-    }
+    if (n > CF_NVRTC_STAMP_MAX)
+        return WHY("larger than %d bytes", CF_NVRTC_STAMP_MAX);
+    text[n] = '\0';
+    if (strlen(text) != n)
+        return WHY("holds a NUL byte");
     /* The last line is "sum <SHA-256 of everything before it>". */
     const size_t sum_line = 4 + 64 + 1;
-    if (n <= sum_line || w->text[n - 1] != '\n' || w->text[n - sum_line - 1] != '\n' ||
-        memcmp(w->text + n - sum_line, "sum ", 4) != 0) {
-        res = WHY("truncated (no sum line at its end)");
-        goto done;
-    }
+    if (n <= sum_line || text[n - 1] != '\n' || text[n - sum_line - 1] != '\n' ||
+        memcmp(text + n - sum_line, "sum ", 4) != 0)
+        return WHY("truncated (no sum line at its end)");
     size_t body = n - sum_line;
     char sum[65];
-    cf_sha256_hex(w->text, body, sum);
-    if (memcmp(sum, w->text + body + 4, 64) != 0) {
-        res = WHY("corrupt (checksum mismatch)");
-        goto done;
-    }
-    w->text[body] = '\0';
-    char *p = w->text, *v;
-    if (!(v = take_line(&p, "cufunc-nvrtc-stamp")) || strcmp(v, "1") != 0) {
-        res = WHY("not a stamp of this format");
-        goto done;
-    }
-    if (!(v = take_line(&p, "search"))) {
-        res = WHY("no search line");
-        goto done;
-    }
-    if (search_fingerprint(w->fp) != 0) {
-        res = WHY("this search cannot be fingerprinted (LD_LIBRARY_PATH uses $ expansions)");
-        goto done;
-    }
-    if (strcmp(v, w->fp) != 0) {
-        res = WHY("the search's inputs changed (environment or folders searched)");
-        goto done;
-    }
+    cf_sha256_hex(text, body, sum);
+    if (memcmp(sum, text + body + 4, 64) != 0)
+        return WHY("corrupt (checksum mismatch)");
+    text[body] = '\0';
+    char *p = text, *v;
+    if (!(v = take_line(&p, "cufunc-nvrtc-stamp")) || strcmp(v, "1") != 0)
+        return WHY("not a stamp of this format");
+    if (!(v = take_line(&p, "search")))
+        return WHY("no search line");
+    /* Before cufunc's own load: any libnvrtc mapped; after it: one that was there before it. */
+    if (cf_nvrtc_is_loaded() ? nvrtc_before_load : nvrtc_already_mapped())
+        return WHY("an NVRTC was in this process before cufunc looked for one (LD_PRELOAD or "
+                   "another library loaded it): the search may not find the stamp's");
+    if (search_fingerprint(w->fp) != 0)
+        return WHY("this search cannot be fingerprinted (LD_LIBRARY_PATH uses $ expansions)");
+    if (strcmp(v, w->fp) != 0)
+        return WHY("the search's inputs changed (environment or folders searched)");
     char *lib = take_line(&p, "path"), *real = take_line(&p, "real");
     char *file_id = take_line(&p, "file"), *dir_id = take_line(&p, "dir");
     char *facts = take_line(&p, "nvrtc");
-    if (!lib || !real || !file_id || !dir_id || !facts || *p) {
-        res = WHY("malformed");
-        goto done;
-    }
+    if (!lib || !real || !file_id || !dir_id || !facts || *p)
+        return WHY("malformed");
     /* The file itself (real) and the name the loader opened (path, perhaps a symbolic link) must
      * both be that same unchanged file; the folder holding the name, unchanged too. */
-    if (stat(real, &st) != 0) {
-        res = WHY("the library %s is gone", real);
-        goto done;
-    }
+    if (stat(real, &st) != 0)
+        return WHY("the library %s is gone", real);
     stat_id(&st, id, sizeof id);
-    if (strcmp(id, file_id) != 0) {
-        res = WHY("the library %s changed", real);
-        goto done;
-    }
-    if (stat(lib, &st) != 0 || (stat_id(&st, id, sizeof id), strcmp(id, file_id) != 0)) {
-        res = WHY("%s no longer names the library %s", lib, real);
-        goto done;
-    }
+    if (strcmp(id, file_id) != 0)
+        return WHY("the library %s changed", real);
+    if (stat(lib, &st) != 0 || (stat_id(&st, id, sizeof id), strcmp(id, file_id) != 0))
+        return WHY("%s no longer names the library %s", lib, real);
     if (!parent_of(lib, w->parent, sizeof w->parent) || stat(w->parent, &st) != 0 ||
-        (stat_id(&st, id, sizeof id), strcmp(id, dir_id) != 0)) {
-        res = WHY("the folder of %s changed", lib);
-        goto done;
-    }
+        (stat_id(&st, id, sizeof id), strcmp(id, dir_id) != 0))
+        return WHY("the folder of %s changed", lib);
     cf_nvrtc_facts f;
     memset(&f, 0, sizeof f);
     const char *q = facts - 1; /* take_int wants the separating space */
@@ -753,143 +743,55 @@ static int stamp_check(const char *dir, cf_nvrtc_facts *out, char *why, size_t w
              take_int(&q, 0, 1, &f.has_cubin) && take_int(&q, 0, CF_NVRTC_MAX_ARCHS, &f.n_archs);
     for (int i = 0; ok && i < f.n_archs; i++)
         ok = take_int(&q, 10, 9999, &f.archs[i]) && (i == 0 || f.archs[i] > f.archs[i - 1]);
-    if (!ok || *q) {
-        res = WHY("malformed nvrtc line");
-        goto done;
-    }
+    if (!ok || *q)
+        return WHY("malformed nvrtc line");
     if (out)
         *out = f;
-    res = STAMP_OK;
-done:
-    return res;
+    return 0;
 }
 
 #undef WHY
 
-/* Record the loaded library's facts in <dir>. Best effort: any doubt, or a failed write, leaves
- * the stamp as it was (a later process tries again). */
-static void stamp_write(const char *dir)
+size_t cf_nvrtc_stamp_text(char *buf, size_t cap)
 {
-    if (!load_fp_ok || !cf_nvrtc_is_loaded())
-        return;
-    struct stamp_work *w = &stamp_work; /* facts_lock held */
+    if (!buf || !load_fp_ok || !cf_nvrtc_is_loaded())
+        return 0;
+    lock_stamp();
+    struct stamp_work *w = &stamp_work;
+    size_t n = 0;
     struct stat fs, ls, ds;
     char file_id[160], link_id[160], dir_id[160];
     if (!realpath(loaded_path, w->real) || stat(w->real, &fs) != 0 || stat(loaded_path, &ls) != 0 ||
         !parent_of(loaded_path, w->parent, sizeof w->parent) || stat(w->parent, &ds) != 0)
-        return;
+        goto done;
     stat_id(&fs, file_id, sizeof file_id);
     stat_id(&ls, link_id, sizeof link_id);
     stat_id(&ds, dir_id, sizeof dir_id);
     if (strcmp(file_id, link_id) != 0)
-        return;
+        goto done;
     /* Replaced, rewritten or relinked since shortly before the load began: what is there now may
      * not be what was loaded. ctime catches all of these, whatever the mtime says. */
     int64_t quiet = load_started_ns - STAMP_QUIET_NS;
     if (ts_ns(fs.st_ctim) >= quiet || ts_ns(fs.st_mtim) >= quiet || ts_ns(ds.st_ctim) >= quiet ||
         ts_ns(ds.st_mtim) >= quiet)
-        return;
+        goto done;
     if (strchr(loaded_path, '\n') || strchr(w->real, '\n'))
-        return;
-    size_t n = stamp_format(w->text, sizeof w->text, load_fp, loaded_path, w->real, file_id,
-                            dir_id, &loaded_facts);
-    if (n > 0 && n <= STAMP_MAX)
-        cf_cache_write_file(dir, CF_NVRTC_STAMP_NAME, w->text, n);
+        goto done;
+    n = stamp_format(buf, cap, load_fp, loaded_path, w->real, file_id, dir_id, &loaded_facts);
+    if (n > CF_NVRTC_STAMP_MAX)
+        n = 0;
+done:
+    pthread_mutex_unlock(&stamp_lock);
+    return n;
 }
 
-static int stamp_facts_ok;         /* under facts_lock: stamp_facts came from a valid stamp */
-static cf_nvrtc_facts stamp_facts; /* under facts_lock */
-static int stamp_synced;           /* under facts_lock: the stamp was checked against the load */
-
-/* facts_lock is held only briefly (a stamp read or write), never while loading; a fork() during
- * that time would leave the child's copy locked by a thread it does not have. */
-static pthread_once_t facts_atfork_once = PTHREAD_ONCE_INIT;
-static void facts_lock_reinit(void) { pthread_mutex_init(&facts_lock, NULL); }
-static void facts_register_atfork(void) { pthread_atfork(NULL, NULL, facts_lock_reinit); }
-
-static void lock_facts(void)
-{
-    pthread_once(&facts_atfork_once, facts_register_atfork);
-    pthread_mutex_lock(&facts_lock);
-}
-
-static int facts_equal(const cf_nvrtc_facts *a, const cf_nvrtc_facts *b)
-{
-    return a->major == b->major && a->minor == b->minor && a->has_cubin == b->has_cubin &&
-           a->n_archs == b->n_archs &&
-           memcmp(a->archs, b->archs, sizeof a->archs[0] * (size_t)a->n_archs) == 0;
-}
-
-cf_status cf_nvrtc_facts_get(cf_nvrtc_facts *out, int *from_stamp)
+cf_status cf_nvrtc_loaded_facts(cf_nvrtc_facts *out)
 {
     if (!out)
-        return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_facts_get: out is NULL");
-    if (from_stamp)
-        *from_stamp = 0;
-    char dir[PATH_MAX], why[8];
-    lock_facts();
-    if (!cf_nvrtc_is_loaded()) {
-        if (!stamp_facts_ok) {
-            snprintf(dir, sizeof dir, "%s", cf_cache_dir());
-            cf_nvrtc_facts f;
-            if (dir[0] && stamp_check(dir, &f, why, sizeof why) == STAMP_OK) {
-                stamp_facts = f;
-                stamp_facts_ok = 1;
-            }
-        }
-        if (stamp_facts_ok) {
-            *out = stamp_facts;
-            pthread_mutex_unlock(&facts_lock);
-            if (from_stamp)
-                *from_stamp = 1;
-            return CF_OK;
-        }
-    }
-    pthread_mutex_unlock(&facts_lock);
-
+        return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_loaded_facts: out is NULL");
     cf_status st = cf_nvrtc_load();
     if (st)
         return st;
-    lock_facts();
     *out = loaded_facts;
-    if (!stamp_synced) {
-        /* Once per process and folder: a missing, stale or foreign stamp is rewritten. */
-        stamp_synced = 1;
-        stamp_facts_ok = 0;
-        snprintf(dir, sizeof dir, "%s", cf_cache_dir());
-        cf_nvrtc_facts f;
-        if (dir[0] &&
-            (stamp_check(dir, &f, why, sizeof why) != STAMP_OK || !facts_equal(&f, &loaded_facts)))
-            stamp_write(dir);
-    }
-    pthread_mutex_unlock(&facts_lock);
     return CF_OK;
-}
-
-void cf_nvrtc_facts_forget(void)
-{
-    lock_facts();
-    stamp_facts_ok = 0;
-    stamp_synced = 0;
-    pthread_mutex_unlock(&facts_lock);
-}
-
-cf_status cf_nvrtc_stamp_check(const char *dir, cf_nvrtc_facts *out)
-{
-    if (!dir || !*dir)
-        return cf_error_set(CF_ERR_INVALID, "cf_nvrtc_stamp_check: dir is NULL or empty");
-    char why[PATH_MAX + 128];
-    cf_nvrtc_facts f;
-    lock_facts();
-    int r = stamp_check(dir, &f, why, sizeof why);
-    pthread_mutex_unlock(&facts_lock);
-    switch (r) {
-    case STAMP_OK:
-        if (out)
-            *out = f;
-        return CF_OK;
-    case STAMP_MISSING:
-        return cf_error_set(CF_ERR_IO, "NVRTC stamp %s/%s: %s", dir, CF_NVRTC_STAMP_NAME, why);
-    default: return cf_error_set(CF_ERR_INVALID, "NVRTC stamp in %s not used: %s", dir, why);
-    }
 }

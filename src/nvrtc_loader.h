@@ -49,17 +49,22 @@ int cf_nvrtc_is_loaded(void);
  * libnvrtc for them costs milliseconds (hundreds when the disk is cold) in a process whose kernels
  * are all on disk already. So the first process that loads NVRTC records them in a stamp file in
  * the cache folder, <cache>/nvrtc-stamp-v1, together with a fingerprint of everything the search
- * depends on (CUFUNC_NVRTC_PATH, CUDA_HOME, CUDA_PATH, LD_LIBRARY_PATH, LD_PRELOAD, the folders of
+ * depends on (CUFUNC_NVRTC_PATH, CUDA_HOME, CUDA_PATH, LD_LIBRARY_PATH, the folders of
  * cf_nvrtc_add_search_dir in order, and the identity - device, inode, size, mtime, ctime - of every
- * folder the search looks in, of /etc/ld.so.cache, and of the library found and its folder). A
- * later process whose fingerprint and stats all match takes the facts from the stamp without
- * loading NVRTC; any difference, a missing, corrupt or foreign stamp, loads NVRTC as before and
- * rewrites the stamp. A stamp is written only when the library and its folder were last changed
- * well before the load began (ctime cannot be set by users), so a library replaced while it was
- * being loaded never gets its predecessor's version recorded. */
+ * folder the search looks in, of /etc/ld.so.cache and /etc/ld.so.preload, and of the library found
+ * and its folder). A later process whose fingerprint and stats all match, and that has no libnvrtc
+ * mapped already (LD_PRELOAD's one effect on the search; see nvrtc.c), takes the facts from the
+ * stamp without loading NVRTC; any difference, a missing, corrupt or foreign stamp, loads NVRTC as
+ * before and rewrites the stamp. A stamp is written only when the library and its folder were last
+ * changed well before the load began (ctime cannot be set by users), so a library replaced while it
+ * was being loaded never gets its predecessor's version recorded.
+ *
+ * This file makes and checks the stamp's text; reading and writing the file, and keeping the facts
+ * a stamp gave, are the cache's (cache.h: cf_cache_nvrtc_facts, cf_cache_stamp_check). */
 
 #define CF_NVRTC_MAX_ARCHS 128
 #define CF_NVRTC_STAMP_NAME "nvrtc-stamp-v1"
+#define CF_NVRTC_STAMP_MAX 8192 /* bytes; a larger file is not a stamp */
 
 typedef struct cf_nvrtc_facts {
     int major, minor;
@@ -68,21 +73,19 @@ typedef struct cf_nvrtc_facts {
     int archs[CF_NVRTC_MAX_ARCHS]; /* ascending sm numbers: 75, 80, ..., 121 */
 } cf_nvrtc_facts;
 
-/* The facts of the NVRTC this process uses: of the loaded library once it is loaded; before that,
- * from a valid stamp in the cache folder when there is one (*from_stamp = 1, NVRTC stays
- * unloaded), else by loading NVRTC now (and writing the stamp when the disk cache is on).
- * `from_stamp` may be NULL. CF_ERR_NO_NVRTC when it has to load and cannot. */
-cf_status cf_nvrtc_facts_get(cf_nvrtc_facts *out, int *from_stamp);
+/* The facts of the loaded library, loading NVRTC now if needed (CF_ERR_NO_NVRTC when it cannot). */
+cf_status cf_nvrtc_loaded_facts(cf_nvrtc_facts *out);
 
-/* Forget facts taken from a stamp (cf_cache_reconfigure: the folder or the environment may have
- * changed); the next cf_nvrtc_facts_get checks again. A loaded library's facts stay. */
-void cf_nvrtc_facts_forget(void);
+/* The text of a stamp for the library this process loaded, into buf (cap bytes, at least
+ * CF_NVRTC_STAMP_MAX + 1); returns its length, or 0 when there is to be no stamp (not loaded, the
+ * search could not be fingerprinted, a libnvrtc was in the process before the search, the library
+ * or its folder changed too recently to be sure it is the one loaded). */
+size_t cf_nvrtc_stamp_text(char *buf, size_t cap);
 
-/* Check the stamp in `dir` against this process's environment, without loading NVRTC: CF_OK and
- * the recorded facts when it is valid; CF_ERR_IO when it is missing or unreadable; CF_ERR_INVALID
- * with the reason (corrupt, another search, the library changed) otherwise. For tests and
- * diagnostics; `out` may be NULL. */
-cf_status cf_nvrtc_stamp_check(const char *dir, cf_nvrtc_facts *out);
+/* Check a stamp's text (n bytes in text, which must have room for n + 1; it is changed) against
+ * this process, without loading NVRTC: 0 and the recorded facts (`out` may be NULL), or -1 with
+ * the reason in `why`. */
+int cf_nvrtc_stamp_verify(char *text, size_t n, cf_nvrtc_facts *out, char *why, size_t why_cap);
 
 /* The newest sm number in `f` that is <= want (0: none); `want` itself when f lists no archs. */
 int cf_nvrtc_best_arch(const cf_nvrtc_facts *f, int want);

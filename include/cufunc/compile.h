@@ -70,8 +70,10 @@ CF_API void cf_free_buffer(void *buf);
  * unexpected loads NVRTC and rewrites the stamp, and a compile always files its result under the
  * key of the NVRTC actually used.
  *
- * The cache folder in use: $CUFUNC_CACHE_DIR, else $XDG_CACHE_HOME/cufunc, else ~/.cache/cufunc. ""
- * when the disk cache is off ($CUFUNC_CACHE=0) or the folder turned out unwritable. */
+ * The cache folder in use: $CUFUNC_CACHE_DIR, else $XDG_CACHE_HOME/cufunc, else ~/.cache/cufunc
+ * (created 0700). "" when the disk cache is off ($CUFUNC_CACHE=0), the folder cannot be created or
+ * opened, or it is not trusted (owned by neither you nor root, or writable by group or others). A
+ * folder that is trusted but not writable (a site-wide cache) is read, and nothing is written. */
 CF_API const char *cf_cache_dir(void);
 /* Re-read the environment (CUFUNC_CACHE_DIR, CUFUNC_CACHE, CUFUNC_DEBUG); for tests and for users
  * who change it at run time. Clears the in-memory cache of images (loaded modules stay). */
@@ -81,8 +83,9 @@ CF_API cf_status cf_cache_reconfigure(void);
 CF_API cf_status cf_cache_key(const char *source, const char *const *options, int noptions,
                               int cc_major, int cc_minor, char key[65]);
 /* Look up, else compile and store. `*image` is owned by the caller (cf_free_buffer). `*from`
- * tells where it came from: 0 compiled now, 1 memory, 2 disk. A corrupt or truncated disk entry is
- * deleted and rebuilt. An unwritable folder turns the disk cache off with one warning on stderr. */
+ * tells where it came from: 0 compiled now, 1 memory, 2 disk. A bad disk entry (corrupt, truncated,
+ * too large, not a regular file, not trusted) is deleted and rebuilt; a folder that is unusable or
+ * not trusted leaves the memory level only, with one warning on stderr. */
 CF_API cf_status cf_cache_get_image(const char *source, const char *const *options, int noptions,
                                     int cc_major, int cc_minor, void **image, size_t *size,
                                     int *is_ptx, int *from);

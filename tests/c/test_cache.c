@@ -281,16 +281,39 @@ static void damage_and_rebuild(const char *how)
         FILE *f = fopen(path, "ab");
         fputs("junk", f);
         fclose(f);
+    } else if (strcmp(how, "fifo") == 0) { /* opening it once blocked forever */
+        CHECK(unlink(path) == 0 && mkfifo(path, 0644) == 0);
+    } else if (strcmp(how, "link-dev-zero") == 0) {
+        CHECK(unlink(path) == 0 && symlink("/dev/zero", path) == 0);
+    } else if (strcmp(how, "sparse-1TiB") == 0) { /* once allocated whole: out of memory */
+        CHECK(truncate(path, (off_t)1 << 40) == 0);
+    } else if (strcmp(how, "format-1") == 0) {
+        /* A valid entry of format 1 (its checksum over the payload only): refused by its
+         * version, never misread under the new layout. */
+        FILE *f = fopen(path, "r+b");
+        CHECK(f != NULL);
+        unsigned char *buf = malloc((size_t)full);
+        CHECK(buf && fread(buf, 1, (size_t)full, f) == (size_t)full);
+        buf[8] = 1;
+        cf_sha256 h;
+        cf_sha256_init(&h);
+        cf_sha256_update(&h, buf + CF_CACHE_HEADER_SIZE, (size_t)full - CF_CACHE_HEADER_SIZE);
+        cf_sha256_final(&h, buf + 56);
+        fseek(f, 0, SEEK_SET);
+        CHECK(fwrite(buf, 1, (size_t)full, f) == (size_t)full);
+        fclose(f);
+        free(buf);
     } else {
         long at = strcmp(how, "flip-payload") == 0 ? (long)(full - 3)
                   : strcmp(how, "flip-magic") == 0 ? 1L
+                  : strcmp(how, "flip-ptx-flag") == 0 ? 12L /* once outside the checksum */
                                                     : 60L; /* inside the stored checksum */
         FILE *f = fopen(path, "r+b");
         CHECK(f != NULL);
         fseek(f, at, SEEK_SET);
         int c = fgetc(f);
         fseek(f, at, SEEK_SET);
-        fputc(c ^ 0x40, f);
+        fputc(c ^ (strcmp(how, "flip-ptx-flag") == 0 ? 0x01 : 0x40), f); /* 0x01: the PTX bit */
         fclose(f);
     }
 
@@ -329,7 +352,8 @@ static void test_corrupt_entries_rebuilt(void)
     if (!have_nvrtc())
         return;
     const char *hows[] = {"truncate-header", "truncate-payload", "empty", "extend",
-                          "flip-payload", "flip-magic", "flip-checksum"};
+                          "flip-payload", "flip-magic", "flip-checksum", "flip-ptx-flag",
+                          "fifo", "link-dev-zero", "sparse-1TiB", "format-1"};
     for (size_t i = 0; i < sizeof hows / sizeof hows[0]; i++)
         damage_and_rebuild(hows[i]);
 }
@@ -729,7 +753,7 @@ static void write_stamp(const char *text, size_t len)
 /* The stamp must be valid for this process's environment (the children's baseline). */
 static void check_stamp_valid(void)
 {
-    CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, NULL));
+    CHECK_OK(cf_cache_stamp_check(stamp_dir, NULL));
 }
 
 /* The child's environment is the baseline plus `changes`: it loads NVRTC and rewrites the stamp
@@ -943,7 +967,7 @@ static void test_stamp_damaged(void)
     CHECK(len > 100);
 
     write_stamp(good, len / 2); /* truncated */
-    CHECK_STATUS(cf_nvrtc_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_cache_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
     CHECK_CONTAINS(cf_last_error(), "truncated");
     expect_reload("truncated stamp", NULL, 0, NULL);
     check_stamp_valid();
@@ -954,7 +978,7 @@ static void test_stamp_damaged(void)
     if (v) {
         v[7] = v[7] == '9' ? '8' : '9';
         write_stamp(text, len);
-        CHECK_STATUS(cf_nvrtc_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
+        CHECK_STATUS(cf_cache_stamp_check(stamp_dir, NULL), CF_ERR_INVALID);
         CHECK_CONTAINS(cf_last_error(), "checksum");
         expect_reload("corrupt stamp", NULL, 0, NULL);
     }
@@ -987,16 +1011,47 @@ static void test_stamp_damaged(void)
         n += snprintf(forged + n, sizeof forged - (size_t)n, "sum %s\n", hex);
         write_stamp(forged, (size_t)n);
         cf_nvrtc_facts f;
-        CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, &f));
+        CHECK_OK(cf_cache_stamp_check(stamp_dir, &f));
         CHECK(f.major == 99);
         child_report r = run_child(NULL, 0, 9);
         CHECK(r.ok && r.loaded == 1 && r.from == 0);
         CHECK(count_files(stamp_dir, "", CF_CACHE_ENTRY_SUFFIX) == entries);
-        CHECK_OK(cf_nvrtc_stamp_check(stamp_dir, &f));
+        CHECK_OK(cf_cache_stamp_check(stamp_dir, &f));
         CHECK(f.major == maj && f.minor == min);
         r = run_child(NULL, 0, 9);
         CHECK(r.ok && r.loaded == 0 && r.from == 2);
     }
+}
+
+/* LD_PRELOAD is not in the fingerprint (issue 13: under valgrind, whose preloads change it, the
+ * stamp was never used): a process that preloads libraries other than NVRTC uses the stamp; one
+ * that has an NVRTC in it before cufunc looks (preloaded here) does not trust the stamp, loads
+ * NVRTC, and leaves the stamp alone, since the library dlopen returned may not be the one the
+ * search would find. */
+static void test_stamp_and_ld_preload(void)
+{
+    if (!have_nvrtc() || !file_exists(stamp_path))
+        return;
+    char good[8192], after[8192], preload_nvrtc[4200];
+    check_stamp_valid();
+    read_stamp(good, sizeof good);
+    const char *other[][1] = {{"LD_PRELOAD=libm.so.6"}, {"LD_PRELOAD=libm.so.6:libdl.so.2"}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        child_report r = run_child(other[i], 1, 9);
+        CHECK(r.ok && r.loaded == 0 && r.from == 2);
+        read_stamp(after, sizeof after);
+        CHECK(strcmp(good, after) == 0);
+    }
+    snprintf(preload_nvrtc, sizeof preload_nvrtc, "LD_PRELOAD=%s", cf_nvrtc_path());
+    const char *with_nvrtc[] = {preload_nvrtc};
+    for (int i = 0; i < 2; i++) {
+        child_report r = run_child(with_nvrtc, 1, 9);
+        CHECK(r.ok && r.loaded == 1 && r.from == 2);
+        read_stamp(after, sizeof after);
+        CHECK(strcmp(good, after) == 0); /* not rewritten: in doubt */
+    }
+    child_report r = run_child(NULL, 0, 9); /* and the baseline still skips NVRTC */
+    CHECK(r.ok && r.loaded == 0 && r.from == 2);
 }
 
 static void test_stamp_not_without_disk_cache(void)
@@ -1118,6 +1173,7 @@ int main(int argc, char **argv)
     RUN(test_stamp_warm_process);
     RUN(test_stamp_invalidated_by_changes);
     RUN(test_stamp_damaged);
+    RUN(test_stamp_and_ld_preload);
     RUN(test_stamp_not_without_disk_cache);
     return SUMMARY();
 }

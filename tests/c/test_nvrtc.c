@@ -6,8 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nvrtc_loader.h"
+#include "cache.h"
 #include "check.h"
+#include "nvrtc_loader.h"
 
 static char tmpdir[1024];
 
@@ -205,7 +206,7 @@ static void test_facts_and_stamp_check(void)
     }
     cf_nvrtc_facts f;
     int from_stamp = -1;
-    CHECK_OK(cf_nvrtc_facts_get(&f, &from_stamp));
+    CHECK_OK(cf_cache_nvrtc_facts(&f, &from_stamp));
     CHECK(from_stamp == 0);
     int maj = 0, min = 0;
     CHECK_OK(cf_nvrtc_version(&maj, &min));
@@ -221,23 +222,23 @@ static void test_facts_and_stamp_check(void)
     }
     cf_nvrtc_facts none = {0};
     CHECK(cf_nvrtc_best_arch(&none, 90) == 90); /* an NVRTC that cannot list: let it judge */
-    CHECK_STATUS(cf_nvrtc_facts_get(NULL, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_cache_nvrtc_facts(NULL, NULL), CF_ERR_INVALID);
 
-    CHECK_STATUS(cf_nvrtc_stamp_check(NULL, NULL), CF_ERR_INVALID);
-    CHECK_STATUS(cf_nvrtc_stamp_check("", NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_cache_stamp_check(NULL, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_cache_stamp_check("", NULL), CF_ERR_INVALID);
     char dir[1200], path[1400];
     snprintf(dir, sizeof dir, "%s/stamp", tmpdir);
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/%s", dir, CF_NVRTC_STAMP_NAME);
     unlink(path);
-    CHECK_STATUS(cf_nvrtc_stamp_check(dir, NULL), CF_ERR_IO);
+    CHECK_STATUS(cf_cache_stamp_check(dir, NULL), CF_ERR_IO);
     FILE *fp = fopen(path, "w");
     CHECK(fp != NULL);
     if (fp) {
         fputs("cufunc-nvrtc-stamp 1\nsearch 00\n", fp);
         fclose(fp);
     }
-    CHECK_STATUS(cf_nvrtc_stamp_check(dir, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_cache_stamp_check(dir, NULL), CF_ERR_INVALID);
     CHECK_CONTAINS(cf_last_error(), "truncated");
 }
 
