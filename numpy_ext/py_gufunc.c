@@ -562,6 +562,8 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
             fresh |= 1u << o;
         }
     }
+    if (cf_py_args_order(P->in, nin, P->out, nout, NULL, device, resolved_stream, s) < 0)
+        goto done; /* after the producers of the device operands (py_args.h) */
     /* an input overlapping an output in another layout is copied first */
     for (int i = 0; i < nin; i++)
         for (int o = 0; o < nout; o++)
