@@ -123,6 +123,10 @@ uintptr_t cf_py_stream_protocol_handle(PyObject *resolved);
  * driver call, in the common case of one stream. */
 int cf_py_stream_ordered(PyObject *producer, PyObject *consumer);
 int cf_py_stream_order_after(cf_stream *s, PyObject *consumer, PyObject *producer, int device);
+/* Whether a resolved stream is certainly still alive when nothing but its Stream object is left:
+ * cufunc's own, the default ones, or an external one whose source object the Stream keeps (a
+ * torch or CuPy stream object). A raw handle from external_stream(int) may have been destroyed. */
+int cf_py_stream_usable_later(PyObject *stream);
 
 /* Copy a view's used axes only: a cf_array holds CF_MAX_DIMS (64) of each, and whole-struct
  * copies (1 KB each) showed up on the per-call path of small ufunc calls. */

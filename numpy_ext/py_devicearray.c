@@ -45,8 +45,9 @@ static void allocation_dealloc(CfPyAllocation *self)
         /* Freed in order on the stream it was allocated on when that is a stream cufunc owns (the
          * reference we hold keeps it alive); external streams may already be destroyed by their
          * owner, so their memory, like default-stream memory, is freed on the legacy default
-         * stream. Work queued on other non-blocking streams must be finished (or ordered) by the
-         * user before the last reference dies, as with any stream-ordered allocator. */
+         * stream, after the last write to it (the pending stream, below). Reads queued on other
+         * non-blocking streams must be finished (or ordered) by the user before the last
+         * reference dies, as with any stream-ordered allocator. */
         PyObject *on = NULL;
         if (self->stream != NULL && ((CfPyStream *)self->stream)->kind == CF_PY_STREAM_OWNED)
             on = self->stream;
@@ -56,7 +57,8 @@ static void allocation_dealloc(CfPyAllocation *self)
             /* The pool may hand the memory out again at once on `on`: that must come after the
              * last write, wherever it was queued (an error here is reported by the free). */
             cf_status st = CF_OK;
-            if (cf_py_stream_order_after(s, on, self->pending, self->device) < 0)
+            if (cf_py_stream_usable_later(self->pending) &&
+                cf_py_stream_order_after(s, on, self->pending, self->device) < 0)
                 PyErr_Clear();
             st = cf_mem_free(s, self->ptr);
             if (st != CF_OK && st != CF_ERR_FORK && !cf_py_is_finalizing()) {

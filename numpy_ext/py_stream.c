@@ -403,6 +403,14 @@ int cf_py_stream_ordered(PyObject *producer, PyObject *consumer)
     return 0;
 }
 
+int cf_py_stream_usable_later(PyObject *stream)
+{
+    const CfPyStream *p = (const CfPyStream *)stream;
+    if (stream == NULL || stream == Py_None || p->kind != CF_PY_STREAM_EXTERNAL)
+        return 1;
+    return cf_stream_handle(p->stream) <= 2 || p->keepalive != NULL;
+}
+
 int cf_py_stream_order_after(cf_stream *s, PyObject *consumer, PyObject *producer, int device)
 {
     cf_stream *ps;
