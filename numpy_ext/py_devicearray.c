@@ -212,6 +212,11 @@ static PyObject **pending_slot(PyObject *obj)
     if (!CfPyDeviceArray_Check(obj))
         return NULL;
     base = ((CfPyDeviceArray *)obj)->base;
+    if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type) /* the common case, first */
+        return &((CfPyAllocation *)base)->pending;
+    /* a view made over another DeviceArray object (an internal copy's source) shares its memory */
+    for (int depth = 0; base != NULL && CfPyDeviceArray_Check(base) && depth < 8; depth++)
+        base = ((CfPyDeviceArray *)base)->base;
     if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type)
         return &((CfPyAllocation *)base)->pending;
     return cf_py_dlpack_pending_slot(base);
