@@ -170,8 +170,11 @@ PyObject *cf_py_devicearray_alloc(int ndim, const int64_t *shape, cf_dtype dt, c
                                   int device, PyObject *stream);
 /* A DeviceArray, or any object with __cuda_array_interface__, as a view (no copy). `*keepalive`
  * receives a new reference that keeps the memory alive while the view is used. When `sync`, the
- * producer's stream named in the interface is synchronised (CAI v3). TypeError naming `argname` for
- * other objects. Needs the GPU for foreign objects (to find the pointer's device). */
+ * producer's stream named in the interface is synchronised (CAI v3), and a producer whose
+ * interface names no stream but which speaks DLPack (PyTorch) is asked, through the DLPack stream
+ * handshake, to order its pending work before the legacy default stream's (cf_py_order_operand
+ * then orders a call on another stream after that). TypeError naming `argname` for other
+ * objects. Needs the GPU for foreign objects (to find the pointer's device). */
 int cf_py_device_view(PyObject *obj, cf_array *out, PyObject **keepalive, int sync,
                       const char *argname);
 /* Order work on stream `s` (of the resolved stream `resolved`: a Stream or None; on `device`)
