@@ -211,6 +211,44 @@ int cf_py_arg_copy(cf_py_arg *a, int device, PyObject *stream)
     return 0;
 }
 
+int cf_py_args_order(cf_py_arg *in, int nin, cf_py_arg *out, int nout, const cf_py_arg *extra,
+                     int device, PyObject *resolved, cf_stream *s)
+{
+    for (int i = 0; i < nin; i++)
+        if (in[i].kind == CF_PY_ARG_DEVICE && in[i].keep != NULL &&
+            cf_py_order_operand(in[i].keep, device, resolved, s, 0) < 0)
+            return -1;
+    if (extra != NULL && extra->kind == CF_PY_ARG_DEVICE && extra->keep != NULL &&
+        cf_py_order_operand(extra->keep, device, resolved, s, 0) < 0)
+        return -1;
+    for (int o = 0; o < nout; o++)
+        if (out[o].kind == CF_PY_ARG_DEVICE && out[o].keep != NULL &&
+            cf_py_order_operand(out[o].keep, device, resolved, s, 1) < 0)
+            return -1;
+    return 0;
+}
+
+int cf_py_arrays_order(const CfPyDeviceArray *const *arr, int nin, int n, cf_stream *s)
+{
+    /* A DeviceArray is only read through, its memory's pending slot is what changes. */
+    for (int i = 0; i < n; i++)
+        if (cf_py_order_operand((PyObject *)arr[i], arr[i]->view.device, Py_None, s, i >= nin) < 0)
+            return -1;
+    return 0;
+}
+
+int cf_py_host_inputs_ready(int device)
+{
+    cf_stream *legacy;
+    cf_status st;
+    if (cf_py_stream_get(Py_None, device, &legacy) < 0)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_stream_synchronize_queued(legacy);
+    Py_END_ALLOW_THREADS
+    return st == CF_OK ? 0 : cf_py_fail(st, "waiting for the work that writes the host inputs");
+}
+
 int cf_py_call_positional(PyObject *const *args, Py_ssize_t n, int nin, int nout, const char *prefix,
                           const char *name, PyObject **inputs, PyObject **outs)
 {

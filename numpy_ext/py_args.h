@@ -38,6 +38,21 @@ int cf_py_arg_upload(cf_py_arg *a, cf_dtype as, int device, PyObject *stream, cf
 /* Replace a device argument by a contiguous copy of it (an input that shares memory with an
  * output is copied first, as NumPy does: cf_array_needs_copy in cufunc/array.h decides). */
 int cf_py_arg_copy(cf_py_arg *a, int device, PyObject *stream);
+/* Order a call on stream `s` (of resolved stream `resolved`, on `device`) after the work that
+ * produced its device operands: each device input, `extra` (a read operand such as where=; may be
+ * NULL), and each device output (which is written, so later work waits for this call). Call it
+ * once the stream is resolved and the operands' devices are checked, before anything is queued
+ * that reads them (an overlap copy included). No driver call when every operand was last written
+ * on `resolved`, or on a stream CUDA orders with it. */
+int cf_py_args_order(cf_py_arg *in, int nin, cf_py_arg *out, int nout, const cf_py_arg *extra,
+                     int device, PyObject *resolved, cf_stream *s);
+/* The same for the ufunc fast path: DeviceArrays, nin inputs then outputs up to n, on the legacy
+ * default stream `s` of their device. */
+int cf_py_arrays_order(const CfPyDeviceArray *const *arr, int nin, int n, cf_stream *s);
+/* Before the host pipeline reads host inputs with the CPU: wait for the work queued so far on the
+ * legacy default stream of `device` and, through it, on every blocking stream (an asynchronous
+ * copy_to_host into pinned memory on a cuda.stream() may still be writing an input). */
+int cf_py_host_inputs_ready(int device);
 
 /* The n positional arguments of a (g)ufunc call (a tuple's items or a vectorcall's array): nin
  * inputs, then up to nout outputs (the rest of outs[] is left as it is). TypeError with NumPy's

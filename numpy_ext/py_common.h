@@ -114,6 +114,20 @@ PyObject *cf_py_stream_new_external(int device, uintptr_t handle, PyObject *keep
 /* The handle as the CUDA Array Interface / DLPack number it: the legacy default stream is 1. */
 uintptr_t cf_py_stream_protocol_handle(PyObject *resolved);
 
+/* Ordering between streams, for work on memory whose last writer queued its work on another
+ * stream. Streams are resolved ones (a Stream, or NULL / None for the legacy default stream).
+ * cf_py_stream_ordered: whether work queued on `consumer` runs after the work queued so far on
+ * `producer` without any event: the same stream, or the legacy default stream and a blocking one
+ * (cuda.stream(), the per-thread default stream). cf_py_stream_order_after: make `s` (the
+ * cf_stream of `consumer`) wait for `producer` when that is not already so; nothing to do, and no
+ * driver call, in the common case of one stream. */
+int cf_py_stream_ordered(PyObject *producer, PyObject *consumer);
+int cf_py_stream_order_after(cf_stream *s, PyObject *consumer, PyObject *producer, int device);
+/* Whether a resolved stream is certainly still alive when nothing but its Stream object is left:
+ * cufunc's own, the default ones, or an external one whose source object the Stream keeps (a
+ * torch or CuPy stream object). A raw handle from external_stream(int) may have been destroyed. */
+int cf_py_stream_usable_later(PyObject *stream);
+
 /* Copy a view's used axes only: a cf_array holds CF_MAX_DIMS (64) of each, and whole-struct
  * copies (1 KB each) showed up on the per-call path of small ufunc calls. */
 static inline void cf_py_view_copy(cf_array *dst, const cf_array *src)
@@ -156,10 +170,22 @@ PyObject *cf_py_devicearray_alloc(int ndim, const int64_t *shape, cf_dtype dt, c
                                   int device, PyObject *stream);
 /* A DeviceArray, or any object with __cuda_array_interface__, as a view (no copy). `*keepalive`
  * receives a new reference that keeps the memory alive while the view is used. When `sync`, the
- * producer's stream named in the interface is synchronised (CAI v3). TypeError naming `argname` for
- * other objects. Needs the GPU for foreign objects (to find the pointer's device). */
+ * producer's stream named in the interface is synchronised (CAI v3), and a producer whose
+ * interface names no stream but which speaks DLPack (PyTorch) is asked, through the DLPack stream
+ * handshake, to order its pending work before the legacy default stream's (cf_py_order_operand
+ * then orders a call on another stream after that). TypeError naming `argname` for other
+ * objects. Needs the GPU for foreign objects (to find the pointer's device). */
 int cf_py_device_view(PyObject *obj, cf_array *out, PyObject **keepalive, int sync,
                       const char *argname);
+/* Order work on stream `s` (of the resolved stream `resolved`: a Stream or None; on `device`)
+ * after the work that last wrote the memory of device operand `obj` (the `keep` of a device view:
+ * a DeviceArray, or a foreign object, whose producer cf_py_device_view ordered before the legacy
+ * default stream). When the work `written` to the memory, its stream becomes the one to wait for.
+ * No driver call when the last writer's stream is `resolved`, or ordered with it by CUDA. */
+int cf_py_order_operand(PyObject *obj, int device, PyObject *resolved, cf_stream *s, int written);
+/* The resolved stream the memory of `obj` is pending on (borrowed; NULL: the legacy default
+ * stream), for the CUDA Array Interface and DLPack exports. */
+PyObject *cf_py_pending_stream(PyObject *obj);
 /* Whether obj is a DeviceArray or exposes __cuda_array_interface__ (no GPU needed). */
 int cf_py_is_device_object(PyObject *obj);
 /* cuda.as_cuda_array's engine: a DeviceArray view of a CAI object (the object itself if it is one). */
@@ -169,6 +195,8 @@ PyObject *cf_py_as_cuda_array(PyObject *obj, int sync, const char *argname);
 
 PyObject *cf_py_devicearray_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *cf_py_devicearray_dlpack_device(PyObject *self, PyObject *unused);
+/* The pending-work slot of memory imported through DLPack when `base` is its owner, else NULL. */
+PyObject **cf_py_dlpack_pending_slot(PyObject *base);
 
 /* ---- types registered by each file; module functions of each file ---------------------------- */
 

@@ -29,6 +29,11 @@ typedef struct {
     size_t nbytes;
     int device;
     PyObject *stream; /* the Stream it was allocated on, or NULL (default stream) */
+    /* The stream of the last work queued that writes this memory (at first the stream it was
+     * allocated on), or NULL for the legacy default stream. Work on another stream waits for it
+     * first (cf_py_order_operand), so no call or copy reads the memory before the work that
+     * produced it, whichever streams the two were queued on. */
+    PyObject *pending;
 } CfPyAllocation;
 
 static void allocation_dealloc(CfPyAllocation *self)
@@ -40,15 +45,22 @@ static void allocation_dealloc(CfPyAllocation *self)
         /* Freed in order on the stream it was allocated on when that is a stream cufunc owns (the
          * reference we hold keeps it alive); external streams may already be destroyed by their
          * owner, so their memory, like default-stream memory, is freed on the legacy default
-         * stream. Work queued on other non-blocking streams must be finished (or ordered) by the
-         * user before the last reference dies, as with any stream-ordered allocator. */
+         * stream, after the last write to it (the pending stream, below). Reads queued on other
+         * non-blocking streams must be finished (or ordered) by the user before the last
+         * reference dies, as with any stream-ordered allocator. */
         PyObject *on = NULL;
         if (self->stream != NULL && ((CfPyStream *)self->stream)->kind == CF_PY_STREAM_OWNED)
             on = self->stream;
         /* A failure is reported as unraisable, except after fork (the memory belongs to the
          * parent) and at interpreter exit (the driver may be gone; the process frees it all). */
         if (cf_py_stream_get(on, self->device, &s) == 0) {
-            cf_status st = cf_mem_free(s, self->ptr);
+            /* The pool may hand the memory out again at once on `on`: that must come after the
+             * last write, wherever it was queued (an error here is reported by the free). */
+            cf_status st = CF_OK;
+            if (cf_py_stream_usable_later(self->pending) &&
+                cf_py_stream_order_after(s, on, self->pending, self->device) < 0)
+                PyErr_Clear();
+            st = cf_mem_free(s, self->ptr);
             if (st != CF_OK && st != CF_ERR_FORK && !cf_py_is_finalizing()) {
                 cf_py_raise(st, "freeing device memory");
                 PyErr_WriteUnraisable((PyObject *)self);
@@ -60,6 +72,7 @@ static void allocation_dealloc(CfPyAllocation *self)
         }
     }
     Py_XDECREF(self->stream);
+    Py_XDECREF(self->pending);
     Py_TYPE(self)->tp_free((PyObject *)self);
     PyErr_Restore(type, value, tb);
 }
@@ -127,6 +140,7 @@ static CfPyAllocation *allocation_new(size_t nbytes, int device, PyObject *strea
     a->device = device;
     a->stream = (stream != NULL && stream != Py_None) ? stream : NULL;
     Py_XINCREF(a->stream);
+    a->pending = Py_XNewRef(a->stream); /* the memory is usable after the allocation on it */
     return a;
 }
 
@@ -185,6 +199,50 @@ PyObject *cf_py_devicearray_alloc(int ndim, const int64_t *shape, cf_dtype dt, c
     r = cf_py_devicearray_wrap(&v, (PyObject *)a, stream, 0);
     Py_DECREF(a);
     return r;
+}
+
+/* ---- ordering after the producer ------------------------------------------------------------ */
+
+/* The pending-work slot (CfPyAllocation.pending, or DLPack's owner's) of the memory behind a
+ * device operand, or NULL when cufunc does not track it: memory of another library, whose pending
+ * work cf_py_device_view ordered before the legacy default stream's when the operand was taken. */
+static PyObject **pending_slot(PyObject *obj)
+{
+    PyObject *base;
+    if (!CfPyDeviceArray_Check(obj))
+        return NULL;
+    base = ((CfPyDeviceArray *)obj)->base;
+    if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type) /* the common case, first */
+        return &((CfPyAllocation *)base)->pending;
+    /* a view made over another DeviceArray object (an internal copy's source) shares its memory */
+    for (int depth = 0; base != NULL && CfPyDeviceArray_Check(base) && depth < 8; depth++)
+        base = ((CfPyDeviceArray *)base)->base;
+    if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type)
+        return &((CfPyAllocation *)base)->pending;
+    return cf_py_dlpack_pending_slot(base);
+}
+
+PyObject *cf_py_pending_stream(PyObject *obj)
+{
+    PyObject **slot = pending_slot(obj);
+    if (slot != NULL)
+        return *slot;
+    return CfPyDeviceArray_Check(obj) ? ((CfPyDeviceArray *)obj)->stream : NULL;
+}
+
+int cf_py_order_operand(PyObject *obj, int device, PyObject *resolved, cf_stream *s, int written)
+{
+    PyObject **slot = pending_slot(obj);
+    PyObject *consumer = resolved == Py_None ? NULL : resolved;
+    /* Untracked (foreign) memory counts as pending on the legacy default stream, after which its
+     * producer's work was ordered when the operand was taken. */
+    if (cf_py_stream_order_after(s, consumer, slot ? *slot : NULL, device) < 0)
+        return -1;
+    if (written && slot != NULL && *slot != consumer) {
+        Py_XINCREF(consumer);
+        Py_XSETREF(*slot, consumer);
+    }
+    return 0;
 }
 
 static void da_dealloc(CfPyDeviceArray *self)
@@ -346,9 +404,11 @@ static int copy_d2d(const cf_array *dst, const cf_array *src, cf_stream *s)
 }
 
 /* The stream for an operation on `self` given a checked `stream=` argument: 0 / None means the
- * array's own stream, synchronously. `*resolved` gets a new reference (a Stream or None). */
+ * array's own stream, synchronously. `*resolved` gets a new reference (a Stream or None). The
+ * stream is ordered after the work that last wrote self's memory, and, when the operation
+ * `writes`, becomes that work's stream. */
 static int array_stream(CfPyDeviceArray *self, PyObject *arg, PyObject **resolved, cf_stream **s,
-                        int *sync, const char *argname)
+                        int *sync, int writes, const char *argname)
 {
     int is_zero = (arg == NULL || arg == Py_None);
     if (!is_zero && PyLong_Check(arg) && !PyBool_Check(arg)) {
@@ -368,7 +428,8 @@ static int array_stream(CfPyDeviceArray *self, PyObject *arg, PyObject **resolve
             return -1;
         *sync = 0;
     }
-    if (cf_py_stream_get(*resolved, self->view.device, s) < 0) {
+    if (cf_py_stream_get(*resolved, self->view.device, s) < 0 ||
+        cf_py_order_operand((PyObject *)self, self->view.device, *resolved, *s, writes) < 0) {
         Py_CLEAR(*resolved);
         return -1;
     }
@@ -565,6 +626,44 @@ static int parse_cai(PyObject *cai, cf_array *v, int *readonly, int *has_stream,
     return 0;
 }
 
+/* Ask the producer of a foreign array whose interface names no stream to order its pending work
+ * before the legacy default stream's, through the DLPack stream handshake: obj.__dlpack__(stream=1)
+ * makes the legacy default stream wait for the producer's current stream; the capsule is then
+ * dropped unused. PyTorch is the case in point: its __cuda_array_interface__ never names a
+ * stream, so a tensor made on a side stream (`with torch.cuda.stream(s): x = ...`) would be read
+ * before the side stream's kernels ran. The legacy default stream is the right one to name: a call
+ * that runs there, or on a blocking stream (cuda.stream(), the per-thread default stream), is
+ * ordered after it by CUDA, and a call on any other stream is made to wait for it
+ * (cf_py_order_operand). Objects without __dlpack__ have nothing more to say (no stream: ready). */
+static int handshake_legacy(PyObject *obj, const char *argname)
+{
+    PyObject *meth, *kw, *empty, *cap;
+    meth = PyObject_GetAttrString(obj, "__dlpack__");
+    if (meth == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    kw = Py_BuildValue("{s:i}", "stream", 1);
+    empty = PyTuple_New(0);
+    cap = (kw && empty) ? PyObject_Call(meth, empty, kw) : NULL;
+    Py_XDECREF(kw);
+    Py_XDECREF(empty);
+    Py_DECREF(meth);
+    if (cap == NULL) {
+        /* A producer whose __dlpack__ takes no stream cannot be asked; it promises nothing, as its
+         * interface does not. Any other failure is the caller's to see. */
+        if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(cap); /* unconsumed: its destructor releases the producer's tensor */
+    (void)argname;
+    return 0;
+}
+
 static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, int sync,
                           const char *argname, int *readonly)
 {
@@ -625,6 +724,8 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
         cf_stream_free(s);
         if (st != CF_OK)
             return cf_py_fail(st, argname);
+    } else if (sync && handshake_legacy(obj, argname) < 0) {
+        return -1;
     }
     Py_INCREF(obj);
     *keepalive = obj;
@@ -822,7 +923,7 @@ static PyObject *read_scalar(CfPyDeviceArray *self, const cf_array *v)
     cf_stream *s;
     PyObject *resolved;
     int sync;
-    if (array_stream(self, NULL, &resolved, &s, &sync, "stream") < 0)
+    if (array_stream(self, NULL, &resolved, &s, &sync, 0, "stream") < 0)
         return NULL;
     Py_DECREF(resolved);
     if (memcpy_dtoh(s, buf.bytes, v->data, cf_dtype_size(v->dtype), 1) < 0)
@@ -876,11 +977,13 @@ static int assign_view(CfPyDeviceArray *self, const cf_array *v, PyObject *value
             Py_DECREF(keep);
             return -1;
         }
-        if (array_stream(self, NULL, &resolved, &s, &sync, "stream") < 0) {
+        if (array_stream(self, NULL, &resolved, &s, &sync, 1, "stream") < 0) {
             Py_DECREF(keep);
             return -1;
         }
-        r = copy_d2d(v, &src, s);
+        r = cf_py_order_operand(keep, v->device, resolved, s, 0);
+        if (r == 0)
+            r = copy_d2d(v, &src, s);
         Py_DECREF(resolved);
         Py_DECREF(keep);
         return r;
@@ -894,7 +997,7 @@ static int assign_view(CfPyDeviceArray *self, const cf_array *v, PyObject *value
             Py_DECREF(tmp);
             return -1;
         }
-        if (array_stream(self, NULL, &resolved, &s, &sync, "stream") < 0) {
+        if (array_stream(self, NULL, &resolved, &s, &sync, 1, "stream") < 0) {
             Py_DECREF(tmp);
             return -1;
         }
@@ -1233,7 +1336,7 @@ static PyObject *da_copy_to_host(CfPyDeviceArray *self, PyObject *args, PyObject
             return NULL;
     }
     if (cf_py_cuda_init("copy_to_host") < 0 ||
-        array_stream(self, stream, &resolved, &s, &sync, "copy_to_host: stream") < 0) {
+        array_stream(self, stream, &resolved, &s, &sync, 0, "copy_to_host: stream") < 0) {
         Py_DECREF(dst);
         return NULL;
     }
@@ -1302,9 +1405,11 @@ static int copy_into(CfPyDeviceArray *self, PyObject *ary, PyObject *stream, con
             re.data = src.data;
             src = re;
         }
-        if (array_stream(self, stream, &resolved, &s, &sync, "stream") < 0)
+        if (array_stream(self, stream, &resolved, &s, &sync, 1, "stream") < 0)
             goto dev_fail;
-        r = copy_d2d(&self->view, &src, s);
+        r = cf_py_order_operand(keep, src.device, resolved, s, 0);
+        if (r == 0)
+            r = copy_d2d(&self->view, &src, s);
         Py_DECREF(resolved);
         Py_DECREF(keep);
         return r;
@@ -1344,7 +1449,7 @@ static int copy_into(CfPyDeviceArray *self, PyObject *ary, PyObject *stream, con
             host = (PyArrayObject *)re;
         }
         if (cf_py_cuda_init(what) < 0 ||
-            array_stream(self, stream, &resolved, &s, &sync, "stream") < 0)
+            array_stream(self, stream, &resolved, &s, &sync, 1, "stream") < 0)
             goto host_fail;
         r = copy_h2d(&self->view, host, s, sync);
         Py_DECREF(resolved);
@@ -1534,9 +1639,27 @@ static PyObject *da_get_cai(CfPyDeviceArray *self, void *c)
         if (strides == NULL)
             goto done;
     }
-    /* CAI v3: the stream the data is produced on; the legacy default stream is 1. */
-    stream = PyLong_FromUnsignedLongLong(
-        (unsigned long long)cf_py_stream_protocol_handle(self->stream));
+    /* CAI v3: the stream the data is pending on (the last write's; the legacy default stream is
+     * 1, never 0). That work is also waited for here, on the host: PyTorch reads the interface
+     * without honouring its stream (torch.as_tensor(d) then a kernel on a side stream would read
+     * the data before our kernel wrote it), and consumers that do honour it (CuPy, Numba)
+     * synchronise on the host anyway, for which the wait here leaves nothing to wait for. */
+    {
+        PyObject *pending = cf_py_pending_stream((PyObject *)self);
+        cf_stream *ps;
+        cf_status st;
+        if (cf_py_stream_get(pending, self->view.device, &ps) < 0)
+            goto done;
+        Py_BEGIN_ALLOW_THREADS
+        st = cf_stream_synchronize(ps);
+        Py_END_ALLOW_THREADS
+        if (st != CF_OK) {
+            cf_py_fail(st, "__cuda_array_interface__");
+            goto done;
+        }
+        stream = PyLong_FromUnsignedLongLong(
+            (unsigned long long)cf_py_stream_protocol_handle(pending));
+    }
     if (stream == NULL)
         goto done;
     r = Py_BuildValue("{s:O,s:O,s:s,s:(KO),s:i,s:[(ss)],s:O}", "shape", shape, "strides", strides,

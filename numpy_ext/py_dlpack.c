@@ -120,14 +120,16 @@ static int parse_consumer_stream(PyObject *obj, long long *out)
     return 0;
 }
 
-/* Make the consumer's stream wait for the work queued on the array's stream. */
+/* Make the consumer's stream wait for the work pending on the array's memory (queued by its last
+ * writer, on whichever stream that was: not necessarily the array's own). */
 static int order_for_consumer(CfPyDeviceArray *a, long long consumer)
 {
     cf_stream *ours, *theirs = NULL;
     cf_status st;
-    if (consumer == -1 || (uintptr_t)consumer == cf_py_stream_protocol_handle(a->stream))
+    PyObject *pending = cf_py_pending_stream((PyObject *)a);
+    if (consumer == -1 || (uintptr_t)consumer == cf_py_stream_protocol_handle(pending))
         return 0;
-    if (cf_py_stream_get(a->stream, a->view.device, &ours) < 0)
+    if (cf_py_stream_get(pending, a->view.device, &ours) < 0)
         return -1;
     st = cf_stream_wrap(a->view.device, (uintptr_t)consumer, &theirs);
     if (st == CF_OK)
@@ -283,7 +285,12 @@ typedef struct {
     PyObject_HEAD
     void *managed;
     int versioned;
+    /* As CfPyAllocation.pending: the stream of the last work that writes the memory, NULL for the
+     * legacy default stream (the stream the producer was asked to order its work before). */
+    PyObject *pending;
 } DLPackOwner;
+
+PyObject **cf_py_dlpack_pending_slot(PyObject *base);
 
 static void owner_dealloc(DLPackOwner *self)
 {
@@ -298,6 +305,7 @@ static void owner_dealloc(DLPackOwner *self)
                 m->deleter(m);
         }
     }
+    Py_XDECREF(self->pending);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -375,8 +383,17 @@ static int dtype_from_dl(DLDataType d, cf_dtype *out, const char *argname)
     return -1;
 }
 
-/* Take a capsule: validate, rename it as consumed, wrap the tensor. */
-static PyObject *consume_capsule(PyObject *cap, const char *argname)
+PyObject **cf_py_dlpack_pending_slot(PyObject *base)
+{
+    if (base != NULL && Py_TYPE(base) == &DLPackOwner_Type)
+        return &((DLPackOwner *)base)->pending;
+    return NULL;
+}
+
+/* Take a capsule: validate, rename it as consumed, wrap the tensor. The producer was asked to
+ * order its work before `consumer` (a Stream; NULL: the legacy default stream, or, for a bare
+ * capsule, nothing known), which becomes the memory's pending stream. */
+static PyObject *consume_capsule(PyObject *cap, PyObject *consumer, const char *argname)
 {
     DLTensor *t;
     void *managed;
@@ -448,6 +465,7 @@ static PyObject *consume_capsule(PyObject *cap, const char *argname)
         return NULL;
     owner->managed = NULL;
     owner->versioned = versioned;
+    owner->pending = Py_XNewRef(consumer);
     if (PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0) {
         Py_DECREF(owner);
         return NULL;
@@ -464,6 +482,7 @@ static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs
     const char *argname = "from_dlpack: obj";
     PyObject *obj, *stream = NULL, *cap = NULL, *r, *meth, *kw = NULL, *dev, *empty = NULL;
     long long consumer = 1;
+    PyObject *consumer_obj = NULL; /* the Stream named as consumer; NULL: the legacy default */
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_dlpack", kwlist, &obj, &stream))
         return NULL;
@@ -472,7 +491,7 @@ static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs
     if (PyCapsule_CheckExact(obj)) {
         if (cf_py_cuda_init("from_dlpack") < 0)
             return NULL;
-        return consume_capsule(obj, argname);
+        return consume_capsule(obj, NULL, argname);
     }
     meth = PyObject_GetAttrString(obj, "__dlpack__");
     if (meth == NULL) {
@@ -503,8 +522,10 @@ static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs
     }
     if (cf_py_cuda_init("from_dlpack") < 0)
         goto fail;
-    if (stream != NULL && CfPyStream_Check(stream))
+    if (stream != NULL && CfPyStream_Check(stream)) {
         consumer = (long long)cf_py_stream_protocol_handle(stream);
+        consumer_obj = stream;
+    }
     kw = Py_BuildValue("{s:L,s:(ii)}", "stream", consumer, "max_version", DLPACK_MAJOR_VERSION,
                        DLPACK_MINOR_VERSION);
     empty = PyTuple_New(0);
@@ -525,7 +546,7 @@ static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs
                      Py_TYPE(cap)->tp_name);
         goto fail;
     }
-    r = consume_capsule(cap, argname);
+    r = consume_capsule(cap, consumer_obj, argname);
     Py_DECREF(cap);
     Py_DECREF(kw);
     Py_DECREF(empty);

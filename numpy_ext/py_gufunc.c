@@ -562,6 +562,8 @@ static PyObject *gufunc_apply(CfPyGUFunc *self, const gu_call *c)
             fresh |= 1u << o;
         }
     }
+    if (cf_py_args_order(P->in, nin, P->out, nout, NULL, device, resolved_stream, s) < 0)
+        goto done; /* after the producers of the device operands (py_args.h) */
     /* inputs that share memory with an output: cf_gufunc_launch copies them first (on the GPU,
      * stream-ordered), as NumPy defines the call */
     for (int i = 0; i < nin; i++) {

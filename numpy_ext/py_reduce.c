@@ -173,13 +173,18 @@ static int arg_copy(red_arg *a, const red_place *pl)
     return r;
 }
 
-static int same_device(const red_arg *a, int device, const char *what, const char *argname)
+/* A device operand must be on the call's device; the call is then ordered after the work that
+ * produced it (and, for an operand it `writes`, later work after the call: py_common.h). */
+static int same_device(const red_arg *a, const red_place *pl, int writes, const char *what,
+                       const char *argname)
 {
-    if (a->kind == R_DEVICE && a->view.device != device) {
+    if (a->kind == R_DEVICE && a->view.device != pl->device) {
         PyErr_Format(PyExc_ValueError, "%s: %s is on device %d, but the call runs on device %d",
-                     what, argname, a->view.device, device);
+                     what, argname, a->view.device, pl->device);
         return -1;
     }
+    if (a->kind == R_DEVICE && a->keep != NULL)
+        return cf_py_order_operand(a->keep, pl->device, pl->resolved, pl->s, writes);
     return 0;
 }
 
@@ -429,8 +434,8 @@ static PyObject *reducer_call(CfPyReducer *self, PyObject *args, PyObject *kwarg
         goto done;
     }
     int device = a.kind == R_DEVICE ? a.view.device : r.kind == R_DEVICE ? r.view.device : -1;
-    if (place(&pl, device, stream, name) < 0 || same_device(&r, pl.device, name, "res") < 0 ||
-        same_device(&a, pl.device, name, "arr") < 0)
+    if (place(&pl, device, stream, name) < 0 || same_device(&r, &pl, 1, name, "res") < 0 ||
+        same_device(&a, &pl, 0, name, "arr") < 0)
         goto done;
     if (a.kind == R_HOST && arg_upload(&a, pl.device, pl.for_arrays, pl.s) < 0)
         goto done;
@@ -972,8 +977,8 @@ PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs
     /* the device, uploads, the output */
     int device = a.kind == R_DEVICE ? a.view.device : o.kind == R_DEVICE ? o.view.device :
                  w.kind == R_DEVICE ? w.view.device : -1;
-    if (place(&pl, device, stream, name) < 0 || same_device(&a, pl.device, name, "array") < 0 ||
-        same_device(&o, pl.device, name, "out") < 0 || same_device(&w, pl.device, name, "where") < 0)
+    if (place(&pl, device, stream, name) < 0 || same_device(&a, &pl, 0, name, "array") < 0 ||
+        same_device(&o, &pl, 1, name, "out") < 0 || same_device(&w, &pl, 0, name, "where") < 0)
         goto done;
     if (a.kind == R_HOST && arg_upload(&a, pl.device, pl.for_arrays, pl.s) < 0)
         goto done;
@@ -1099,8 +1104,8 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
         goto done;
     }
     int device = a.kind == R_DEVICE ? a.view.device : o.kind == R_DEVICE ? o.view.device : -1;
-    if (place(&pl, device, stream, name) < 0 || same_device(&a, pl.device, name, "array") < 0 ||
-        same_device(&o, pl.device, name, "out") < 0)
+    if (place(&pl, device, stream, name) < 0 || same_device(&a, &pl, 0, name, "array") < 0 ||
+        same_device(&o, &pl, 1, name, "out") < 0)
         goto done;
     if (a.kind == R_HOST && arg_upload(&a, pl.device, pl.for_arrays, pl.s) < 0)
         goto done;

@@ -65,7 +65,13 @@ static PyObject *stream_new_from(cf_stream *s, int device, int kind, PyObject *k
 PyObject *cf_py_stream_new_created(int device)
 {
     cf_stream *s = NULL;
-    cf_status st = cf_stream_create(device, &s);
+    /* Blocking, as Numba's cuda.stream() (cuStreamCreate with no flags): the legacy default
+     * stream, where a call without stream= runs, and this stream wait for each other's earlier
+     * work, so Numba code such as `d = cuda.to_device(h, stream=s); f(d)` is ordered with no
+     * event at all, and memory freed on the default stream is never reused under a kernel still
+     * running on s. Pairs of streams that are not ordered this way are ordered per array
+     * (cf_py_order_operand). */
+    cf_status st = cf_stream_create_ex(device, CF_STREAM_BLOCKING, &s);
     if (st != CF_OK)
         return cf_py_raise(st, "stream");
     return stream_new_from(s, device, CF_PY_STREAM_OWNED, NULL);
@@ -350,6 +356,74 @@ uintptr_t cf_py_stream_protocol_handle(PyObject *resolved)
     return h == 0 ? 1 : h;
 }
 
+/* ---- ordering between streams ---------------------------------------------------------------- */
+
+enum { ORD_LEGACY, ORD_BLOCKING, ORD_OTHER };
+
+/* How a resolved stream (a Stream, or NULL / None for the legacy default stream) is ordered with
+ * the legacy default stream: it is it, it is blocking (a cufunc stream, the per-thread default
+ * stream), or nothing is known (an external stream, which may be non-blocking, as PyTorch's
+ * side streams are). */
+static int order_class(PyObject *stream)
+{
+    const CfPyStream *p;
+    uintptr_t h;
+    if (stream == NULL || stream == Py_None)
+        return ORD_LEGACY;
+    p = (const CfPyStream *)stream;
+    if (p->kind == CF_PY_STREAM_DEFAULT)
+        return ORD_LEGACY;
+    if (p->kind == CF_PY_STREAM_OWNED)
+        return ORD_BLOCKING; /* cf_py_stream_new_created */
+    h = cf_stream_handle(p->stream);
+    return h <= 1 ? ORD_LEGACY : h == 2 ? ORD_BLOCKING : ORD_OTHER;
+}
+
+int cf_py_stream_ordered(PyObject *producer, PyObject *consumer)
+{
+    int a, b;
+    if (producer == Py_None)
+        producer = NULL;
+    if (consumer == Py_None)
+        consumer = NULL;
+    if (producer == consumer)
+        return 1;
+    a = order_class(producer);
+    b = order_class(consumer);
+    /* the legacy stream and a blocking stream wait for each other implicitly */
+    if ((a == ORD_LEGACY && b != ORD_OTHER) || (b == ORD_LEGACY && a != ORD_OTHER))
+        return 1;
+    /* two wrappers of one stream (a torch stream resolved anew at each call). The per-thread
+     * default stream (2) is taken as the same stream: it is, on the same thread. */
+    if (producer != NULL && consumer != NULL) {
+        const cf_stream *p = ((CfPyStream *)producer)->stream, *c = ((CfPyStream *)consumer)->stream;
+        return cf_stream_device(p) == cf_stream_device(c) &&
+               cf_stream_handle(p) == cf_stream_handle(c);
+    }
+    return 0;
+}
+
+int cf_py_stream_usable_later(PyObject *stream)
+{
+    const CfPyStream *p = (const CfPyStream *)stream;
+    if (stream == NULL || stream == Py_None || p->kind != CF_PY_STREAM_EXTERNAL)
+        return 1;
+    return cf_stream_handle(p->stream) <= 2 || p->keepalive != NULL;
+}
+
+int cf_py_stream_order_after(cf_stream *s, PyObject *consumer, PyObject *producer, int device)
+{
+    cf_stream *ps;
+    cf_status st;
+    if (cf_py_stream_ordered(producer, consumer))
+        return 0;
+    if (cf_py_stream_get(producer == Py_None ? NULL : producer, device, &ps) < 0)
+        return -1;
+    st = cf_stream_wait_stream(s, ps);
+    return st == CF_OK ? 0 : cf_py_fail(st, "ordering a call after the work that produced its "
+                                            "arguments");
+}
+
 /* ---- module functions ------------------------------------------------------------------------ */
 
 static PyObject *py_stream(PyObject *self, PyObject *unused)
@@ -427,7 +501,9 @@ static PyObject *py_check_stream(PyObject *self, PyObject *arg)
 }
 
 PyMethodDef cf_py_stream_methods[] = {
-    {"stream", py_stream, METH_NOARGS, "stream() -> a new non-blocking stream on the current device."},
+    {"stream", py_stream, METH_NOARGS,
+     "stream() -> a new stream on the current device. As in Numba, it is ordered with the legacy "
+     "default stream (work on either waits for the work queued before it on the other)."},
     {"default_stream", py_default_stream, METH_NOARGS,
      "default_stream() -> the legacy default stream of the current device."},
     {"legacy_default_stream", py_legacy_default_stream, METH_NOARGS,

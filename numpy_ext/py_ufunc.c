@@ -265,7 +265,8 @@ static int ufunc_apply_hostpipe(CfPyUFunc *self, uf_call *c, cf_py_arg *in, cf_p
     if (c->stream && cf_py_stream_check(c->stream, "stream") < 0)
         return -1;
     resolved = cf_py_stream_resolve(c->stream ? c->stream : Py_None, device, "stream");
-    if (resolved == NULL || cf_py_stream_get(resolved, device, &s) < 0)
+    if (resolved == NULL || cf_py_stream_get(resolved, device, &s) < 0 ||
+        cf_py_host_inputs_ready(device) < 0) /* the CPU reads them (py_args.h) */
         goto done;
 
     for (int i = 0; i < nin; i++)
@@ -622,6 +623,8 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
             Py_DECREF(r);
         }
     }
+    if (cf_py_args_order(in, nin, out, nout, have_where == 1 ? &where : NULL, device, resolved_stream, s) < 0)
+        goto done; /* after the producers of the device operands (py_args.h) */
     /* An input (or the where= mask) sharing memory with an output other than as the same view is
      * copied first: NumPy defines the call as if inputs were copied before outputs are written. An
      * element-wise kernel reads each element before it writes the same index, so the same view is
@@ -834,7 +837,8 @@ static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n
     cf_stream *s;
     if (same) {
         *handled = 1;
-        if (cf_py_stream_get(Py_None, arr[0]->view.device, &s) < 0)
+        if (cf_py_stream_get(Py_None, arr[0]->view.device, &s) < 0 ||
+            cf_py_arrays_order(arr, nin, nops, s) < 0)
             return NULL;
         cf_status st = cf_ufunc_replay(&self->last.rec, s);
         if (st != CF_OK) {
@@ -874,7 +878,7 @@ static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n
                 return NULL; /* ufunc_apply copies the input first */
 
     *handled = 1;
-    if (cf_py_stream_get(Py_None, v0->device, &s) < 0)
+    if (cf_py_stream_get(Py_None, v0->device, &s) < 0 || cf_py_arrays_order(arr, nin, nops, s) < 0)
         return NULL;
     cf_operand ops[2 * UF_MAX_ARGS];
     for (int i = 0; i < nops; i++) {

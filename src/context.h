@@ -14,6 +14,10 @@ cf_status cf_context_enter(int device);
 /* The CUstream behind a cf_stream (NULL stream handle for the legacy default). */
 CUstream cf_stream_cu(const cf_stream *s);
 
+/* Whether the byte at p is page-locked host memory, asked without a driver error for memory the
+ * driver does not know (memory.c). A context must be current. For the unit test of the probe. */
+int cf_mem_byte_is_pinned(const void *p);
+
 /* The CUfunction behind a cf_function (NULL for a freed or foreign pointer). For bench_launch,
  * whose floor is the bare driver call. */
 CUfunction cf_function_cu(const cf_function *f);

@@ -46,6 +46,7 @@
     X(cuStreamQuery, 2000)                                                                         \
     X(cuStreamWaitEvent, 3020)                                                                     \
     X(cuStreamGetCtx, 9020)                                                                        \
+    X(cuStreamGetFlags, 5050)                                                                      \
     X(cuEventCreate, 2000)                                                                         \
     X(cuEventDestroy, 4000)                                                                        \
     X(cuEventRecord, 2000)                                                                         \
@@ -68,6 +69,7 @@
     X(cuMemcpyDtoDAsync, 3020)                                                                     \
     X(cuMemsetD8Async, 3020)                                                                       \
     X(cuPointerGetAttribute, 4000)                                                                 \
+    X(cuPointerGetAttributes, 7000)                                                                \
     X(cuModuleLoadDataEx, 2010)                                                                    \
     X(cuModuleUnload, 2000)                                                                        \
     X(cuModuleGetFunction, 2000)                                                                   \

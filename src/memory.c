@@ -371,14 +371,23 @@ void cf_host_free_pinned(void *ptr)
     cf_drv.cuMemFreeHost(ptr);
 }
 
-/* Whether the byte at p is page-locked host memory. A context must be current. */
-static int byte_is_pinned(const void *p)
+/* Whether the byte at p is page-locked host memory. A context must be current.
+ *
+ * cuPointerGetAttributes, not cuPointerGetAttribute: most host arrays are ordinary pageable
+ * memory the driver does not know, for which cuPointerGetAttribute fails with
+ * CUDA_ERROR_INVALID_VALUE, and compute-sanitizer reports every such failure as an error of the
+ * user's program. cuPointerGetAttributes succeeds on any pointer and leaves the memory type 0
+ * for memory it does not know. */
+int cf_mem_byte_is_pinned(const void *p)
 {
     unsigned int type = 0;
-    CUresult r = cf_drv.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                              (CUdeviceptr)(uintptr_t)p);
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+    void *data = &type;
+    CUresult r = cf_drv.cuPointerGetAttributes(1, &attr, &data, (CUdeviceptr)(uintptr_t)p);
     return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST;
 }
+
+static int byte_is_pinned(const void *p) { return cf_mem_byte_is_pinned(p); }
 
 /* Both ends pinned: a range that starts in a pinned block and runs past it is treated as
  * pageable (the staging path copies any memory). */

@@ -57,19 +57,30 @@ static cf_status new_wrapper(int device, CUstream handle, int owned, cf_stream *
 }
 
 /* Ownership: the caller owns *out and frees it with cf_stream_free, which destroys the stream. */
-cf_status cf_stream_create(int device, cf_stream **out)
+cf_status cf_stream_create_ex(int device, unsigned flags, cf_stream **out)
 {
     if (!out)
         return cf_error_set(CF_ERR_INVALID, "cf_stream_create: out is NULL");
     *out = NULL;
+    if (flags & ~CF_STREAM_NON_BLOCKING)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_create_ex: unknown flags 0x%x", flags);
     cf_status st = cf_context_enter(device);
     if (st)
         return st;
     CUstream h = NULL;
-    CF_CU_TRY(cf_drv.cuStreamCreate(&h, CU_STREAM_NON_BLOCKING));
+    CF_CU_TRY(cf_drv.cuStreamCreate(&h, (flags & CF_STREAM_NON_BLOCKING) ? CU_STREAM_NON_BLOCKING
+                                                                         : CU_STREAM_DEFAULT));
     if ((st = new_wrapper(device, h, 1, out)) != CF_OK)
         cf_drv.cuStreamDestroy(h);
     return st;
+}
+
+/* Non-blocking: the core's own streams (the host pipeline's slots, the C API's users) overlap
+ * with whatever other libraries queue on the legacy default stream. Python's cuda.stream() asks
+ * for a blocking one instead (Numba's ordering; py_stream.c). */
+cf_status cf_stream_create(int device, cf_stream **out)
+{
+    return cf_stream_create_ex(device, CF_STREAM_NON_BLOCKING, out);
 }
 
 /* Ownership: the caller owns the wrapper *out; the legacy default stream itself is not owned. */
@@ -154,6 +165,41 @@ uintptr_t cf_stream_handle(const cf_stream *s) { return is_live(s) ? (uintptr_t)
 
 int cf_stream_device(const cf_stream *s) { return is_live(s) ? s->device : -1; }
 
+/* The legacy default stream has three names: the NULL handle, CU_STREAM_LEGACY (1), and, in a
+ * program not built for per-thread default streams, what the runtime calls stream 0. */
+static int is_legacy_handle(CUstream h) { return h == NULL || h == CU_STREAM_LEGACY; }
+
+/* Whether two wrappers name the same stream (per-thread handles: the same one on the same
+ * thread, which is all a handle can say). */
+static int same_stream(const cf_stream *a, const cf_stream *b)
+{
+    if (a == b)
+        return 1;
+    if (a->device != b->device)
+        return 0;
+    return a->handle == b->handle || (is_legacy_handle(a->handle) && is_legacy_handle(b->handle));
+}
+
+cf_status cf_stream_flags(cf_stream *s, unsigned *flags)
+{
+    cf_status st = check_stream(s, "cf_stream_flags", "s");
+    if (st)
+        return st;
+    if (!flags)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_flags: flags is NULL");
+    *flags = 0;
+    /* The legacy and per-thread default streams are blocking by definition; asking the driver
+     * about the legacy one in a context that is not current would be an error. */
+    if (is_legacy_handle(s->handle) || s->handle == CU_STREAM_PER_THREAD)
+        return CF_OK;
+    if ((st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    unsigned int f = 0;
+    CF_CU_TRY(cf_drv.cuStreamGetFlags(s->handle, &f));
+    *flags = (f & CU_STREAM_NON_BLOCKING) ? CF_STREAM_NON_BLOCKING : CF_STREAM_BLOCKING;
+    return CF_OK;
+}
+
 cf_status cf_stream_synchronize(cf_stream *s)
 {
     cf_status st = check_stream(s, "cf_stream_synchronize", "s");
@@ -203,7 +249,7 @@ cf_status cf_stream_wait_stream(cf_stream *waiter, cf_stream *s)
         return st;
     /* A stream is always ordered after itself. (Per-thread handles are not compared: the same
      * handle from the same thread is the same stream, which the equality also covers.) */
-    if (waiter == s || (waiter->handle == s->handle && waiter->device == s->device))
+    if (same_stream(waiter, s))
         return CF_OK;
     if ((st = cf_context_enter(s->device)) != CF_OK)
         return st;
@@ -216,5 +262,22 @@ cf_status cf_stream_wait_stream(cf_stream *waiter, cf_stream *s)
     if (waiter->device != s->device && (st = cf_context_enter(waiter->device)) != CF_OK)
         return st;
     CF_CU_TRY(cf_drv.cuStreamWaitEvent(waiter->handle, ev, 0));
+    return CF_OK;
+}
+
+cf_status cf_stream_synchronize_queued(cf_stream *s)
+{
+    cf_status st = check_stream(s, "cf_stream_synchronize_queued", "s");
+    if (st || (st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    /* An event, not cuStreamSynchronize: a record on the legacy default stream is an operation of
+     * that stream, so it completes only after the work queued before it on every blocking stream
+     * of the context, which is the guarantee the caller wants (memory written by a copy queued
+     * on a cuda.stream() is then in place). */
+    CUevent ev = NULL;
+    if ((st = stream_event(s, &ev)) != CF_OK)
+        return st;
+    CF_CU_TRY(cf_drv.cuEventRecord(ev, s->handle));
+    CF_CU_TRY(cf_drv.cuEventSynchronize(ev));
     return CF_OK;
 }

@@ -74,8 +74,18 @@ CF_API cf_status cf_pointer_device(uint64_t ptr, int *device);
  * cf_stream_default is not: cf_stream_free then frees only the wrapper. */
 typedef struct cf_stream cf_stream;
 
+/* Flags of cf_stream_create_ex. A blocking stream is ordered with the legacy default stream both
+ * ways (work on either waits for the work queued before it on the other), as a stream from
+ * cudaStreamCreate or Numba's cuda.stream() is; a non-blocking one is not. */
+#define CF_STREAM_BLOCKING 0u
+#define CF_STREAM_NON_BLOCKING 1u
+
 /* A new non-blocking stream on `device`. */
 CF_API cf_status cf_stream_create(int device, cf_stream **out);
+/* A new stream on `device` with CF_STREAM_* flags. */
+CF_API cf_status cf_stream_create_ex(int device, unsigned flags, cf_stream **out);
+/* The stream's CF_STREAM_* flags (the legacy and per-thread default streams are blocking). */
+CF_API cf_status cf_stream_flags(cf_stream *s, unsigned *flags);
 /* The legacy default stream (handle 0) of `device`, as a wrapper the caller frees. */
 CF_API cf_status cf_stream_default(int device, cf_stream **out);
 /* Wrap a CUstream made elsewhere (handle as an integer; 0 = legacy default, 1 = legacy, 2 = per
@@ -88,8 +98,13 @@ CF_API int cf_stream_device(const cf_stream *s);
 CF_API cf_status cf_stream_synchronize(cf_stream *s);
 /* 1 if all work on the stream is done, 0 if not. */
 CF_API cf_status cf_stream_query(cf_stream *s, int *done);
-/* Make `waiter` wait (on the device) for all work queued so far on `s`. */
+/* Make `waiter` wait (on the device) for all work queued so far on `s`. Nothing to do when both
+ * name the same stream (the legacy default stream as handle 0 or 1 included). */
 CF_API cf_status cf_stream_wait_stream(cf_stream *waiter, cf_stream *s);
+/* Wait on the host for the work queued so far on `s`, through an event recorded on it. On the
+ * legacy default stream this also waits for the work queued before it on every blocking stream of
+ * the device (which cuStreamSynchronize of the legacy stream is not documented to do). */
+CF_API cf_status cf_stream_synchronize_queued(cf_stream *s);
 
 /* ---- device memory ------------------------------------------------------------------------- */
 

@@ -79,6 +79,14 @@ else:
 
 
 # ---- streams -----------------------------------------------------------------------------------
+#
+# Ordering, as in Numba and more: stream() makes a blocking stream, which the legacy default
+# stream (where a call without stream= runs) and it wait for each other's earlier work. Beyond
+# that, cufunc remembers for each device allocation the stream of the last work that writes it,
+# and makes any call or copy on another stream wait for that work first (no event at all when the
+# two streams are one, or ordered by CUDA as above). Foreign arrays are ordered after their
+# producer too: the stream named by __cuda_array_interface__, else the DLPack handshake
+# (PyTorch). So no call reads an array before the work that produced it, on any streams.
 
 stream = _from_core("stream")
 default_stream = _from_core("default_stream")

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "context.h"
 #include "cufunc/testing.h"
+#include "driver.h"
 #include "staging.h"
 
 static unsigned char pattern_byte(size_t i, unsigned seed)
@@ -103,6 +105,51 @@ static void test_args(void)
     CHECK_CONTAINS(cf_last_error(), "cf_host_alloc_pinned: ptr is NULL");
     cf_host_free_pinned(NULL);
     CHECK(cf_host_is_pinned(NULL) == 0);
+}
+
+/* The pinned-memory probe asks the driver without an error for memory it does not know:
+ * compute-sanitizer reports every failing driver call as an error of the user's program, and
+ * most host arrays are pageable. White-box: the driver table's two pointer-attribute entries are
+ * replaced by fakes (cuPointerGetAttribute fails as the driver does and counts its calls), so
+ * this runs without a GPU too. */
+static int fake_single_calls;
+static uintptr_t fake_pinned_lo, fake_pinned_hi;
+
+static CUresult CUDAAPI fake_get_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+    fake_single_calls++;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult CUDAAPI fake_get_attributes(unsigned int n, CUpointer_attribute *attrs, void **data,
+                                            CUdeviceptr ptr)
+{
+    /* The driver's documented behaviour: success on any pointer, default values for unknown
+     * memory. */
+    for (unsigned int i = 0; i < n; i++) {
+        if (attrs[i] != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+            return CUDA_ERROR_INVALID_VALUE;
+        int known = ptr >= fake_pinned_lo && ptr < fake_pinned_hi;
+        *(unsigned int *)data[i] = known ? CU_MEMORYTYPE_HOST : 0;
+    }
+    return CUDA_SUCCESS;
+}
+
+static void test_pinned_probe_without_errors(void)
+{
+    static char pinned[64], pageable[64];
+    cf_driver_table saved = cf_drv;
+    cf_drv.cuPointerGetAttribute = fake_get_attribute;
+    cf_drv.cuPointerGetAttributes = fake_get_attributes;
+    fake_single_calls = 0;
+    fake_pinned_lo = (uintptr_t)pinned;
+    fake_pinned_hi = (uintptr_t)pinned + sizeof pinned;
+    CHECK(cf_mem_byte_is_pinned(pinned) == 1);
+    CHECK(cf_mem_byte_is_pinned(pinned + 63) == 1);
+    CHECK(cf_mem_byte_is_pinned(pageable) == 0);
+    CHECK(cf_mem_byte_is_pinned(pageable + 10) == 0);
+    CHECK(fake_single_calls == 0); /* no failing call was made */
+    cf_drv = saved;
 }
 
 /* ---- GPU ----------------------------------------------------------------------------------- */
@@ -412,6 +459,7 @@ int main(void)
 {
     RUN(test_no_driver); /* first: it forks before this process loads the driver */
     RUN(test_args);
+    RUN(test_pinned_probe_without_errors);
     RUN(test_pinned);
     RUN(test_alloc_accounting);
     RUN(test_alloc_host_failure);

@@ -53,6 +53,18 @@ static void test_args(void)
     CHECK_CONTAINS(cf_last_error(), "cf_stream_default: out is NULL");
     CHECK_STATUS(cf_stream_wrap(0, 0, NULL), CF_ERR_INVALID);
     CHECK_CONTAINS(cf_last_error(), "cf_stream_wrap: out is NULL");
+    CHECK_STATUS(cf_stream_create_ex(0, 0, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "out is NULL");
+    /* unknown flags are refused before the driver is needed */
+    cf_stream *bad = (cf_stream *)1;
+    CHECK_STATUS(cf_stream_create_ex(0, 0x10, &bad), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "unknown flags 0x10");
+    CHECK(bad == NULL);
+    unsigned flags = 7;
+    CHECK_STATUS(cf_stream_flags(NULL, &flags), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "cf_stream_flags: s is NULL");
+    CHECK_STATUS(cf_stream_synchronize_queued(NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "cf_stream_synchronize_queued: s is NULL");
     cf_stream_free(NULL);
     CHECK(cf_stream_handle(NULL) == 0);
     CHECK(cf_stream_device(NULL) == -1);
@@ -216,6 +228,78 @@ out:
     cf_stream_free(def);
 }
 
+/* cf_stream_create makes a non-blocking stream, cf_stream_create_ex either kind; the default
+ * streams report blocking. */
+static void test_flags(void)
+{
+    NEED_GPU();
+    cf_stream *nb = NULL, *b = NULL, *def = NULL, *ptds = NULL, *legacy = NULL;
+    unsigned flags = 7;
+    CHECK_OK(cf_stream_create(0, &nb));
+    CHECK_OK(cf_stream_create_ex(0, CF_STREAM_BLOCKING, &b));
+    CHECK_OK(cf_stream_default(0, &def));
+    CHECK_OK(cf_stream_wrap(0, 2, &ptds));
+    CHECK_OK(cf_stream_wrap(0, 1, &legacy));
+    if (nb && b && def && ptds && legacy) {
+        CHECK_OK(cf_stream_flags(nb, &flags));
+        CHECK(flags == CF_STREAM_NON_BLOCKING);
+        CHECK_OK(cf_stream_flags(b, &flags));
+        CHECK(flags == CF_STREAM_BLOCKING);
+        CHECK_OK(cf_stream_flags(def, &flags));
+        CHECK(flags == CF_STREAM_BLOCKING);
+        CHECK_OK(cf_stream_flags(ptds, &flags));
+        CHECK(flags == CF_STREAM_BLOCKING);
+        CHECK(stream_works(b, 0x33));
+        /* handle 0 and handle 1 are both the legacy default stream: waiting is a no-op */
+        CHECK_OK(cf_stream_wait_stream(legacy, def));
+        CHECK_OK(cf_stream_wait_stream(def, legacy));
+    }
+    cf_stream_free(nb);
+    cf_stream_free(b);
+    cf_stream_free(def);
+    cf_stream_free(ptds);
+    cf_stream_free(legacy);
+}
+
+/* Numba's ordering, which cuda.stream() relies on: a blocking stream and the legacy default
+ * stream wait for each other with no explicit wait. s is kept busy with large memsets ending in a
+ * known value; the legacy stream then reads, and the other way round. A non-blocking stream
+ * would (usually) let the reader run first; that is not asserted, it is the driver's business. */
+static void test_blocking_orders_with_legacy(void)
+{
+    NEED_GPU();
+    const size_t n = (size_t)512 << 20;
+    cf_stream *b = NULL, *def = NULL;
+    uint64_t d = 0;
+    CHECK_OK(cf_stream_create_ex(0, CF_STREAM_BLOCKING, &b));
+    CHECK_OK(cf_stream_default(0, &def));
+    if (!b || !def || cf_mem_alloc(def, n, &d) != CF_OK)
+        goto out;
+    CHECK_OK(cf_stream_synchronize(def));
+    for (int round = 0; round < 4; round++) {
+        cf_stream *producer = round % 2 ? def : b, *consumer = round % 2 ? b : def;
+        for (int k = 0; k < 16; k++)
+            CHECK_OK(cf_memset8(producer, d, (unsigned char)(0x40 + k + round), n));
+        unsigned char last = 0, first = 0;
+        CHECK_OK(cf_memcpy_dtoh(consumer, &last, d + n - 1, 1, 1));
+        CHECK_OK(cf_memcpy_dtoh(consumer, &first, d, 1, 1));
+        CHECK(last == 0x4F + round);
+        CHECK(first == 0x4F + round);
+    }
+    /* cf_stream_synchronize_queued on the legacy stream waits for the blocking stream's work */
+    for (int k = 0; k < 16; k++)
+        CHECK_OK(cf_memset8(b, d, (unsigned char)(0x70 + k), n));
+    CHECK_OK(cf_stream_synchronize_queued(def));
+    int done = 0;
+    CHECK_OK(cf_stream_query(b, &done));
+    CHECK(done == 1);
+    CHECK_OK(cf_mem_free(def, d));
+    CHECK_OK(cf_stream_synchronize(def));
+out:
+    cf_stream_free(b);
+    cf_stream_free(def);
+}
+
 /* A failed host allocation in cf_stream_create is reported, leaves *out NULL and the next works. */
 static void test_create_host_failure(void)
 {
@@ -241,6 +325,8 @@ int main(void)
     RUN(test_default);
     RUN(test_wrap);
     RUN(test_wait_stream);
+    RUN(test_flags);
+    RUN(test_blocking_orders_with_legacy);
     RUN(test_create_host_failure);
     return SUMMARY();
 }
