@@ -322,6 +322,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
         P->any_device |= P->in[i].kind == CF_PY_ARG_DEVICE;
         P->any_host |= P->in[i].kind == CF_PY_ARG_HOST;
     }
+    cf_py_args_nep50(P->in, nin);
     int out_dt[GU_PY_MAX_ARGS];
     for (int o = 0; o < nout; o++, P->nout_done++) {
         cf_py_arg *a = &P->out[o];
