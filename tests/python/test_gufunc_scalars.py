@@ -171,3 +171,59 @@ def test_row_with_scalar_dtype_and_value(scalar, dtype):
     r = row_add(cuda.to_device(h), scalar)
     assert r.dtype == dtype
     np.testing.assert_array_equal(r.copy_to_host(), expected)
+
+
+# ---- reduce and accumulate take what a call takes ----------------------------------------------
+
+class DLPackOnly:
+    """An array known only through DLPack (as a JAX array or another library's would be)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def _error(f):
+    try:
+        f()
+    except Exception as e:  # noqa: BLE001 - the error itself is compared
+        return type(e), str(e)
+    return None
+
+
+@pytest.mark.parametrize("method", ["reduce", "accumulate"])
+def test_reduce_takes_dlpack_objects_as_a_call_does(method):
+    # a DLPack object is imported as device memory by a call; reduce/accumulate did not look at
+    # __dlpack__ and took it for an object array ("dtype object is not supported"). A host
+    # DLPack object is refused the same way by both (no GPU needed to see it).
+    x = DLPackOnly(np.arange(5.0))
+    call_err = _error(lambda: uadd(x, 1.0))
+    assert call_err is not None and "DLPack" in call_err[1]
+    err = _error(lambda: getattr(uadd, method)(x))
+    assert err is not None and err[0] is call_err[0] and "DLPack" in err[1], err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["reduce", "accumulate"])
+def test_reduce_of_dlpack_device_object(method):
+    from cufunc import cuda
+    h = np.random.default_rng(3).standard_normal((64, 33))
+    d = DLPackOnly(cuda.to_device(h))
+    r = getattr(uadd, method)(d, axis=1)
+    np.testing.assert_allclose(r.copy_to_host(), getattr(np.add, method)(h, axis=1), rtol=1e-12)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("value", [2.0, np.float32(2.5), np.array(1.5), np.float64(3.0)],
+                         ids=describe)
+def test_reduce_of_scalars(value):
+    # a Python or NumPy scalar reduces as the 0-d array NumPy makes of it
+    for axis in (None, (), 0):
+        expected = np.add.reduce(value, axis=axis)
+        got = uadd.reduce(value, axis=axis)
+        assert type(got) is type(expected) and got == expected, (axis, got, expected)
