@@ -9,7 +9,8 @@ int64, float64, complex128 (np.add(2.0, 3.0) is float64).
 The oracle is np.add, whose loops for the dtypes cufunc has are the homogeneous loops below in the
 same order: the loop cufunc picks must be the one whose dtype np.add gives. The loop is read from
 kernel_source(), which resolves the call exactly as the call does and needs no GPU. The GPU tests
-check output dtypes and values of real calls.
+check output dtypes and values of real calls. At the end: reduce and accumulate take the
+arguments a call takes (DLPack objects, scalars).
 """
 
 import itertools
@@ -52,7 +53,7 @@ def loop_inputs(fn, src, nin):
     return [re.sub(r"\[.*\]", "", t.strip()) for t in m.group(1).split(",")][:nin]
 
 
-PY_SCALARS = [2, 2.0, 2j, True, False, -3, 0.5]
+PY_SCALARS = [2, 2.0, 2j, True, False, -3, 0.5, -2**63]
 NP_SCALARS = [np.dtype(c).type(1) for c in CHARS]
 ZERO_D = [np.array(1, c) for c in CHARS]
 ARRAYS = [np.ones(3, c) for c in CHARS]
@@ -105,6 +106,23 @@ def test_loop_matches_numpy(engine, a):
     else:
         pick = lambda a, b: loop_inputs("gfirst", GU.kernel_source(a, b), 2)[0]  # noqa: E731
     assert mismatches(pick, [a], VALUES) == []
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="known gap: a Python int in [2**63, 2**64) alone with a Python float is "
+                          "kept as int64 on its way into the float64 loop (cf_py_arg_scalar) and "
+                          "overflows; NumPy converts it to float64")
+def test_huge_python_int_with_python_float():
+    assert loop_inputs("first", UF.kernel_source(2**63, 2.0), 2)[0] == "float64"
+
+
+@pytest.mark.parametrize("big", [2**63, 2**64])
+def test_huge_python_ints_alone_overflow_as_in_numpy(big):
+    with pytest.raises(OverflowError):
+        np.add(big, 1)
+    for f in (UF, GU):
+        with pytest.raises(OverflowError):
+            f.kernel_source(big, 1)
 
 
 @pytest.mark.parametrize("row", ARRAYS, ids=describe)
