@@ -64,4 +64,14 @@ int cf_py_call_positional(PyObject *const *args, Py_ssize_t n, int nin, int nout
 int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const char *what,
                    const char *name, PyObject **outs);
 
+/* ---- NEP 50 ---- */
+
+/* NumPy's rule for which of a call's n inputs stay weak (cf_py_arg_classify makes every Python
+ * int/float/complex weak): with no typed input, Python scalars are their default types (int64,
+ * float64, complex128; np.add(2.0, 3.0) is float64); beside typed inputs of a lower kind as well
+ * (an int8 array + 2.0 is float64), except a complex beside floats. The rest stay weak: they take
+ * the typed inputs' precision (a float32 array + 2.0 is float32). Call it after classifying the
+ * inputs and before resolving the loop, in every engine. */
+void cf_py_args_nep50(cf_py_arg *in, int n);
+
 #endif

@@ -322,6 +322,7 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
         P->any_device |= P->in[i].kind == CF_PY_ARG_DEVICE;
         P->any_host |= P->in[i].kind == CF_PY_ARG_HOST;
     }
+    cf_py_args_nep50(P->in, nin);
     int out_dt[GU_PY_MAX_ARGS];
     for (int o = 0; o < nout; o++, P->nout_done++) {
         cf_py_arg *a = &P->out[o];
@@ -357,6 +358,20 @@ static int prepare(CfPyGUFunc *self, const gu_call *c, gu_prep *P)
         }
         out_dt[o] = (int)a->dtype;
     }
+    /* Two outputs in the same memory: which value lands where would depend on the order the body
+     * writes them, and with core dimensions on the order of the threads. Refused rather than
+     * left to chance (the bounds test is conservative: interleaved strided views are refused
+     * too, as the check cannot tell them apart cheaply). */
+    for (int o = 0; o < nout; o++)
+        for (int p = o + 1; p < nout; p++)
+            if (P->has_out[o] && P->has_out[p] &&
+                cf_array_may_overlap(&P->out[o].view, &P->out[p].view)) {
+                PyErr_Format(PyExc_ValueError, "gufunc '%s': outputs %d and %d (arguments %d and "
+                             "%d) may share memory; the result would depend on the order they are "
+                             "written: pass outputs that do not overlap", name, o, p,
+                             nin + o + 1, nin + p + 1);
+                return -1;
+            }
     if (P->host_out_mode && P->any_device) {
         PyErr_Format(PyExc_TypeError, "gufunc '%s': out= is a host (NumPy) array but an input or "
                      "output is on the device; pass device arrays as out=, or copy to the host",

@@ -33,30 +33,34 @@ typedef struct {
 
 static void arg_clear(red_arg *a) { Py_CLEAR(a->keep); }
 
-/* A device object as a view, anything else through numpy.asarray (a host array). */
+/* What a ufunc call takes, classified by the call's own rule (cf_py_arg_classify: device arrays,
+ * __cuda_array_interface__ and __dlpack__ objects as device views, anything else through
+ * numpy.asarray); a scalar is reduced as the 0-d array NumPy makes of it (strong: reduce's operand
+ * is an array, np.add.reduce(2.0) is float64). */
 static int arg_classify(PyObject *obj, red_arg *a, const char *argname)
 {
     memset(a, 0, sizeof *a);
-    if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
+    cf_py_arg c;
+    if (cf_py_arg_classify(obj, &c, argname) < 0) {
+        cf_py_arg_clear(&c);
+        return -1;
+    }
+    if (c.kind == CF_PY_ARG_SCALAR) {
+        /* a 0-d array is kept as it is; a Python or NumPy scalar becomes one */
+        PyObject *arr = c.keep ? c.keep : PyArray_FROM_O(obj);
+        c.keep = NULL;
+        if (arr == NULL)
             return -1;
-        a->kind = R_DEVICE;
-        return 0;
+        if (cf_py_dtype_from_descr(PyArray_DESCR((PyArrayObject *)arr), &c.dtype, argname) < 0) {
+            Py_DECREF(arr); /* e.g. a Python int beyond 64 bits: an object array */
+            return -1;
+        }
+        c.keep = arr;
+        cf_py_arg_host_view(&c, (PyArrayObject *)arr);
     }
-    PyArrayObject *arr = (PyArrayObject *)PyArray_FROM_O(obj);
-    if (arr == NULL)
-        return -1;
-    a->keep = (PyObject *)arr;
-    if (cf_py_dtype_from_descr(PyArray_DESCR(arr), &a->view.dtype, argname) < 0)
-        return -1;
-    a->kind = R_HOST;
-    a->view.data = (uint64_t)(uintptr_t)PyArray_DATA(arr);
-    a->view.ndim = PyArray_NDIM(arr);
-    a->view.device = -1;
-    for (int k = 0; k < a->view.ndim; k++) {
-        a->view.shape[k] = PyArray_DIM(arr, k);
-        a->view.strides[k] = PyArray_STRIDE(arr, k);
-    }
+    a->kind = c.kind == CF_PY_ARG_DEVICE ? R_DEVICE : R_HOST;
+    a->view = c.view;
+    a->keep = c.keep; /* the reference moves over */
     return 0;
 }
 

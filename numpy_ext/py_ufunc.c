@@ -354,17 +354,11 @@ static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
         if (cf_py_arg_classify(c->inputs[i], &in[i], ARG_NAMES[i]) < 0)
             goto done;
     int any_device = 0, any_host = 0;
-    int any_strong = 0;
     for (int i = 0; i < nin; i++) {
         any_device |= in[i].kind == CF_PY_ARG_DEVICE;
         any_host |= in[i].kind == CF_PY_ARG_HOST;
-        any_strong |= !in[i].weak;
     }
-    /* NEP 50: Python scalars are weak only beside a typed operand; alone they are int64,
-     * float64 and complex128 (np.hypot(3.0, 4.0) is float64) */
-    if (!any_strong)
-        for (int i = 0; i < nin; i++)
-            in[i].weak = 0;
+    cf_py_args_nep50(in, nin);
     for (int o = 0; o < nout; o++, nout_classified++) {
         cf_py_arg_reset(&out[o], NULL);
         if (c->outs[o] == NULL || c->outs[o] == Py_None)
@@ -1181,6 +1175,7 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *const *args, Py_
     for (; n < self->nin; n++)
         if (cf_py_arg_classify(c.inputs[n], &in[n], ARG_NAMES[n]) < 0)
             goto done;
+    cf_py_args_nep50(in, n); /* as the call does */
     if (resolve(self, in, -1, CF_CAST_SAME_KIND, &loop) < 0)
         goto done;
     cf_dtype types[UF_MAX_ARGS];
