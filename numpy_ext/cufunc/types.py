@@ -303,8 +303,9 @@ def to_type(obj):
         except SignatureError:
             try:
                 dt = np.dtype(obj)
-            except TypeError:
-                raise
+            except UnicodeError:   # a lone surrogate: NumPy's raw UnicodeEncodeError otherwise
+                raise SignatureError("not a type name: %s (it has a lone surrogate)"
+                                     % ascii(obj[:60])) from None
             return from_dtype(dt)
     if obj is float:
         return float64

@@ -31,7 +31,7 @@ SETTINGS = settings(max_examples=1200, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])
 
-# ---- the reference parser -------------------------------------------------------------------------
+# ---- the reference parser ------------------------------------------------------------------------
 
 SPACE = set(" \t\n\v\f\r")   # sets: "" (the end) is in no set
 WORD = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -288,7 +288,7 @@ def ref_parse(text, kind):
         return None, e
 
 
-# ---- checking cufunc against it --------------------------------------------------------------------
+# ---- checking cufunc against it ------------------------------------------------------------------
 
 def shown(c):
     """How the excerpt shows character c."""
@@ -388,9 +388,10 @@ def valid_type_sigs(draw):
 def valid_layouts(draw):
     names = st.one_of(st.sampled_from(["m", "n", "p", "k", "q1", "_n"]),
                       st.integers(0, 64).map(str))
-    ops = lambda lo: st.lists(st.lists(names, max_size=3).map(lambda d: "(" + ",".join(d) + ")"),  # noqa: E731
-                              min_size=lo, max_size=4).map(",".join)
-    return draw(ops(1)) + draw(st.sampled_from(["->", " -> "])) + draw(ops(1))
+    def ops():
+        operand = st.lists(names, max_size=3).map(lambda d: "(" + ",".join(d) + ")")
+        return st.lists(operand, min_size=1, max_size=4).map(",".join)
+    return draw(ops()) + draw(st.sampled_from(["->", " -> "])) + draw(ops())
 
 
 def mutated(base, tokens):
@@ -465,7 +466,8 @@ def test_huge_texts(where, size, kind):
 # A few inputs that found faults, kept as plain cases.
 @pytest.mark.parametrize("text,kind", [
     ("f4(f4,f4)\x00junk", "type"), ("(m,n)->(...", "layout"), ("(" + "a" * 40 + ")->()", "layout"),
-    ("f4(f4,\udc80)", "type"), ("(%s3)->()" % ("0" * 40), "layout"), ("UniTuple(f4, 333)(f4)", "type"),
+    ("f4(f4,\udc80)", "type"), ("(%s3)->()" % ("0" * 40), "layout"),
+    ("UniTuple(f4, 333)(f4)", "type"),
     ("f4(" + "x" * 70 + ")", "type"), ("void.x(f4)", "type"), ("f4(f4[::1, ::1])", "type"),
     ("f4(f4[:, ::1, :])", "type"), ("Tuple()(f4)", "type"), ("Tuple(f4, i8[::1])(f4)", "type"),
     ("f4(f4[" + ", ".join([":"] * 65) + "])", "type"), ("()" + ",()" * 32 + "->()", "layout"),

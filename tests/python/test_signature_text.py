@@ -85,7 +85,7 @@ def test_type_signature_errors_are_signature_errors(entry):
     assert "unknown type name 'flot32'" in str(ei.value)
 
 
-# ---- embedded NUL, lone surrogates ----------------------------------------------------------------
+# ---- embedded NUL, lone surrogates ---------------------------------------------------------------
 
 BAD_TYPE_TEXTS = [
     ("f4(f4,f4)\x00junk", 9, "embedded NUL character"),
@@ -197,6 +197,15 @@ def test_control_characters_keep_the_caret_on_its_line():
 
 
 def test_valid_signatures_still_parse():
-    assert T.parse_signature(" f4 (\tf4 ,\nf8[:, ::1]) ") == (T.float32, [T.float32, T.float64[:, ::1]])
+    assert T.parse_signature(" f4 (\tf4 ,\nf8[:, ::1]) ") == (T.float32,
+                                                             [T.float32, T.float64[:, ::1]])
     assert _core.parse_layout("(m,n),(n,p)->(m,p)") == ([("m", "n"), ("n", "p")], [("m", "p")])
     assert np.dtype(_core.parse_type_signature("u1(b1)")[0][0][0]) == np.uint8
+
+
+def test_type_name_with_a_lone_surrogate():
+    # to_type tries the signature parser, then NumPy, which raised a raw UnicodeEncodeError
+    with pytest.raises(errors.SignatureError, match="lone surrogate"):
+        T.to_type("f4\udc80")
+    with pytest.raises(errors.SignatureError, match="lone surrogate"):
+        cufunc.guvectorize([("f8[:]", "f8\udc80")], "(n)->()")(lambda x, out: None)
