@@ -201,6 +201,8 @@ PyObject **cf_py_dlpack_pending_slot(PyObject *base);
 /* ---- types registered by each file; module functions of each file ---------------------------- */
 
 int cf_py_signature_init_module(PyObject *m);
+/* Parse a gufunc layout given as a str into *L; -1 with cufunc.errors.SignatureError set. */
+int cf_py_parse_layout_text(PyObject *arg, cf_layout *L);
 extern PyMethodDef cf_py_signature_methods[];
 
 int cf_py_device_init_module(PyObject *m);

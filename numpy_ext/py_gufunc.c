@@ -838,10 +838,15 @@ static PyObject *gufunc_add_loop(CfPyGUFunc *self, PyObject *args)
 static PyObject *gufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *kw[] = {"name", "signature", "doc", "compiler", NULL};
-    PyObject *name, *doc = Py_None, *compiler = Py_None;
-    const char *signature;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Us|OO:GUFunc", kw, &name, &signature, &doc,
+    PyObject *name, *sigobj, *doc = Py_None, *compiler = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO|OO:GUFunc", kw, &name, &sigobj, &doc,
                                      &compiler))
+        return NULL;
+    cf_layout check; /* a bad layout raises SignatureError, as guvectorize's does */
+    if (cf_py_parse_layout_text(sigobj, &check) < 0)
+        return NULL;
+    const char *signature = PyUnicode_AsUTF8(sigobj);
+    if (signature == NULL)
         return NULL;
     if (compiler != Py_None && !PyCallable_Check(compiler)) {
         PyErr_SetString(PyExc_TypeError, "GUFunc: compiler must be callable or None");
@@ -1014,13 +1019,9 @@ PyTypeObject CfPyGUFunc_Type = {
  * sizes as ints); the C parser, for the Python side's checks of type lists against layouts. */
 static PyObject *py_parse_layout(PyObject *m, PyObject *arg)
 {
-    const char *text = PyUnicode_AsUTF8(arg);
-    if (text == NULL)
-        return NULL;
     cf_layout L;
-    cf_status st = cf_parse_layout(text, &L);
-    if (st != CF_OK)
-        return cf_py_raise(st, NULL);
+    if (cf_py_parse_layout_text(arg, &L) < 0)
+        return NULL;
     PyObject *ins = PyList_New(L.nin), *outs = PyList_New(L.nout);
     for (int op = 0; ins && outs && op < L.nin + L.nout; op++) {
         PyObject *t = PyTuple_New(L.ndims[op]);
@@ -1053,7 +1054,7 @@ static PyObject *py_parse_layout(PyObject *m, PyObject *arg)
 PyMethodDef cf_py_gufunc_methods[] = {
     {"parse_layout", py_parse_layout, METH_O,
      "parse_layout('(m,n),(n,p)->(m,p)') -> (inputs, outputs): tuples of dimension names (ints for "
-     "fixed sizes) per argument; ValueError pointing at the error."},
+     "fixed sizes) per argument; SignatureError pointing at the error."},
     {NULL},
 };
 

@@ -2,9 +2,50 @@
  *   parse_type_signature('Tuple(f4, i8)(f4[:, ::1])') ->
  *       (returns, args) with returns None (no return type written), [] (void) or a list, and each
  *       type a tuple (numpy dtype, ndim, layout) with layout 'A', 'C' or 'F' ('A' for scalars).
- * (parse_layout, for gufunc layouts, lives with the GUFunc type in py_gufunc.c.)
- * Errors are ValueError (TypeError for an unknown type name) with a caret under the place. */
+ * (parse_layout, for gufunc layouts, lives with the GUFunc type in py_gufunc.c, and reads its text
+ * through cf_py_parse_layout_text here.)
+ * Errors are cufunc.errors.SignatureError (a ValueError and a TypeError) with the position and a
+ * caret under the place, for every fault of the text: syntax, unknown type names, an embedded NUL,
+ * a lone surrogate. */
 #include "py_common.h"
+
+static PyObject *signature_error; /* cufunc.errors.SignatureError */
+
+/* The UTF-8 bytes of a signature string. Lone surrogates pass through ('surrogatepass') so that
+ * the C parser reports them at their position like any other bad character, and the length goes
+ * along so that it reports an embedded NUL rather than stopping there. */
+static PyObject *signature_bytes(PyObject *arg, const char *what)
+{
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "a %s must be a string, not %.200s", what,
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    return PyUnicode_AsEncodedString(arg, "utf-8", "surrogatepass");
+}
+
+/* Raise the parser's error: SignatureError for a fault of the text, else the usual mapping. */
+static void raise_parse_error(cf_status st)
+{
+    if ((st == CF_ERR_INVALID || st == CF_ERR_TYPE) && signature_error != NULL)
+        PyErr_SetString(signature_error, cf_last_error());
+    else
+        cf_py_raise(st, NULL);
+}
+
+int cf_py_parse_layout_text(PyObject *arg, cf_layout *L)
+{
+    PyObject *b = signature_bytes(arg, "gufunc signature");
+    if (b == NULL)
+        return -1;
+    cf_status st = cf_parse_layout_n(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), L);
+    Py_DECREF(b);
+    if (st != CF_OK) {
+        raise_parse_error(st);
+        return -1;
+    }
+    return 0;
+}
 
 static PyObject *type_tuple(const cf_sig_type *t)
 {
@@ -31,13 +72,17 @@ static PyObject *type_list(const cf_sig_type *ts, int n)
 
 static PyObject *py_parse_type_signature(PyObject *m, PyObject *arg)
 {
-    const char *text = PyUnicode_AsUTF8(arg);
-    if (text == NULL)
+    PyObject *b = signature_bytes(arg, "type signature");
+    if (b == NULL)
         return NULL;
     cf_type_signature sig;
-    cf_status st = cf_parse_type_signature(text, &sig);
-    if (st != CF_OK)
-        return cf_py_raise(st, NULL);
+    cf_status st = cf_parse_type_signature_n(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b),
+                                             &sig);
+    Py_DECREF(b);
+    if (st != CF_OK) {
+        raise_parse_error(st);
+        return NULL;
+    }
     PyObject *ret;
     if (sig.has_return)
         ret = type_list(sig.ret, sig.nreturn);
@@ -61,4 +106,12 @@ PyMethodDef cf_py_signature_methods[] = {
     {NULL},
 };
 
-int cf_py_signature_init_module(PyObject *m) { return 0; }
+int cf_py_signature_init_module(PyObject *m)
+{
+    PyObject *errors = PyImport_ImportModule("cufunc.errors");
+    if (errors == NULL)
+        return -1;
+    signature_error = PyObject_GetAttrString(errors, "SignatureError");
+    Py_DECREF(errors);
+    return signature_error == NULL ? -1 : 0;
+}

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -26,6 +27,18 @@ static CUcontext primary[CF_MAX_DEVICES];
 static int props_loaded[CF_MAX_DEVICES];
 static cf_device_props props[CF_MAX_DEVICES];
 static _Thread_local int tls_device;
+
+/* The one message for "the driver works and sees no GPU". Callers of the Python layer prefix it
+ * with the user's call ("hypot: no CUDA device: ..."). */
+static cf_status no_device(void)
+{
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    return cf_error_set(CF_ERR_NO_DEVICE,
+                        "no CUDA device: the CUDA driver at %s reports none (cuDeviceGetCount: "
+                        "0)%s%.200s%s",
+                        cf_driver_path(), vis ? "; CUDA_VISIBLE_DEVICES is '" : "", vis ? vis : "",
+                        vis ? "'" : "");
+}
 
 cf_status cf_init(void)
 {
@@ -49,7 +62,7 @@ int cf_is_available(void)
     if (cf_init() != CF_OK)
         return 0;
     if (device_count == 0) {
-        cf_error_set(CF_ERR_NO_DEVICE, "the CUDA driver reports no devices");
+        no_device();
         return 0;
     }
     return 1;
@@ -73,7 +86,7 @@ static cf_status check_ordinal(int device)
         return st;
     if (device < 0 || device >= device_count) {
         if (device_count == 0)
-            return cf_error_set(CF_ERR_NO_DEVICE, "no CUDA device: the driver reports none");
+            return no_device();
         return cf_error_set(CF_ERR_NO_DEVICE, "no CUDA device %d: there %s %d (0..%d)", device,
                             device_count == 1 ? "is" : "are", device_count, device_count - 1);
     }
@@ -176,6 +189,11 @@ cf_status cf_device_get(int *device)
     if (!device)
         return cf_error_set(CF_ERR_INVALID, "cf_device_get: device is NULL");
     *device = tls_device;
+    /* With no device at all, say so here: the caller knows what the user called and names it
+     * ("hypot: no CUDA device: ..."), where the first internal step that needs the device (the
+     * default stream) would name only itself. */
+    if (device_count == 0)
+        return no_device();
     return CF_OK;
 }
 

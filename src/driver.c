@@ -88,6 +88,15 @@ static void load_driver(void)
         snprintf(loaded_path, sizeof loaded_path, "%s", name);
 
     get_proc_fn get_proc = (get_proc_fn)dlsym(lib, "cuGetProcAddress_v2");
+    /* A library with neither entry point is not a CUDA driver at all (CUFUNC_DRIVER_PATH naming
+     * the wrong file): say so, rather than call it a driver that is too old. */
+    if (!probe && !get_proc && !dlsym(lib, "cuGetProcAddress")) {
+        fail_load(CF_ERR_NO_DRIVER,
+                  "CUDA driver not usable: %s is not a CUDA driver (it has no cuInit or "
+                  "cuGetProcAddress)%s",
+                  loaded_path, override && *override ? "; check CUFUNC_DRIVER_PATH" : "");
+        return;
+    }
 
 #define CF_DRIVER_RESOLVE(name, abi)                                                               \
     if (!resolve(lib, get_proc, #name, CF_XSTR(name), abi, (void **)&cf_drv.name)) {               \
@@ -107,8 +116,20 @@ static void load_driver(void)
         cf_drv.cuGetErrorString(r, &estr);
         char what[512];
         snprintf(what, sizeof what, "%s (%s)", ename ? ename : "?", estr ? estr : "?");
-        fail_load(r == CUDA_ERROR_NO_DEVICE ? CF_ERR_NO_DEVICE : CF_ERR_NO_DRIVER,
-                  "CUDA driver at %s failed to initialise: cuInit: %s", loaded_path, what);
+        if (r == CUDA_ERROR_NO_DEVICE) {
+            /* the driver works but sees no GPU: no device, not a broken driver */
+            const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+            char hint[256] = "";
+            if (vis)
+                snprintf(hint, sizeof hint, "; CUDA_VISIBLE_DEVICES is '%.200s'", vis);
+            snprintf(load_message, sizeof load_message,
+                     "no CUDA device: the CUDA driver at %s reports none (cuInit: %s)%s",
+                     loaded_path, what, hint);
+            load_status = CF_ERR_NO_DEVICE;
+            return;
+        }
+        fail_load(CF_ERR_NO_DRIVER, "CUDA driver at %s failed to initialise: cuInit: %s",
+                  loaded_path, what);
         return;
     }
     loaded_pid = getpid();

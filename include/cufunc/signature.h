@@ -6,11 +6,15 @@
  * Layout signatures of generalized ufuncs, as NumPy spells them: "(m,n),(n,p)->(m,p)", "(n)->()",
  *   "(3)->()" (a fixed size), "(),()->()", "(m,n)->(m),(n)" (several outputs); spaces anywhere.
  * Errors are CF_ERR_INVALID (CF_ERR_TYPE for an unknown type name) with a message that quotes the
- * text and puts a caret under the place where parsing stopped.
+ * text and puts a caret under the place where parsing stopped: "at position N" counts characters
+ * (UTF-8 code points) from 0, a long text is cut to an excerpt around that place, and control
+ * characters are shown as '?'. The text must be UTF-8 without NULs: the _n entry points take its
+ * length, so that an embedded NUL is refused at its position rather than ending the text there.
  */
 #ifndef CUFUNC_SIGNATURE_H
 #define CUFUNC_SIGNATURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "cufunc/dtype.h"
 
@@ -21,6 +25,7 @@ extern "C" {
 #define CF_SIG_MAX_ARGS 32
 #define CF_SIG_MAX_CORE_DIMS 32
 #define CF_SIG_MAX_NAMES 64
+#define CF_SIG_MAX_NAME_LEN 31  /* of a dimension name: cf_layout.names holds 32 bytes */
 
 typedef struct cf_sig_type {
     cf_dtype dtype;
@@ -38,18 +43,21 @@ typedef struct cf_type_signature {
 } cf_type_signature;
 
 CF_API cf_status cf_parse_type_signature(const char *text, cf_type_signature *out);
+/* text: len bytes, not necessarily NUL-terminated. */
+CF_API cf_status cf_parse_type_signature_n(const char *text, size_t len, cf_type_signature *out);
 
 typedef struct cf_layout {
     int nin, nout;
     int ndims[CF_SIG_MAX_ARGS];                        /* core dims of each operand */
     int dim[CF_SIG_MAX_ARGS][CF_SIG_MAX_CORE_DIMS];    /* index into names[] */
     int nnames;
-    char names[CF_SIG_MAX_NAMES][32];                  /* dimension names in order of appearance */
+    char names[CF_SIG_MAX_NAMES][CF_SIG_MAX_NAME_LEN + 1];                  /* dimension names in order of appearance */
     int64_t fixed[CF_SIG_MAX_NAMES];                   /* a fixed size ("3"), or -1 */
     unsigned char in_inputs[CF_SIG_MAX_NAMES];         /* the name appears in some input */
 } cf_layout;
 
 CF_API cf_status cf_parse_layout(const char *text, cf_layout *out);
+CF_API cf_status cf_parse_layout_n(const char *text, size_t len, cf_layout *out);
 
 #ifdef __cplusplus
 }

@@ -21,3 +21,20 @@ class TypingError(TypeError):
 
 class UnsupportedError(TypeError):
     """A kernel body uses a construct the kernel language does not support (see LANGUAGE.md)."""
+
+
+class SignatureError(ValueError, TypeError):
+    """A type signature ('float32(float32, float32)') or gufunc layout ('(m,n),(n,p)->(m,p)')
+    cannot be parsed: bad syntax, an unknown type name, an embedded NUL, a lone surrogate. The
+    message gives the position (in characters, from 0) and an excerpt of the text with a caret
+    under it.
+
+    One class for both kinds of text. It is a ValueError, as cufunc's layout errors and
+    cufunc.types.SignatureError always were, and a TypeError, as the C parser's errors for an
+    unknown type name were, so that code catching either keeps working. Also importable as
+    cufunc.types.SignatureError."""
+
+
+class RedundantOptionWarning(UserWarning):
+    """A decorator option that has no effect because cufunc always behaves that way, such as
+    ``nopython=True`` (cufunc compiles without Python objects, always)."""

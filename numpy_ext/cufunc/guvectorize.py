@@ -55,6 +55,7 @@ import inspect
 import numpy as np
 
 from . import _core
+from . import _options
 from . import types as _T
 from .lang import translate as _translate
 from .lang.captures import loop_function as _loop_function
@@ -309,12 +310,29 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     fastmath: allow contraction into FMAs and fast approximate math (--use_fast_math).
     cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
     disk cache off), those of bodies reading captured device arrays too; accepted for Numba
-    compatibility, as are nopython, identity and the like.
+    compatibility and changes nothing.
+
+    Numba's other options: identity is accepted and ignored (a gufunc has no reduce here, so no
+    use for one); is_dynamic is accepted and ignored (a gufunc made without a type list already
+    compiles a loop for each new combination of input types, as Numba's dynamic gufuncs do);
+    writable_args is a TypeError unless empty (a gufunc writes only its outputs);
+    nopython=True is accepted with a RedundantOptionWarning, nopython=False and forceobj=True
+    are a TypeError. Any other keyword is a TypeError that names it.
     """
+    layout = kws.pop("layout", None)
+    if signature is None:
+        signature = layout
+    elif layout is not None:
+        raise TypeError("guvectorize: give the layout once, as signature= or as layout=")
+    if kws.get("writable_args"):
+        raise TypeError("guvectorize: writable_args is not supported: a cufunc gufunc writes "
+                        "only its outputs (declare what it writes as an output)")
+    _options.check("guvectorize", kws, named=("ftylist", "signature", "layout", "target",
+                                               "fastmath", "cache"),
+                   accepted=("identity", "is_dynamic", "writable_args"))
     if target not in ("cuda", "gpu"):
-        raise ValueError("cufunc.guvectorize supports target='cuda' only, not %r" % (target,))
-    if signature is None and "layout" in kws:
-        signature = kws.pop("layout")
+        raise ValueError("cufunc.guvectorize supports target='cuda' only, not %r (for the CPU, "
+                         "use numba.guvectorize)" % (target,))
     if signature is None and isinstance(ftylist, str) and "->" in ftylist:
         ftylist, signature = None, ftylist
     if callable(ftylist) and not isinstance(ftylist, (_T.Type, _T.Signature)):

@@ -49,6 +49,7 @@ captured array's raises ValueError naming it.
 import inspect
 
 from . import _env
+from . import _options
 from . import types as _T
 
 __all__ = ["Reduce", "reduce"]
@@ -102,9 +103,13 @@ class Reduce(_Base):
     """A GPU reduction with a binary function (Numba's cuda.Reduce); see the module's docstring.
 
     ``Reduce(functor)`` checks that functor takes two arguments; it is translated per dtype on
-    first use. Call it as ``r(arr, size=None, res=None, init=0, stream=0)``."""
+    first use. Call it as ``r(arr, size=None, res=None, init=0, stream=0)``.
 
-    def __new__(cls, functor):
+    Numba's Reduce takes no options, nor does this one: nopython=True is accepted with a
+    RedundantOptionWarning, any other keyword is a TypeError naming it."""
+
+    def __new__(cls, functor, **options):
+        _options.check("cuda.Reduce", options)
         py = _check_binary(functor)
         name = getattr(py, "__name__", "reduce")
         if name == "<lambda>":
@@ -115,7 +120,8 @@ class Reduce(_Base):
             self = _Base.__new__(cls, name, _make_compiler(py))
         return self
 
-    def __init__(self, functor):
+    def __init__(self, functor, **options):
+        # options: checked in __new__
         self.functor = functor
         self.py_func = _check_binary(functor)
         self.__doc__ = getattr(self.py_func, "__doc__", None)
@@ -124,11 +130,12 @@ class Reduce(_Base):
         return (Reduce, (self.functor,))
 
 
-def reduce(functor):
+def reduce(functor, **options):
     """cuda.reduce: ``Reduce(functor)``, usable as a decorator::
 
         @cuda.reduce
         def max_reduce(a, b):
             return a if a > b else b
     """
+    _options.check("cuda.reduce", options)   # warns here, at the user's line, not in Reduce
     return Reduce(functor)

@@ -10,10 +10,14 @@ Scalar types (``float32``, ``int64``, ...) are callable and sliceable::
 
 ``parse_signature('f4(f4, f4[:, :])')`` turns a string into ``(return_type, [arg_types])``;
 ``to_type`` accepts a type object, a NumPy dtype or scalar class, a Python number class or a type
-name string in NumPy or Numba spelling. This module imports only NumPy.
+name string in NumPy or Numba spelling. This module imports only NumPy (and cufunc.errors).
 """
 
 import numpy as np
+
+# A signature string or type name cannot be parsed: one class for type signatures and gufunc
+# layouts, defined with cufunc's other exceptions (cufunc.errors imports nothing).
+from .errors import SignatureError
 
 __all__ = [
     "Type", "Scalar", "Void", "Array", "Tuple", "Signature", "SignatureError",
@@ -24,10 +28,6 @@ __all__ = [
     "complex64", "complex128", "c8", "c16", "void",
     "from_dtype", "to_type", "parse_signature", "scalar_types",
 ]
-
-
-class SignatureError(ValueError):
-    """A signature string or type name cannot be parsed. The message shows where."""
 
 
 class Type:
@@ -303,8 +303,9 @@ def to_type(obj):
         except SignatureError:
             try:
                 dt = np.dtype(obj)
-            except TypeError:
-                raise
+            except UnicodeError:   # a lone surrogate: NumPy's raw UnicodeEncodeError otherwise
+                raise SignatureError("not a type name: %s (it has a lone surrogate)"
+                                     % ascii(obj[:60])) from None
             return from_dtype(dt)
     if obj is float:
         return float64

@@ -43,6 +43,7 @@ import functools
 import numpy as np
 
 from . import _core
+from . import _options
 from . import types as _T
 from .lang import translate as _translate
 from .lang.captures import loop_function as _loop_function
@@ -186,12 +187,17 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     identity: the value ufunc.reduce starts from (0, 1, 'reorderable' or None), as Numba.
     fastmath: allow contraction into FMAs and fast approximate math (CUDA's --use_fast_math).
     cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
-    disk cache off); the keyword is accepted for Numba compatibility. Bodies that read captured
-    device arrays are cached too: the arrays' addresses are not part of the source.
-    Other Numba keywords (nopython, ...) are accepted and ignored.
+    disk cache off); the keyword is accepted for Numba compatibility and changes nothing. Bodies
+    that read captured device arrays are cached too: the arrays' addresses are not part of the
+    source.
+    nopython=True is accepted with a RedundantOptionWarning (cufunc always compiles without
+    Python objects); nopython=False and forceobj=True are a TypeError. Any other keyword
+    (Numba's CPU options nogil, parallel, ... included) is a TypeError that names it.
     """
+    _options.check("vectorize", kws, named=("target", "identity", "fastmath", "cache"))
     if target not in ("cuda", "gpu"):
-        raise ValueError("cufunc.vectorize supports target='cuda' only, not %r" % (target,))
+        raise ValueError("cufunc.vectorize supports target='cuda' only, not %r (for the CPU, "
+                         "use numba.vectorize or numpy.vectorize)" % (target,))
     if not (identity in _IDENTITIES or isinstance(identity, (int, float, complex, np.generic))):
         raise ValueError("identity must be a number, 'reorderable' or None, not %r" % (identity,))
 

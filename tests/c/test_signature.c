@@ -86,11 +86,152 @@ static void test_layout_errors(void)
     CHECK_STATUS(cf_parse_layout("", &L), CF_ERR_INVALID);
 }
 
+
+/* Issue 13: the text itself. An embedded NUL ends a C string, so the _n entry points (the length
+ * given) must refuse it where it is rather than parse the part before it. */
+static void test_embedded_nul(void)
+{
+    static const char sig[] = "f4(f4,f4)\0junk";
+    cf_type_signature s;
+    CHECK_STATUS(cf_parse_type_signature_n(sig, sizeof sig - 1, &s), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "embedded NUL character at position 9");
+    CHECK_CONTAINS(cf_last_error(), "\n    f4(f4,f4)?junk\n             ^");
+    CHECK_OK(cf_parse_type_signature_n(sig, 9, &s)); /* the length excludes the NUL: fine */
+    CHECK(s.nargs == 2);
+    static const char lay[] = "(n)->(n)\0junk";
+    cf_layout L;
+    CHECK_STATUS(cf_parse_layout_n(lay, sizeof lay - 1, &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "gufunc signature: embedded NUL character at position 8");
+    CHECK_OK(cf_parse_layout_n(lay, 8, &L));
+    /* positions count characters, not bytes: the NUL follows 6 characters, 7 bytes */
+    static const char u[] = "f4(\xc3\xbc)\0";
+    CHECK_STATUS(cf_parse_type_signature_n(u, sizeof u - 1, &s), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "embedded NUL character at position 5");
+}
+
+/* Text that is not UTF-8 (a lone surrogate, as Python's 'surrogatepass' encodes it, or a stray
+ * byte) is refused at its position, and the message itself stays valid UTF-8. */
+static void test_not_utf8(void)
+{
+    cf_type_signature s;
+    CHECK_STATUS(cf_parse_type_signature("f4(f4, \xed\xb2\x80)", &s), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "lone surrogate");
+    CHECK_CONTAINS(cf_last_error(), "at position 7");
+    CHECK_CONTAINS(cf_last_error(), "\n    f4(f4, ?)\n           ^");
+    CHECK_STATUS(cf_parse_type_signature("f4(\xff)", &s), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "not valid UTF-8 at position 3");
+    cf_layout L;
+    CHECK_STATUS(cf_parse_layout("(n)->(\xc3)", &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "not valid UTF-8 at position 6");
+}
+
+/* Dimension names have a limit (cf_layout stores them in 32 bytes): say so, at the name. */
+static void test_long_dimension_names(void)
+{
+    cf_layout L;
+    char text[128];
+    snprintf(text, sizeof text, "(n,%s)->()", "abcdefghijklmnopqrstuvwxyz01234"); /* 31 */
+    CHECK_OK(cf_parse_layout(text, &L));
+    CHECK(L.nnames == 2 && strlen(L.names[1]) == 31);
+    snprintf(text, sizeof text, "(n,%s)->()", "abcdefghijklmnopqrstuvwxyz012345"); /* 32 */
+    CHECK_STATUS(cf_parse_layout(text, &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "longer than 31 characters at position 3");
+    CHECK_CONTAINS(cf_last_error(), "\n       ^");
+    /* a fixed size with many leading zeros is one number, not a name cut at 31 digits */
+    CHECK_OK(cf_parse_layout("(000000000000000000000000000000000000003)->()", &L));
+    CHECK(L.fixed[0] == 3);
+    CHECK_STATUS(cf_parse_layout("(n, 99999999999999999999999)->()", &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "fixed dimension too large at position 4");
+    /* a dotted name is refused where it starts */
+    CHECK_STATUS(cf_parse_layout("(m,n)->(...", &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "at position 8");
+    CHECK_STATUS(cf_parse_layout("(a.b)->()", &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "at position 1");
+    cf_type_signature s;
+    CHECK_STATUS(cf_parse_type_signature("UniTuple(f4, 333)(f4)", &s), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "UniTuple needs a count from 1 to 32 at position 13");
+}
+
+/* The column of the caret under the excerpt's character at error position pos: the excerpt
+ * line and the caret line are the last two lines of the message. */
+static int caret_ok(const char *msg, char expect)
+{
+    const char *caret_line = strrchr(msg, '\n');
+    if (!caret_line)
+        return 0;
+    const char *line_end = caret_line;
+    const char *line = line_end - 1;
+    while (line > msg && line[-1] != '\n')
+        line--;
+    const char *caret = strchr(caret_line, '^');
+    if (!caret || strchr(caret + 1, '^'))
+        return 0;
+    size_t col = (size_t)(caret - (caret_line + 1));
+    return col < (size_t)(line_end - line) && line[col] == expect;
+}
+
+/* A huge text is not repeated whole: an excerpt around the error, the caret under the right
+ * character. */
+static void test_huge_text_excerpt(void)
+{
+    enum { N = 1 << 20 };
+    char *big = malloc(N + 16);
+    CHECK(big != NULL);
+    if (!big)
+        return;
+    /* "f4(f4,f4,...,f4,X" with X at the end */
+    memcpy(big, "f4(", 3);
+    size_t n = 3;
+    while (n + 6 < N) {
+        memcpy(big + n, "f4,", 3);
+        n += 3;
+    }
+    size_t bad = n;
+    memcpy(big + n, "X)", 3);
+    cf_type_signature s;
+    CHECK_STATUS(cf_parse_type_signature(big, &s), CF_ERR_INVALID); /* too many types */
+    CHECK(strlen(cf_last_error()) < 400);
+    CHECK_CONTAINS(cf_last_error(), "...");
+    CHECK(caret_ok(cf_last_error(), 'f'));
+    /* the same with the error far in: at the X */
+    memcpy(big, "(", 1);
+    for (size_t i = 1; i < bad; i++)
+        big[i] = ' ';
+    CHECK_STATUS(cf_parse_type_signature(big, &s), CF_ERR_TYPE);
+    char want[64];
+    snprintf(want, sizeof want, "at position %zu:", bad);
+    CHECK_CONTAINS(cf_last_error(), want);
+    CHECK(strlen(cf_last_error()) < 400);
+    CHECK(caret_ok(cf_last_error(), 'X'));
+    /* near the start: no leading "..." */
+    memcpy(big, "f4(Y", 4);
+    CHECK_STATUS(cf_parse_type_signature(big, &s), CF_ERR_TYPE);
+    CHECK(strlen(cf_last_error()) < 400);
+    CHECK_CONTAINS(cf_last_error(), "\n    f4(Y");
+    CHECK(caret_ok(cf_last_error(), 'Y'));
+    free(big);
+    cf_layout L;
+    char lay[300];
+    memset(lay, ' ', sizeof lay);
+    memcpy(lay, "(n)->(", 6);
+    memcpy(lay + 250, "!)", 3);
+    CHECK_STATUS(cf_parse_layout(lay, &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "at position 250");
+    CHECK(caret_ok(cf_last_error(), '!'));
+    /* control characters are shown as '?' (a newline would break the caret's line up) */
+    CHECK_STATUS(cf_parse_layout("(n)->\n(n)\x01", &L), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "\n    (n)-> (n)?\n             ^");
+}
+
 int main(void)
 {
     RUN(test_type_signatures);
     RUN(test_type_signature_errors);
     RUN(test_layouts);
     RUN(test_layout_errors);
+    RUN(test_embedded_nul);
+    RUN(test_not_utf8);
+    RUN(test_long_dimension_names);
+    RUN(test_huge_text_excerpt);
     return SUMMARY();
 }

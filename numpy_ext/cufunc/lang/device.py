@@ -4,6 +4,7 @@ import functools
 
 import numpy as np
 
+from .. import _options
 from .. import types as T
 from ..errors import UnsupportedError
 
@@ -89,9 +90,9 @@ def jit(signature_or_function=None, device=False, **options):
             "cufunc.cuda.jit makes device functions only: use cuda.jit(device=True). For "
             "kernels over arrays use cufunc.vectorize / guvectorize.")
     known = {"inline", "fastmath", "debug", "opt", "lineinfo", "cache", "forceinline"}
-    bad = set(options) - known
-    if bad:
-        raise TypeError("cuda.jit(): unknown option(s) %s" % ", ".join(sorted(bad)))
+    # unknown options: a TypeError naming them; nopython=True: a warning that it is redundant
+    _options.check("cuda.jit", options, named=("device",), accepted=known)
+    options = {k: v for k, v in options.items() if k in known}
     if callable(signature_or_function) and hasattr(signature_or_function, "__code__"):
         return DeviceFunction(signature_or_function, None, **options)
     if isinstance(signature_or_function, DeviceFunction):

@@ -1,0 +1,38 @@
+"""The keyword options of cufunc's decorators (vectorize, guvectorize, cuda.jit, cuda.Reduce),
+checked the same way everywhere: an option a decorator does not know is an error that names every
+such option, never silently dropped (a typo such as ``fastmaht=True`` would otherwise go unseen).
+
+Numba's ``nopython`` is treated as Numba treats it for its CUDA target: cufunc always compiles
+without Python objects, so ``nopython=True`` is accepted with a warning that it is redundant, and
+``nopython=False`` (or ``forceobj=True``), which asks for object mode, is a TypeError.
+"""
+import warnings
+
+from .errors import RedundantOptionWarning
+
+__all__ = ["check"]
+
+
+def check(where, options, named=(), accepted=(), stacklevel=3):
+    """Check the options a decorator did not take as named parameters.
+
+    where: the decorator's name for messages ('vectorize'). options: the leftover keywords.
+    named: the options it takes as parameters (only listed in the message). accepted: the names
+    it accepts and ignores, documented as such where it is defined. stacklevel: of the warning,
+    counted from here (3: the line that called the decorator, which called this).
+    """
+    unknown = sorted(k for k in options if k not in accepted and k not in ("nopython", "forceobj"))
+    if unknown:
+        supported = sorted(set(named) | set(accepted) | {"nopython"})
+        raise TypeError("%s: unsupported option%s %s (supported: %s)" % (
+            where, "s" if len(unknown) > 1 else "", ", ".join(repr(k) for k in unknown),
+            ", ".join(supported)))
+    if "nopython" in options and not options["nopython"]:
+        raise TypeError("%s: nopython=False is not supported: cufunc compiles every function "
+                        "without Python objects (there is no object mode); leave nopython out"
+                        % where)
+    if options.get("forceobj"):
+        raise TypeError("%s: forceobj=True is not supported: cufunc has no object mode" % where)
+    if "nopython" in options:
+        warnings.warn("%s: nopython=True is redundant: cufunc always compiles without Python "
+                      "objects" % where, RedundantOptionWarning, stacklevel=stacklevel)
