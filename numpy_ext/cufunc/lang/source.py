@@ -24,11 +24,13 @@ import __future__
 import ast
 import linecache
 import sys
+import threading
 import types
 
 from ..errors import UnsupportedError
 
-__all__ = ["FunctionSource", "SourceError", "get_source", "located_error", "MAX_NESTING"]
+__all__ = ["FunctionSource", "SourceError", "get_source", "located_error", "MAX_NESTING",
+           "call_deep"]
 
 # The deepest AST nesting (expression and statement levels, e.g. the terms of x + x + ... + x or
 # the branches of an if/elif chain) a function may have. Python's own parser stops at a few
@@ -493,3 +495,64 @@ def get_source(func):
             "translator supports; split the expression or the if/elif chain into several "
             "statements or functions" % (src.qualname, depth, MAX_NESTING), src, deepest)
     return src
+
+
+# ----------------------------------------------------------------------------- deep functions
+
+# The translator recurses over the AST, a few Python frames per level: a 2000-term sum needs
+# more than Python's default recursion limit (1000). call_deep runs such a translation again in a
+# thread with a large stack (so the C stack cannot overflow, which a raised limit alone risks on
+# Python 3.10) and a raised recursion limit.
+_DEEP_STACK = 512 << 20
+_DEEP_RECURSION = 120000
+_DEEP_LOCK = threading.Lock()
+
+
+def call_deep(fn, func):
+    """fn() for the translation of ``func``; a RecursionError is retried with a deep stack, and
+    one that still happens becomes an UnsupportedError located at the deepest node of ``func``,
+    never a bare RecursionError."""
+    try:
+        return fn()
+    except RecursionError:
+        pass
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn()
+        except BaseException as e:   # handed to the calling thread
+            out["error"] = e
+
+    with _DEEP_LOCK:
+        old_limit = sys.getrecursionlimit()
+        old_stack = threading.stack_size()
+        sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION))
+        try:
+            threading.stack_size(_DEEP_STACK)
+            try:
+                t = threading.Thread(target=target, name="cufunc-deep-translate", daemon=True)
+                t.start()
+            finally:
+                threading.stack_size(old_stack)
+            t.join()
+        finally:
+            sys.setrecursionlimit(old_limit)
+    err = out.get("error")
+    if isinstance(err, RecursionError):
+        raise _too_deep(func) from None
+    if err is not None:
+        raise err
+    return out["value"]
+
+
+def _too_deep(func):
+    try:
+        src = get_source(func)
+    except UnsupportedError as e:
+        return e
+    depth, deepest = _nesting_depth(src.tree)
+    return located_error(
+        UnsupportedError, "%s is nested too deeply to translate (%d levels; Python's recursion "
+        "limit was reached); split the expression or the if/elif chain into several statements "
+        "or functions" % (src.qualname, depth), src, deepest)

@@ -246,13 +246,16 @@ class FunctionTranslator:
         self.locals = self._assigned_names()
         self.locals.update(self.params)
         self.closure = {}
+        self.empty_cells = set()
         code = pyfunc.__code__
         if pyfunc.__closure__:
             for name, cell in zip(code.co_freevars, pyfunc.__closure__):
                 try:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
-                    pass
+                    # Not assigned yet in the enclosing function: CPython would raise NameError;
+                    # a global of the same name must not be taken instead.
+                    self.empty_cells.add(name)
         self.globals = pyfunc.__globals__
         self.nonneg_vars = self._nonneg_vars()
 
@@ -344,6 +347,8 @@ class FunctionTranslator:
     def _lookup_global(self, name):
         if name in self.closure:
             return self.closure[name]
+        if name in self.empty_cells:
+            return NOCONST
         if name in self.globals:
             return self.globals[name]
         return getattr(builtins, name, NOCONST)
@@ -560,7 +565,7 @@ class FunctionTranslator:
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
         if v.c == "cf_int64_out_of_range" and not (isinstance(t, T.Scalar) and t.kind != "i"
                                                    and not isinstance(t, TS.Weak)):
-            raise self._fail(node, "the integer %d does not fit in %s" % (
+            raise self._fail(node, _int_range_message(
                 v.const, "64 bits" if not -2 ** 63 <= v.const < 2 ** 64 else "int64"))
         if v.type == t:
             return v
@@ -579,7 +584,7 @@ class FunctionTranslator:
         if v.type.cname == t.cname:
             return Val(t, v.c, nonneg=v.nonneg, simple=v.simple)
         if v.c == "cf_int64_out_of_range":
-            raise self._fail(node, "integer %d does not fit in int64" % v.const)
+            raise self._fail(node, _int_range_message(v.const, "int64"))
         if v.widened is not None and v.widened.type.cname == t.cname:
             # narrowing back what was exactly widened (float32 -> float64 -> float32)
             w = v.widened
@@ -1010,7 +1015,7 @@ class FunctionTranslator:
             return self.const_val(v, TS.WEAK_BOOL, node)
         if isinstance(v, int):
             if not -2 ** 63 <= v < 2 ** 64:
-                raise self.err(node, "integer literal %d does not fit in 64 bits" % v)
+                raise self.err(node, _int_range_message(v))
             return self.const_val(v, TS.WEAK_INT, node)
         if isinstance(v, float):
             return self.const_val(v, TS.WEAK_FLOAT, node)
@@ -1041,6 +1046,10 @@ class FunctionTranslator:
             return Val(t, cn, simple=True, nonneg=name in self.nonneg_vars)
         obj = self._lookup_global(name)
         if obj is NOCONST:
+            if name in self.empty_cells:
+                raise self.err(node, "free variable '%s' has no value yet: the enclosing "
+                               "function assigns it after this function is compiled (CPython "
+                               "would raise NameError here)" % name)
             raise self.err(node, "name '%s' is not defined" % name)
         return self.object_val(obj, name, node)
 
@@ -1056,7 +1065,7 @@ class FunctionTranslator:
             return self.const_val(obj, TS.WEAK_BOOL, node)
         if isinstance(obj, int):
             if not -2 ** 63 <= obj < 2 ** 64:
-                raise self.err(node, "global '%s' = %d does not fit in 64 bits" % (name, obj))
+                raise self.err(node, _int_range_message(obj, name=name))
             return self.const_val(obj, TS.WEAK_INT, node)
         if isinstance(obj, float):
             return self.const_val(obj, TS.WEAK_FLOAT, node)
@@ -1273,6 +1282,12 @@ class FunctionTranslator:
             v = self.scalar(v, e, "an array index")
             if v.type.kind not in "iu":
                 raise self._fail(e, "array index must be an integer, not %s" % v.type)
+            if v.is_const and not -2 ** 63 <= int(v.const) < 2 ** 63:
+                # the one rule for integer constants: what is used must fit its C type (the
+                # constant is written into the index arithmetic as an int64 literal)
+                ic = int(v.const)
+                raise self._fail(e, _int_range_message(
+                    ic, "int64" if -2 ** 63 <= ic < 2 ** 64 else "64 bits", "an array index"))
             out.append(v)
         return out
 
@@ -1292,7 +1307,7 @@ class FunctionTranslator:
                 if ic >= 0:
                     ci = "%dLL" % ic
                 else:
-                    ci = "(%s.shape[%d] - %dLL)" % (arr.c, k, -ic)
+                    ci = "(%s.shape[%d] + %s)" % (arr.c, k, c_literal(ic, T.int64))
             elif i.nonneg or i.type.kind == "u":
                 ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
             else:
@@ -2125,6 +2140,9 @@ class FunctionTranslator:
                                "integer or tuple of constant integers")
             if int(it.const) < 0:
                 raise self.err(shape_node, "negative dimension in a local array shape")
+            if int(it.const) >= 2 ** 63:
+                raise self.err(shape_node, _int_range_message(int(it.const), "int64",
+                                                              "a local array extent"))
             shape.append(int(it.const))
         if not shape:
             raise self.err(shape_node, "a local array needs at least one dimension",
@@ -2140,7 +2158,14 @@ class FunctionTranslator:
             raise self.err(dtype_node, "the dtype of a local array must be a scalar type such "
                            "as float32 or np.float32")
         self.check_scalar_type(target, dtype_node)
-        n = int(np.prod(shape))
+        n = 1
+        for d in shape:
+            n *= d
+        if n * target.itemsize > _LOCAL_ARRAY_LIMIT:
+            raise self.err(node, "a local array of %d bytes is larger than the %d bytes of local "
+                           "memory a CUDA thread can have" % (n * target.itemsize,
+                                                              _LOCAL_ARRAY_LIMIT),
+                           UnsupportedError)
         storage = "cf_loc%d" % len(self.local_storage)
         self.local_storage.append("%s %s[%d];" % (target.cname, storage, max(n, 1)))
         at = T.Array(target, len(shape), "C")
@@ -2274,6 +2299,21 @@ class FunctionTranslator:
         res.deps = list(self.deps)
         res.py_func = self.pyfunc
         return res
+
+
+# CUDA's limit on a thread's local memory (512 KiB on every supported architecture)
+_LOCAL_ARRAY_LIMIT = 512 * 1024
+
+
+def _int_range_message(value, fits="64 bits", role=None, name=None):
+    """The one message for an integer constant (literal, global, folded result, index) that does
+    not fit where it is used: LANGUAGE.md allows integers of at most 64 bits."""
+    text = "the integer %d does not fit in %s" % (value, fits)
+    if name is not None:
+        text = "the global '%s' = %d does not fit in %s" % (name, value, fits)
+    if role is not None:
+        text += " (%s is an int64)" % role
+    return text
 
 
 def translate_function(unit, pyfunc, argtypes, return_type):
