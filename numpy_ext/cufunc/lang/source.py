@@ -56,9 +56,10 @@ class FunctionSource:
     column numbers are the file's (``line_offset`` and ``col_offset`` are 0, kept for callers
     that add them); ``lines`` are the file's lines."""
 
-    __slots__ = ("func", "tree", "filename", "line_offset", "col_offset", "lines", "qualname")
+    __slots__ = ("func", "tree", "filename", "line_offset", "col_offset", "lines", "qualname",
+                 "mangle_class")
 
-    def __init__(self, func, tree, filename, line_offset, col_offset, lines):
+    def __init__(self, func, tree, filename, line_offset, col_offset, lines, mangle_class=None):
         self.func = func
         self.tree = tree
         self.filename = filename
@@ -66,6 +67,8 @@ class FunctionSource:
         self.col_offset = col_offset
         self.lines = lines
         self.qualname = getattr(func, "__qualname__", getattr(func, "__name__", "<function>"))
+        # the class whose name mangles __private names in this function (None outside classes)
+        self.mangle_class = mangle_class
 
     def file_line(self, node):
         return getattr(node, "lineno", 1) + self.line_offset
@@ -176,22 +179,26 @@ def _module_imports(mod):
     return tuple(sorted(names))
 
 
+def _ast_parse(text, filename):
+    return ast.parse(text, filename)
+
+
 def _parse_file(filename, text, code):
     hit = _PARSED.get(filename)
     if hit is not None and hit[0] == text:
         return hit
     try:
-        mod = ast.parse(text, filename)
+        mod = _ast_parse(text, filename)
     except SyntaxError as e:
         raise _source_error(
             "cannot translate the function at %s: its source file does not parse now (%s); it "
             "was probably edited after it was imported. Reload the module or restart Python"
-            % (_where(code), e)) from None
+            % (_where(code), e), code) from None
     except (RecursionError, MemoryError):
         raise _source_error(
             "cannot translate the function at %s: its source file is nested too deeply for "
             "Python's ast module; split deep expressions into several statements"
-            % _where(code)) from None
+            % _where(code), code) from None
     by_line = {}
     parents = {}
     todo = [mod]
@@ -401,20 +408,23 @@ def _compile_ast(code, node, parents, imports, flags):
 # ----------------------------------------------------------------------------- get_source
 
 def _nesting_depth(node):
-    """(depth, deepest node) of an AST, without recursion."""
+    """(depth, deepest node with a position) of an AST, without recursion."""
     best, deepest = 0, node
-    todo = [(node, 1)]
+    todo = [(node, 1, node)]
     while todo:
-        n, d = todo.pop()
+        n, d, located = todo.pop()
+        if hasattr(n, "lineno"):
+            located = n
         if d > best:
-            best, deepest = d, n
+            best, deepest = d, located
         for c in ast.iter_child_nodes(n):
-            todo.append((c, d + 1))
+            todo.append((c, d + 1, located))
     return best, deepest
 
 
 def _find(func, code, lines):
-    """The confirmed AST node of ``func`` in ``lines``, or (None, reason)."""
+    """(node, class, candidates): the confirmed AST node of ``func`` in ``lines`` and the class
+    that mangles its private names; or (None, reason, candidates)."""
     text = "".join(lines)
     _, imports, by_line, parents = _parse_file(code.co_filename, text, code)
     cands = _candidates(code, by_line)
@@ -437,7 +447,7 @@ def _find(func, code, lines):
                 "with a def (or put each lambda on its own line)"
                 % (_where(code), len(confirmed), sys.version_info[0], sys.version_info[1]),
                 code)
-    return confirmed[0], None, cands
+    return confirmed[0], _enclosing_class(confirmed[0], parents), cands
 
 
 def _rewritten_assert(func, cands, lines):
@@ -463,17 +473,17 @@ def get_source(func):
     code = func.__code__
     filename = code.co_filename
     lines = linecache.getlines(filename, func.__globals__)
-    node = reason = None
+    node = info = None
     cands = []
     if lines:
-        node, reason, cands = _find(func, code, lines)
+        node, info, cands = _find(func, code, lines)
         if node is None:
             # The cache may hold an older text, or a newer file was read: look once more.
             linecache.checkcache(filename)
             fresh = linecache.getlines(filename, func.__globals__)
             if fresh and fresh != lines:
                 lines = fresh
-                node, reason, cands = _find(func, code, lines)
+                node, info, cands = _find(func, code, lines)
     if not lines:
         raise _source_error(
             "cannot translate %s: its source code is not available (%s). Functions defined with "
@@ -486,8 +496,9 @@ def get_source(func):
             "cannot translate %s: its source at %s cannot be confirmed to be the code that runs "
             "(%s). The file was probably edited after it was imported (reload the module or "
             "restart Python); for a lambda written among other code, define it with a def"
-            % (_func_name(func), _where(code), reason), code)
-    src = FunctionSource(func, node, filename, 0, 0, [l.rstrip("\r\n") for l in lines])
+            % (_func_name(func), _where(code), info), code)
+    src = FunctionSource(func, node, filename, 0, 0, [l.rstrip("\r\n") for l in lines],
+                         mangle_class=info)
     depth, deepest = _nesting_depth(node)
     if depth > MAX_NESTING:
         raise located_error(

@@ -344,7 +344,18 @@ class FunctionTranslator:
                         todo.append(t.value)
         return ok - bad - set(self.params if hasattr(self, "params") else ())
 
+    def _mangle(self, name):
+        """CPython's private name mangling: in a function written inside ``class C``, ``__x``
+        means ``_C__x`` (for globals, closure variables and attributes alike)."""
+        cls = self.src.mangle_class
+        if cls and name.startswith("__") and not name.endswith("__") and "." not in name:
+            stripped = cls.lstrip("_")
+            if stripped:
+                return "_%s%s" % (stripped, name)
+        return name
+
     def _lookup_global(self, name):
+        name = self._mangle(name)
         if name in self.closure:
             return self.closure[name]
         if name in self.empty_cells:
@@ -563,10 +574,12 @@ class FunctionTranslator:
                 return TupleVal([self.cast(x, y, node) for x, y in zip(v.items, t.types)],
                                 v.setup)
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
-        if v.c == "cf_int64_out_of_range" and not (isinstance(t, T.Scalar) and t.kind != "i"
-                                                   and not isinstance(t, TS.Weak)):
-            raise self._fail(node, _int_range_message(
-                v.const, "64 bits" if not -2 ** 63 <= v.const < 2 ** 64 else "int64"))
+        if v.c == "cf_int64_out_of_range" and (
+                not -2 ** 63 <= v.const < 2 ** 64 or not (
+                    isinstance(t, T.Scalar) and t.kind != "i" and not isinstance(t, TS.Weak))):
+            # One rule with literals (LANGUAGE.md): a constant used as a value must fit in 64
+            # bits, whatever it is converted to; [2**63, 2**64) only as an unsigned or float.
+            raise self._fail(node, _int_range_message(v.const, _fits(v.const)))
         if v.type == t:
             return v
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
@@ -1046,7 +1059,7 @@ class FunctionTranslator:
             return Val(t, cn, simple=True, nonneg=name in self.nonneg_vars)
         obj = self._lookup_global(name)
         if obj is NOCONST:
-            if name in self.empty_cells:
+            if self._mangle(name) in self.empty_cells:
                 raise self.err(node, "free variable '%s' has no value yet: the enclosing "
                                "function assigns it after this function is compiled (CPython "
                                "would raise NameError here)" % name)
@@ -1175,7 +1188,7 @@ class FunctionTranslator:
             if base is None:
                 return None
             try:
-                obj = getattr(base.obj, node.attr)
+                obj = getattr(base.obj, self._mangle(node.attr))
             except AttributeError:
                 return None
             return StaticVal(obj, "%s.%s" % (base.name, node.attr))
@@ -1185,7 +1198,7 @@ class FunctionTranslator:
         sb = self.static(node.value)
         if sb is not None and not _is_value_object(sb.obj):
             try:
-                obj = getattr(sb.obj, node.attr)
+                obj = getattr(sb.obj, self._mangle(node.attr))
             except AttributeError:
                 raise self.err(node, "%s has no attribute '%s'" % (sb.name, node.attr))
             return self.object_val(obj, "%s.%s" % (sb.name, node.attr), node)
@@ -1212,7 +1225,7 @@ class FunctionTranslator:
                              % (attr, base.type), UnsupportedError)
         if isinstance(base, StaticVal):
             try:
-                obj = getattr(base.obj, attr)
+                obj = getattr(base.obj, self._mangle(attr))
             except AttributeError:
                 raise self.err(node, "%s has no attribute '%s'" % (base.name, attr))
             return self.object_val(obj, "%s.%s" % (base.name, attr), node)
@@ -1286,8 +1299,7 @@ class FunctionTranslator:
                 # the one rule for integer constants: what is used must fit its C type (the
                 # constant is written into the index arithmetic as an int64 literal)
                 ic = int(v.const)
-                raise self._fail(e, _int_range_message(
-                    ic, "int64" if -2 ** 63 <= ic < 2 ** 64 else "64 bits", "an array index"))
+                raise self._fail(e, _int_range_message(ic, _fits(ic), "an array index"))
             out.append(v)
         return out
 
@@ -2141,7 +2153,7 @@ class FunctionTranslator:
             if int(it.const) < 0:
                 raise self.err(shape_node, "negative dimension in a local array shape")
             if int(it.const) >= 2 ** 63:
-                raise self.err(shape_node, _int_range_message(int(it.const), "int64",
+                raise self.err(shape_node, _int_range_message(int(it.const), _fits(it.const),
                                                               "a local array extent"))
             shape.append(int(it.const))
         if not shape:
@@ -2303,6 +2315,11 @@ class FunctionTranslator:
 
 # CUDA's limit on a thread's local memory (512 KiB on every supported architecture)
 _LOCAL_ARRAY_LIMIT = 512 * 1024
+
+
+def _fits(value):
+    """What an int64 value out of range does not fit in: 64 bits at all, or just int64."""
+    return "int64" if -2 ** 63 <= int(value) < 2 ** 64 else "64 bits"
 
 
 def _int_range_message(value, fits="64 bits", role=None, name=None):
