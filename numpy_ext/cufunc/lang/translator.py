@@ -277,9 +277,8 @@ class FunctionTranslator:
             raise self.unsupported(self.tree, "async def")
         n = len(a.args)
         if n != len(self.argtypes):
-            raise TypingError("%s takes %d argument(s) but the signature gives %d\n%s"
-                              % (self.src.qualname, n, len(self.argtypes),
-                                 self.src.location(self.tree)))
+            raise self.err(self.tree, "%s takes %d argument(s) but the signature gives %d"
+                           % (self.src.qualname, n, len(self.argtypes)))
 
     def _assigned_names(self):
         names = set()
@@ -2215,8 +2214,12 @@ class FunctionTranslator:
         except (TypingError, UnsupportedError) as e:
             if not self.strict:
                 raise _Bottom()
-            raise type(e)("%s\n(in %s, called from:)\n%s"
-                          % (e, pyfunc.__qualname__, self.src.location(node))) from None
+            err = type(e)("%s\n(in %s, called from:)\n%s"
+                          % (e, pyfunc.__qualname__, self.src.location(node)))
+            # the construct's own file and line (in the called function), as every error has
+            err.cufunc_location = getattr(e, "cufunc_location", None) or (
+                self.src.filename, self.src.file_line(node))
+            raise err from None
         if res.name not in self.deps:
             self.deps.append(res.name)
         cargs = [v.c for v in vals]
