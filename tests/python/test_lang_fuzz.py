@@ -25,6 +25,7 @@ Bounded for CI: about 350 programs and one g++ build (well under a minute on two
 import builtins
 import importlib.util
 import os
+import re
 import sys
 import warnings
 
@@ -52,7 +53,7 @@ NOISE = [
     "(2 ** 64 - 1)", "(10 ** 20 - 10 ** 20 + 3)", "1 << 70", "int({e})", "float({e})",
     "bool({e})", "complex({e}, 1.0)", "abs({e})", "divmod({e}, 3)",
     "pow({e}, 2)", "helper0({e}, {e})", "helper1({e})", "NP_CONST", "TABLE[2]",
-    "TABLE[{e}]", "np.float32({e})", "np.float16({e})", "math.floor({e})", "({e} if {e} else "
+    "np.float32({e})", "np.float16({e})", "math.floor({e})", "({e} if {e} else "
     "{e})", "not {e}", "(a0 := {e})", "{e} @ {e}", "-{e}", "~{e}", "+{e}", "*{e}",
 ]
 NOISE_STMTS = [
@@ -206,6 +207,10 @@ def helper1(p):
         return p
     return -p
 
+
+def helper2(p):
+    return [p]
+
 """
 
 
@@ -295,6 +300,17 @@ def _reference(func, args, rdt):
             return None
 
 
+def _bad_literals(source):
+    """Decimal integer literals in C that do not fit their type: more than 64 bits, or a signed
+    LL literal above INT64_MAX (compilers truncate them with at most a warning)."""
+    bad = []
+    for m in re.finditer(r"(?<![\w.])(\d+)(ULL|LL|U)?(?![\w.])", source):
+        v, suffix = int(m.group(1)), m.group(2) or ""
+        if v >= 2 ** 64 or (suffix == "LL" and v >= 2 ** 63):
+            bad.append(m.group(0))
+    return bad
+
+
 def _check_error(exc, path, first, last):
     """A translation error: cufunc's class, located at a line of the program (or a helper)."""
     if not isinstance(exc, (E.TypingError, E.UnsupportedError)):
@@ -310,8 +326,26 @@ def _check_error(exc, path, first, last):
     return None
 
 
+def _elif_chain(n):
+    body = ["v0 = np.float64(0.0)", "if a0 == 0:", "    v0 = np.float64(0.5)"]
+    for i in range(1, n):
+        body += ["elif a0 == %d:" % i, "    v0 = np.float64(%d.25)" % i]
+    return body + ["return v0"]
+
+
+# Programs that must be in every run (regressions of the hardening issue), besides the drawn ones
+EXAMPLES = [
+    ("lambda", ["int64"], None, [" + ".join(["a0"] * 700)], True),          # RecursionError
+    ("def", ["int16"], None, _elif_chain(1100), True),                       # RecursionError
+    ("def", ["float64"], None, ["return TABLE[10 ** 20]"], True),            # C literal too big
+    ("def", ["float64"], None, ["return helper2(a0)"], True),                # error in a callee
+    ("nested", ["float64"], None, ["return a0 + c0 + NP_CONST"], False),
+    ("lambda", ["float64", "float64"], None, ["a0 - a1"], False),            # lambdas on a line
+]
+
+
 def _collect():
-    progs = []
+    progs = list(EXAMPLES)
 
     @settings(max_examples=N_PROGRAMS, derandomize=True, database=None, deadline=None,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
@@ -346,8 +380,11 @@ def test_fuzz_translator():
                 problems.append("%s (lines %d-%d): %s" % (entry, first, last, msg))
             continue
         outcomes["translated"] += 1
-        if "cf_int64_out_of_range" in r.source:
-            problems.append("%s: an out-of-range integer reached the C source" % entry)
+        bad = _bad_literals(r.source)
+        if bad or "cf_int64_out_of_range" in r.source:
+            problems.append("%s: out-of-range integer literals in the C source: %s"
+                            % (entry, bad or "cf_int64_out_of_range"))
+            continue                 # running it would read wild memory
         if not isinstance(r.return_type, T.Scalar):
             continue                 # tuples and void: translated, nothing to run here
         case = H.Case(func, types, ret, None, label=entry)
