@@ -540,7 +540,10 @@ def call_deep(fn, func):
         old_stack = threading.stack_size()
         sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION))
         try:
-            threading.stack_size(_DEEP_STACK)
+            try:
+                threading.stack_size(_DEEP_STACK)
+            except (ValueError, RuntimeError):
+                pass                 # the platform refuses the size: the default stack then
             try:
                 t = threading.Thread(target=target, name="cufunc-deep-translate", daemon=True)
                 t.start()
