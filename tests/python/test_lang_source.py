@@ -408,6 +408,15 @@ def test_deep_sum_and_elif_chain_translate_and_run(tmp_path):
     assert sys.getrecursionlimit() < S._DEEP_RECURSION      # restored after the deep run
 
 
+def test_errors_in_deep_bodies_keep_their_class_and_line(tmp_path):
+    """A construct the language rejects, found during the deep-stack run, is raised as usual."""
+    f, path = _deep_module(tmp_path, "deep_error", ["v = " + " + ".join(["x"] * 1500),
+                                                    "return v + 'text'"])
+    with pytest.raises(UnsupportedError, match="a string is not supported") as ei:
+        L.translate(f, [T.float64])
+    assert ei.value.cufunc_location == (path, 3)
+
+
 def test_deeper_than_the_limit_is_a_located_error(tmp_path, monkeypatch):
     monkeypatch.setattr(S, "MAX_NESTING", 300)
     f, path = _deep_module(tmp_path, "deep_limit", _sum(400))

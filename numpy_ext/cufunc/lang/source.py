@@ -220,7 +220,7 @@ def _parse_file(filename, text, code):
 
 
 def _instruction_positions(code):
-    """(line, col, end_line, end_col) of every instruction with a known column (3.11+), else
+    """(line, end_line, col, end_col) of every instruction with a known column (3.11+), else
     None. The RESUME at the top carries column 0; it says nothing about the span."""
     positions = getattr(code, "co_positions", None)
     if positions is None:
