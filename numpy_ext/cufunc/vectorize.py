@@ -116,15 +116,15 @@ def _count_outputs(pyfunc):
     """The number of outputs of a signature-less ufunc, read off its return statements: a body
     that returns a tuple of n values makes a ufunc with n outputs."""
     import ast
-    import inspect
-    import textwrap
+    from .lang.source import get_source
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(pyfunc)))
-    except (OSError, TypeError, SyntaxError):
-        return 1  # no source: the translator reports it at the first call
-    fn = tree.body[0]
+        fn = get_source(pyfunc).tree   # the exact def or lambda (not the first on its line)
+    except TypeError:
+        return 1  # no source (UnsupportedError): the translator reports it at the first call
+    if isinstance(fn, ast.Lambda):
+        return len(fn.body.elts) if isinstance(fn.body, ast.Tuple) else 1
     counts = set()
-    stack = list(getattr(fn, "body", []))
+    stack = list(fn.body)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):

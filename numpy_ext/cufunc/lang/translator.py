@@ -246,13 +246,16 @@ class FunctionTranslator:
         self.locals = self._assigned_names()
         self.locals.update(self.params)
         self.closure = {}
+        self.empty_cells = set()
         code = pyfunc.__code__
         if pyfunc.__closure__:
             for name, cell in zip(code.co_freevars, pyfunc.__closure__):
                 try:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
-                    pass
+                    # Not assigned yet in the enclosing function: CPython would raise NameError;
+                    # a global of the same name must not be taken instead.
+                    self.empty_cells.add(name)
         self.globals = pyfunc.__globals__
         self.nonneg_vars = self._nonneg_vars()
 
@@ -274,9 +277,8 @@ class FunctionTranslator:
             raise self.unsupported(self.tree, "async def")
         n = len(a.args)
         if n != len(self.argtypes):
-            raise TypingError("%s takes %d argument(s) but the signature gives %d\n%s"
-                              % (self.src.qualname, n, len(self.argtypes),
-                                 self.src.location(self.tree)))
+            raise self.err(self.tree, "%s takes %d argument(s) but the signature gives %d"
+                           % (self.src.qualname, n, len(self.argtypes)))
 
     def _assigned_names(self):
         names = set()
@@ -341,9 +343,22 @@ class FunctionTranslator:
                         todo.append(t.value)
         return ok - bad - set(self.params if hasattr(self, "params") else ())
 
+    def _mangle(self, name):
+        """CPython's private name mangling: in a function written inside ``class C``, ``__x``
+        means ``_C__x`` (for globals, closure variables and attributes alike)."""
+        cls = self.src.mangle_class
+        if cls and name.startswith("__") and not name.endswith("__") and "." not in name:
+            stripped = cls.lstrip("_")
+            if stripped:
+                return "_%s%s" % (stripped, name)
+        return name
+
     def _lookup_global(self, name):
+        name = self._mangle(name)
         if name in self.closure:
             return self.closure[name]
+        if name in self.empty_cells:
+            return NOCONST
         if name in self.globals:
             return self.globals[name]
         return getattr(builtins, name, NOCONST)
@@ -558,10 +573,12 @@ class FunctionTranslator:
                 return TupleVal([self.cast(x, y, node) for x, y in zip(v.items, t.types)],
                                 v.setup)
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
-        if v.c == "cf_int64_out_of_range" and not (isinstance(t, T.Scalar) and t.kind != "i"
-                                                   and not isinstance(t, TS.Weak)):
-            raise self._fail(node, "the integer %d does not fit in %s" % (
-                v.const, "64 bits" if not -2 ** 63 <= v.const < 2 ** 64 else "int64"))
+        if v.c == "cf_int64_out_of_range" and (
+                not -2 ** 63 <= v.const < 2 ** 64 or not (
+                    isinstance(t, T.Scalar) and t.kind != "i" and not isinstance(t, TS.Weak))):
+            # One rule with literals (LANGUAGE.md): a constant used as a value must fit in 64
+            # bits, whatever it is converted to; [2**63, 2**64) only as an unsigned or float.
+            raise self._fail(node, _int_range_message(v.const, _fits(v.const)))
         if v.type == t:
             return v
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
@@ -579,7 +596,7 @@ class FunctionTranslator:
         if v.type.cname == t.cname:
             return Val(t, v.c, nonneg=v.nonneg, simple=v.simple)
         if v.c == "cf_int64_out_of_range":
-            raise self._fail(node, "integer %d does not fit in int64" % v.const)
+            raise self._fail(node, _int_range_message(v.const, "int64"))
         if v.widened is not None and v.widened.type.cname == t.cname:
             # narrowing back what was exactly widened (float32 -> float64 -> float32)
             w = v.widened
@@ -1010,7 +1027,7 @@ class FunctionTranslator:
             return self.const_val(v, TS.WEAK_BOOL, node)
         if isinstance(v, int):
             if not -2 ** 63 <= v < 2 ** 64:
-                raise self.err(node, "integer literal %d does not fit in 64 bits" % v)
+                raise self.err(node, _int_range_message(v))
             return self.const_val(v, TS.WEAK_INT, node)
         if isinstance(v, float):
             return self.const_val(v, TS.WEAK_FLOAT, node)
@@ -1041,6 +1058,10 @@ class FunctionTranslator:
             return Val(t, cn, simple=True, nonneg=name in self.nonneg_vars)
         obj = self._lookup_global(name)
         if obj is NOCONST:
+            if self._mangle(name) in self.empty_cells:
+                raise self.err(node, "free variable '%s' has no value yet: the enclosing "
+                               "function assigns it after this function is compiled (CPython "
+                               "would raise NameError here)" % name)
             raise self.err(node, "name '%s' is not defined" % name)
         return self.object_val(obj, name, node)
 
@@ -1056,7 +1077,7 @@ class FunctionTranslator:
             return self.const_val(obj, TS.WEAK_BOOL, node)
         if isinstance(obj, int):
             if not -2 ** 63 <= obj < 2 ** 64:
-                raise self.err(node, "global '%s' = %d does not fit in 64 bits" % (name, obj))
+                raise self.err(node, _int_range_message(obj, name=name))
             return self.const_val(obj, TS.WEAK_INT, node)
         if isinstance(obj, float):
             return self.const_val(obj, TS.WEAK_FLOAT, node)
@@ -1166,7 +1187,7 @@ class FunctionTranslator:
             if base is None:
                 return None
             try:
-                obj = getattr(base.obj, node.attr)
+                obj = getattr(base.obj, self._mangle(node.attr))
             except AttributeError:
                 return None
             return StaticVal(obj, "%s.%s" % (base.name, node.attr))
@@ -1176,7 +1197,7 @@ class FunctionTranslator:
         sb = self.static(node.value)
         if sb is not None and not _is_value_object(sb.obj):
             try:
-                obj = getattr(sb.obj, node.attr)
+                obj = getattr(sb.obj, self._mangle(node.attr))
             except AttributeError:
                 raise self.err(node, "%s has no attribute '%s'" % (sb.name, node.attr))
             return self.object_val(obj, "%s.%s" % (sb.name, node.attr), node)
@@ -1203,7 +1224,7 @@ class FunctionTranslator:
                              % (attr, base.type), UnsupportedError)
         if isinstance(base, StaticVal):
             try:
-                obj = getattr(base.obj, attr)
+                obj = getattr(base.obj, self._mangle(attr))
             except AttributeError:
                 raise self.err(node, "%s has no attribute '%s'" % (base.name, attr))
             return self.object_val(obj, "%s.%s" % (base.name, attr), node)
@@ -1273,6 +1294,11 @@ class FunctionTranslator:
             v = self.scalar(v, e, "an array index")
             if v.type.kind not in "iu":
                 raise self._fail(e, "array index must be an integer, not %s" % v.type)
+            if v.is_const and not -2 ** 63 <= int(v.const) < 2 ** 63:
+                # the one rule for integer constants: what is used must fit its C type (the
+                # constant is written into the index arithmetic as an int64 literal)
+                ic = int(v.const)
+                raise self._fail(e, _int_range_message(ic, _fits(ic), "an array index"))
             out.append(v)
         return out
 
@@ -1292,7 +1318,7 @@ class FunctionTranslator:
                 if ic >= 0:
                     ci = "%dLL" % ic
                 else:
-                    ci = "(%s.shape[%d] - %dLL)" % (arr.c, k, -ic)
+                    ci = "(%s.shape[%d] + %s)" % (arr.c, k, c_literal(ic, T.int64))
             elif i.nonneg or i.type.kind == "u":
                 ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
             else:
@@ -2125,6 +2151,9 @@ class FunctionTranslator:
                                "integer or tuple of constant integers")
             if int(it.const) < 0:
                 raise self.err(shape_node, "negative dimension in a local array shape")
+            if int(it.const) >= 2 ** 63:
+                raise self.err(shape_node, _int_range_message(int(it.const), _fits(it.const),
+                                                              "a local array extent"))
             shape.append(int(it.const))
         if not shape:
             raise self.err(shape_node, "a local array needs at least one dimension",
@@ -2140,7 +2169,14 @@ class FunctionTranslator:
             raise self.err(dtype_node, "the dtype of a local array must be a scalar type such "
                            "as float32 or np.float32")
         self.check_scalar_type(target, dtype_node)
-        n = int(np.prod(shape))
+        n = 1
+        for d in shape:
+            n *= d
+        if n * target.itemsize > _LOCAL_ARRAY_LIMIT:
+            raise self.err(node, "a local array of %d bytes is larger than the %d bytes of local "
+                           "memory a CUDA thread can have" % (n * target.itemsize,
+                                                              _LOCAL_ARRAY_LIMIT),
+                           UnsupportedError)
         storage = "cf_loc%d" % len(self.local_storage)
         self.local_storage.append("%s %s[%d];" % (target.cname, storage, max(n, 1)))
         at = T.Array(target, len(shape), "C")
@@ -2178,8 +2214,12 @@ class FunctionTranslator:
         except (TypingError, UnsupportedError) as e:
             if not self.strict:
                 raise _Bottom()
-            raise type(e)("%s\n(in %s, called from:)\n%s"
-                          % (e, pyfunc.__qualname__, self.src.location(node))) from None
+            err = type(e)("%s\n(in %s, called from:)\n%s"
+                          % (e, pyfunc.__qualname__, self.src.location(node)))
+            # the construct's own file and line (in the called function), as every error has
+            err.cufunc_location = getattr(e, "cufunc_location", None) or (
+                self.src.filename, self.src.file_line(node))
+            raise err from None
         if res.name not in self.deps:
             self.deps.append(res.name)
         cargs = [v.c for v in vals]
@@ -2274,6 +2314,26 @@ class FunctionTranslator:
         res.deps = list(self.deps)
         res.py_func = self.pyfunc
         return res
+
+
+# CUDA's limit on a thread's local memory (512 KiB on every supported architecture)
+_LOCAL_ARRAY_LIMIT = 512 * 1024
+
+
+def _fits(value):
+    """What an int64 value out of range does not fit in: 64 bits at all, or just int64."""
+    return "int64" if -2 ** 63 <= int(value) < 2 ** 64 else "64 bits"
+
+
+def _int_range_message(value, fits="64 bits", role=None, name=None):
+    """The one message for an integer constant (literal, global, folded result, index) that does
+    not fit where it is used: LANGUAGE.md allows integers of at most 64 bits."""
+    text = "the integer %d does not fit in %s" % (value, fits)
+    if name is not None:
+        text = "the global '%s' = %d does not fit in %s" % (name, value, fits)
+    if role is not None:
+        text += " (%s is an int64)" % role
+    return text
 
 
 def translate_function(unit, pyfunc, argtypes, return_type):
