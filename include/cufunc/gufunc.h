@@ -163,6 +163,13 @@ CF_API cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operan
 /* Kernels compiled so far by this gufunc, over all devices (for tests of the specialisation). */
 CF_API int cf_gufunc_kernel_count(const cf_gufunc *g);
 
+/* Compile loop `loop` (-1: every loop) now, as cf_ufunc_check does for ufuncs: a kernel for
+ * C-contiguous operands of the loop's dtypes, each core dimension its fixed size or 4. The loop's
+ * function is called with its argument types (scalars, cf_array_ref<T, k>), so a source that does
+ * not compile, or takes other arguments, is CF_ERR_COMPILE with NVRTC's log and the numbered
+ * source. Needs NVRTC, not a GPU. */
+CF_API cf_status cf_gufunc_check(cf_gufunc *g, int loop);
+
 #ifdef __cplusplus
 }
 #endif

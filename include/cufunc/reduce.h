@@ -150,6 +150,23 @@ CF_API cf_status cf_reduce_kernel_source(cf_reducer *r, int loop, const cf_array
 /* Kernels compiled so far by this reducer, over all devices. */
 CF_API int cf_reducer_kernel_count(const cf_reducer *r);
 
+/* ---- conveniences for C programs ------------------------------------------------------------ */
+
+/* Compile loop `loop` (-1: every loop) now, as cf_ufunc_check does for ufuncs: the full reduction
+ * of a contiguous vector of the accumulator type. CF_ERR_COMPILE with NVRTC's log and the numbered
+ * source when the loop's source does not compile. Needs NVRTC, not a GPU. */
+CF_API cf_status cf_reducer_check(cf_reducer *r, int loop);
+
+/* Reduce every element of `in` to one value and copy it to the host: *result receives the
+ * accumulator type's bytes (e.g. a float for a float32 loop). The loop is the one whose
+ * accumulator type is in's dtype, else the reducer's only loop (elements converted as they are
+ * loaded); else CF_ERR_TYPE. `in` is a device array, or a C-contiguous HOST array (device -1),
+ * which is first copied to device `0` or the stream's device. `init` as for cf_reduce_launch
+ * (NULL: none; needed when `in` is empty). `s` NULL: the default stream of in's device (device 0
+ * for a host array). Waits for the result; temporaries go back to the pool. Needs a GPU. */
+CF_API cf_status cf_reduce_to_host(cf_reducer *r, cf_stream *s, const cf_array *in,
+                                   const void *init, void *result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cufunc/testing.h"
+#include "testing.h"
 #include "staging.h"
 
 static unsigned char pattern_byte(size_t i, unsigned seed)
