@@ -21,6 +21,9 @@
  *     axis, or a thread per column along a strided one.
  * The tickets and look-back flags live in a small per-stream scratch area that the kernels leave
  * ready for the next launch, so no memset precedes a launch.
+ *
+ * GPU: reducers, loops, planning and kernel sources need no GPU (cf_reducer_check needs NVRTC);
+ * the launches and cf_reduce_to_host need one.
  */
 #ifndef CUFUNC_REDUCE_H
 #define CUFUNC_REDUCE_H
@@ -43,9 +46,10 @@ CF_API void cf_reducer_free(cf_reducer *r);
 CF_API const char *cf_reducer_name(const cf_reducer *r);
 
 /* Add the loop for accumulator type `acc`: `source` is CUDA C defining the `__device__` function
- * `fn_name(acc, acc) -> acc` (it may #include "cufunc/runtime.cuh"); `options` are extra NVRTC
- * options (--fmad=false). Everything is copied. A second loop for the same type is an error.
- * The new loop's index goes to *index (may be NULL). */
+ * `fn_name(acc, acc) -> acc` (the runtime header is included before it, as for ufunc loops);
+ * `options` are extra NVRTC options (--fmad=false). Everything is copied. A second loop for the
+ * same type, or a `fn_name` that does not occur in `source`, is CF_ERR_INVALID. Not compiled
+ * here: cf_reducer_check does that. The new loop's index goes to *index (may be NULL). */
 CF_API cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source,
                                      const char *fn_name, const char *const *options,
                                      int noptions, int *index);

@@ -6,7 +6,8 @@
  * Layout signatures of generalized ufuncs, as NumPy spells them: "(m,n),(n,p)->(m,p)", "(n)->()",
  *   "(3)->()" (a fixed size), "(),()->()", "(m,n)->(m),(n)" (several outputs); spaces anywhere.
  * Errors are CF_ERR_INVALID (CF_ERR_TYPE for an unknown type name) with a message that quotes the
- * text and puts a caret under the place where parsing stopped.
+ * text and puts a caret under the place where parsing stopped. Results are written into the
+ * caller's struct (nothing to free).
  */
 #ifndef CUFUNC_SIGNATURE_H
 #define CUFUNC_SIGNATURE_H

@@ -7,6 +7,11 @@
  * index width, vector width, where-mask}. Kernels are generated once per key and device and kept
  * in the ufunc (and on disk through the compile cache). Operand dtypes may differ from the loop's
  * types: values are converted as they are loaded and stored, inside the kernel, with no temporary.
+ *
+ * GPU: creating ufuncs, adding loops, casting rules, loop resolution and kernel sources need no
+ * GPU; cf_ufunc_check, cf_ufunc_compile* and cf_ufunc_from_expr need NVRTC only; launches,
+ * replays and calls need a GPU. The host pipeline's settings (cf_hostpipe_*config, _wanted,
+ * _last) need none.
  */
 #ifndef CUFUNC_UFUNC_H
 #define CUFUNC_UFUNC_H
@@ -29,10 +34,14 @@ CF_API cf_status cf_ufunc_create(const char *name, int nin, int nout, cf_ufunc *
 CF_API void cf_ufunc_free(cf_ufunc *u);
 
 /* Add a loop. `types` holds nin input types then nout output types. `source` is CUDA C defining the
- * `__device__` function `fn_name` (it may #include "cufunc/runtime.cuh"); with nout == 1 it returns
- * the output; with nout > 1 it returns a struct whose fields f0, f1, ... are the outputs. `options`
- * are extra NVRTC options (e.g. --fmad=false). Everything is copied. The new loop's index is
- * written to *index (may be NULL). A loop with the same input types as an earlier one is an error. */
+ * `__device__` function `fn_name`; the runtime header "cufunc/runtime.cuh" is included before it
+ * (cf_float32, cf_cast, ...; including it again is harmless). With nout == 1 the function returns
+ * the output; with nout > 1 a struct whose fields f0, f1, ... are the outputs. `options` are extra
+ * NVRTC options (e.g. --fmad=false). Everything is copied. The new loop's index is written to
+ * *index (may be NULL). Errors: a loop with the same input types as an earlier one
+ * (CF_ERR_INVALID), an invalid dtype (CF_ERR_TYPE), a `fn_name` that does not occur in `source` as
+ * an identifier (CF_ERR_INVALID, at once). The source is not compiled here: cf_ufunc_check does
+ * that (see "conveniences" below). No GPU, no NVRTC needed. */
 CF_API cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *source,
                                    const char *fn_name, const char *const *options, int noptions,
                                    int *index);

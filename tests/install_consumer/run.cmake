@@ -4,7 +4,8 @@
 #      build fails this test (tests and benchmarks off, examples on);
 #   2. install into a temporary prefix and check what is there (and that testing.h is not);
 #   3. build tests/install_consumer against the installed package with find_package (shared and
-#      static) and with pkg-config, and build examples/ against it with find_package;
+#      static) and with pkg-config, examples/ with find_package, and docs/C_API.md's first
+#      program, as written, with pkg-config;
 #   4. run the consumers and the ahead-of-time example: they compile kernels with NVRTC and need
 #      no GPU (with one they also launch).
 # Arguments: SOURCE_DIR, WORK (wiped), GENERATOR, C_COMPILER, PKG_CONFIG, CUDA_INCLUDE_DIR.
@@ -93,6 +94,18 @@ if(PKG_CONFIG)
   step("build the consumer with pkg-config's flags" ${C_COMPILER}
        ${SOURCE_DIR}/tests/install_consumer/consumer.c ${pc_flags} -Wl,-rpath,${lib}
        -o ${WORK}/consumer_pkgconfig)
+  # docs/C_API.md's first program builds as written
+  file(READ ${SOURCE_DIR}/docs/C_API.md doc)
+  string(FIND "${doc}" "## A first program" at)
+  string(SUBSTRING "${doc}" ${at} -1 doc)
+  string(FIND "${doc}" "```c\n" begin)
+  string(FIND "${doc}" "\n```\n" end)
+  math(EXPR begin "${begin} + 5")
+  math(EXPR len "${end} - ${begin} + 1")
+  string(SUBSTRING "${doc}" ${begin} ${len} first_program)
+  file(WRITE ${WORK}/first_program.c "${first_program}")
+  step("build docs/C_API.md's first program" ${C_COMPILER} -Wall -Werror ${WORK}/first_program.c
+       ${pc_flags} -Wl,-rpath,${lib} -o ${WORK}/first_program)
 else()
   message(WARNING "pkg-config not found: cufunc.pc not checked")
 endif()
