@@ -1,7 +1,8 @@
 # test_install_consumer (ctest): libcufunc as a C user gets it.
 #   1. configure and build cufunc with Python hidden: CMAKE_DISABLE_FIND_PACKAGE_Python3/Python and
 #      a `python3`/`python` first on PATH that fails loudly, so that any use of Python by the
-#      build fails this test (tests and benchmarks off, examples on);
+#      build fails this test (tests, benchmarks and examples configured; the libraries and the
+#      examples built);
 #   2. install into a temporary prefix and check what is there (and that testing.h is not);
 #   3. build tests/install_consumer against the installed package with find_package (shared and
 #      static) and with pkg-config, examples/ with find_package, and docs/C_API.md's first
@@ -45,12 +46,21 @@ step("configure with Python hidden" ${no_python_env} ${CMAKE_COMMAND} -S ${SOURC
      -B ${WORK}/build ${gen} -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=${C_COMPILER}
      -DCMAKE_INSTALL_PREFIX=${prefix} -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON
      -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON -DCUDA_INCLUDE_DIR=${CUDA_INCLUDE_DIR}
-     -DCUFUNC_BUILD_TESTS=OFF -DCUFUNC_BUILD_BENCH=OFF -DCUFUNC_BUILD_EXAMPLES=ON)
+     -DCUFUNC_BUILD_TESTS=ON -DCUFUNC_BUILD_BENCH=ON -DCUFUNC_BUILD_EXAMPLES=ON)
 file(STRINGS ${WORK}/build/CMakeCache.txt py_entries REGEX "^Python[0-9]*_EXECUTABLE:.*python")
 if(py_entries)
   message(FATAL_ERROR "the cache names a Python interpreter: ${py_entries}")
 endif()
-step("build with Python hidden" ${no_python_env} ${CMAKE_COMMAND} --build ${WORK}/build -j 2)
+# Everything is configured (tests, benchmarks, examples); the libraries and the examples are built
+# (the tests and benchmarks are plain C programs: the main build compiles them).
+file(GLOB example_sources RELATIVE ${SOURCE_DIR}/examples ${SOURCE_DIR}/examples/*.c)
+set(targets cufunc cufunc_static)
+foreach(ex ${example_sources})
+  string(REGEX REPLACE "\\.c$" "" ex ${ex})
+  list(APPEND targets example_${ex})
+endforeach()
+step("build with Python hidden" ${no_python_env} ${CMAKE_COMMAND} --build ${WORK}/build -j 2
+     --target ${targets})
 step("install" ${CMAKE_COMMAND} --install ${WORK}/build)
 
 # the library folder is the build's CMAKE_INSTALL_LIBDIR (lib, lib64, ...): find it
