@@ -32,8 +32,9 @@ if [ "$what" = tests ] || [ "$what" = examples ] || [ "$what" = all ]; then
     cmake --build build/cmake-install -j 16 && cmake --install build/cmake-install &&
     cmake -S examples -B build/examples-installed -DCMAKE_PREFIX_PATH="$pfx" &&
     cmake --build build/examples-installed -j 16 &&
-    cc examples/ew_host.c $(PKG_CONFIG_PATH="$pfx/lib/pkgconfig" pkg-config --cflags --libs cufunc) \
-      -Wl,-rpath,"$pfx/lib" -o build/examples-installed/ew_host_pkgconfig; } > "$OUT/examples_build.log" 2>&1 ||
+    { ! command -v pkg-config > /dev/null || cc examples/ew_host.c -o build/examples-installed/ew_host_pkgconfig \
+        $(PKG_CONFIG_PATH="$pfx/lib/pkgconfig" pkg-config --cflags --libs cufunc) -Wl,-rpath,"$pfx/lib"; }
+  } > "$OUT/examples_build.log" 2>&1 ||
     { tail -30 "$OUT/examples_build.log"; rc=1; }
   for ex in build/examples-installed/example_* build/examples-installed/ew_host_pkgconfig; do
     [ -x "$ex" ] || continue
