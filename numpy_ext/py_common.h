@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "cufunc/cufunc.h"
-#include "cufunc/testing.h"
+#include "testing.h"
 
 /* Whether the interpreter is shutting down (the driver may already be torn down then). */
 #if PY_VERSION_HEX >= 0x030D0000

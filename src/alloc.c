@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cufunc/testing.h"
+#include "testing.h"
 #include "error.h"
 
 /* 16 bytes keeps the user pointer aligned for any type. */

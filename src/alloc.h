@@ -1,5 +1,5 @@
 /* alloc.h: every host allocation of cufunc goes through these, so tests can fail the n-th one
- * (include/cufunc/testing.h). A failure sets CF_ERR_NOMEM with the size asked for. */
+ * (src/testing.h). A failure sets CF_ERR_NOMEM with the size asked for. */
 #ifndef CF_ALLOC_H
 #define CF_ALLOC_H
 

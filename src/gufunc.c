@@ -783,7 +783,8 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
     const char *I = p->index32 ? "unsigned" : "unsigned long long";
     const char *O = p->index32 ? "int" : "long long";
     cf_strbuf b = {0};
-    cf_strbuf_printf(&b, "%s\n#include \"cufunc/gufunc.cuh\"\n\n"
+    /* the runtime header first: a loop's source may use it without including it */
+    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n#include \"cufunc/gufunc.cuh\"\n\n"
                   "struct cf_params { cf_gu_header h; cf_gu_operand op[%d]; };\n\n"
                   "extern \"C\" __global__ void __launch_bounds__(%d)\n"
                   "cf_gu(const __grid_constant__ cf_params p)\n{\n"
@@ -1181,4 +1182,57 @@ done:
     cf_free(use);
     cf_free(p);
     return st;
+}
+
+/* ---- conveniences for C programs (gufunc.h) ------------------------------------------------ */
+
+/* Compile loop `l` for a made-up call: every operand a C-contiguous array of the loop's dtype,
+ * 1024 loop iterations, each core dimension its fixed size or 4. Nothing is read from the made-up
+ * addresses; the kernel holds the loop's function called with its argument types. */
+static cf_status check_one(cf_gufunc *g, int l, int major, int minor)
+{
+    int nops = g->nin + g->nout;
+    cf_operand *ops = cf_calloc((size_t)nops, sizeof *ops);
+    cf_gufunc_shapes *sh = cf_malloc(sizeof *sh);
+    char *src = NULL, what[640], types[512];
+    cf_status st = ops && sh ? CF_OK : CF_ERR_NOMEM;
+    for (int i = 0; !st && i < nops; i++) {
+        int64_t shape[1 + CF_SIG_MAX_CORE_DIMS];
+        int nd = 0;
+        shape[nd++] = 1024;
+        for (int k = 0; k < g->layout.ndims[i]; k++) {
+            int64_t f = g->layout.fixed[g->layout.dim[i][k]];
+            shape[nd++] = f >= 0 ? f : 4;
+        }
+        st = cf_array_init_contiguous(&ops[i].array, (uint64_t)(i + 1) << 32, g->loops[l].types[i],
+                                      nd, shape, 'C', 0);
+    }
+    unsigned char has_out[CF_SIG_MAX_ARGS];
+    memset(has_out, 1, sizeof has_out);
+    if (!st)
+        st = cf_gufunc_bind(g, ops, has_out, sh);
+    if (!st)
+        st = cf_gufunc_kernel_source(g, l, ops, sh, (1u << g->nout) - 1u, &src);
+    cf_loop_types_text(g->loops[l].types, g->nin, g->nout, types, sizeof types);
+    snprintf(what, sizeof what, "gufunc '%s' %s loop %d %s", g->name, g->signature, l, types);
+    if (!st)
+        st = cf_loop_fn_compile(&g->loops[l].fn, src, major, minor, what, NULL);
+    cf_free(src);
+    cf_free(sh);
+    cf_free(ops);
+    return st;
+}
+
+cf_status cf_gufunc_check(cf_gufunc *g, int loop)
+{
+    if (!g || loop < -1 || loop >= g->nloops)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_check: bad gufunc or loop %d", loop);
+    int major, minor;
+    cf_loop_check_arch(&major, &minor);
+    for (int l = loop < 0 ? 0 : loop; l < (loop < 0 ? g->nloops : loop + 1); l++) {
+        cf_status st = check_one(g, l, major, minor);
+        if (st)
+            return st;
+    }
+    return CF_OK;
 }

@@ -39,6 +39,7 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
+#include "testing.h"
 #include "threadpool.h"
 
 #define MAX_DEVICES 64

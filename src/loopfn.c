@@ -1,8 +1,11 @@
 /* loopfn.c: see loopfn.h. */
 #include "loopfn.h"
 
+#include "cufunc/runtime.h"
 #include "cufunc/ufunc.h" /* cf_can_cast_safe */
 
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -69,6 +72,68 @@ static cf_status copy_globals(cf_loop_fn *f, const cf_module_global *globals, in
     return CF_OK;
 }
 
+cf_status cf_loop_fn_compile(const cf_loop_fn *f, const char *kernel_source, int cc_major,
+                             int cc_minor, const char *what, int *from)
+{
+    void *image = NULL;
+    size_t size = 0;
+    int is_ptx = 0;
+    cf_status st = cf_cache_get_image(kernel_source, (const char *const *)f->options, f->noptions,
+                                      cc_major, cc_minor, &image, &size, &is_ptx, from);
+    cf_free_buffer(image);
+    if (st)
+        cf_error_prefix("%s", what);
+    return st;
+}
+
+void cf_loop_check_arch(int *cc_major, int *cc_minor)
+{
+    cf_device_props props;
+    *cc_major = 7;
+    *cc_minor = 5;
+    if (cf_is_available() && cf_device_props_get(0, &props) == CF_OK) {
+        *cc_major = props.cc_major;
+        *cc_minor = props.cc_minor;
+    }
+}
+
+const char *cf_loop_types_text(const cf_dtype *types, int nin, int nout, char *buf, size_t cap)
+{
+    cf_strbuf b = {0};
+    for (int i = 0; i < nin; i++)
+        cf_strbuf_printf(&b, "%s%s", i ? ", " : "(", cf_dtype_name(types[i]));
+    cf_strbuf_printf(&b, ") -> %s", nout > 1 ? "(" : "");
+    for (int i = 0; i < nout; i++)
+        cf_strbuf_printf(&b, "%s%s", i ? ", " : "", cf_dtype_name(types[nin + i]));
+    cf_strbuf_printf(&b, "%s", nout > 1 ? ")" : "");
+    snprintf(buf, cap, "%s", b.failed || !b.s ? "?" : b.s);
+    cf_free(b.s);
+    return buf;
+}
+
+/* Whether `name` (its last component after "::") occurs in `source` as a whole identifier. A
+ * cheap check made when a loop is added, so that a misspelt function name fails at once with a
+ * clear message rather than as an NVRTC error at the first launch. Names written only through
+ * macros escape it; NVRTC still catches those at the check or the first launch. */
+static int mentions_identifier(const char *source, const char *name)
+{
+    const char *colon = strstr(name, "::");
+    while (colon) {
+        name = colon + 2;
+        colon = strstr(name, "::");
+    }
+    size_t n = strlen(name);
+    if (n == 0)
+        return 0;
+    for (const char *p = strstr(source, name); p; p = strstr(p + 1, name)) {
+        int before = p > source && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[n]) || p[n] == '_';
+        if (!before && !after)
+            return 1;
+    }
+    return 0;
+}
+
 cf_status cf_loop_fn_load(const cf_loop_fn *f, int device, const char *kernel_source,
                           cf_module **out)
 {
@@ -84,6 +149,10 @@ cf_status cf_loop_fn_init(cf_loop_fn *f, const char *source, const char *fn_name
     if (!source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "a loop needs its source, its function name and "
                             "valid options");
+    if (!mentions_identifier(source, fn_name))
+        return cf_error_set(CF_ERR_INVALID, "the loop's source does not define '%s' (no such "
+                            "identifier in it): fn_name must name the __device__ function the "
+                            "source defines", fn_name);
     cf_status st = copy_globals(f, globals, nglobals);
     if (st) {
         cf_loop_fn_clear(f);

@@ -29,6 +29,20 @@ cf_status cf_loop_fn_init(cf_loop_fn *f, const char *source, const char *fn_name
                           const cf_module_global *globals, int nglobals);
 /* Free what `f` holds and zero it; no-op on a zeroed one. */
 void cf_loop_fn_clear(cf_loop_fn *f);
+/* Compile `kernel_source` (a kernel of this loop) with the loop's options for compute capability
+ * cc_major.cc_minor through the kernel cache, exactly as cf_loop_fn_load would before loading it
+ * (same source, options and arch: the same cache entry), and discard the image: how the engines
+ * compile ahead of time and check a loop without a GPU. On failure the message is prefixed with
+ * `what` (the engine, its name and the loop's types). *from as cf_cache_get_image's (may be NULL). */
+cf_status cf_loop_fn_compile(const cf_loop_fn *f, const char *kernel_source, int cc_major,
+                             int cc_minor, const char *what, int *from);
+/* The architecture a loop check compiles for: device 0's when a GPU is usable (the check then
+ * fills the cache with an entry a launch will use), else compute capability 7.5, which every
+ * NVRTC from CUDA 11 to 13 targets. Never fails. */
+void cf_loop_check_arch(int *cc_major, int *cc_minor);
+/* "(float32, float32) -> float32", for messages; `buf` holds `cap` bytes. */
+const char *cf_loop_types_text(const cf_dtype *types, int nin, int nout, char *buf, size_t cap);
+
 /* Load `kernel_source` (a kernel of this loop: it includes the loop's source) on `device` with the
  * loop's options and globals: the one way the engines load a loop's kernels. */
 cf_status cf_loop_fn_load(const cf_loop_fn *f, int device, const char *kernel_source,

@@ -745,7 +745,8 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
         cf_strbuf_printf(&b, "#define CF_SCAN_LOOKBACK_GROUPS %d\n#define CF_SCAN_BLOCK_ORDER %d\n"
                          "#define CF_SCAN_SMEM_ROUNDS %d\n", sp->lookback, sp->order,
                          sp->vec ? sp->smem_items / sp->vec : 0);
-    cf_strbuf_printf(&b, "%s\n#include \"cufunc/reduce.cuh\"\n\n"
+    /* the runtime header first: a loop's source may use it without including it */
+    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n#include \"cufunc/reduce.cuh\"\n\n"
                   "struct cf_red_op {\n"
                   "    typedef %s T;\n"
                   "    static __device__ __forceinline__ T apply(T a, T b) { return cf_cast<T>(%s(a, b)); }\n"
@@ -1159,4 +1160,87 @@ cf_status cf_reduce_kernel_source(cf_reducer *r, int loop, const cf_array *in,
         return st;
     make_spec(r, loop, &p, &g, in->dtype, out->dtype, &sp);
     return generate(r, &sp, source);
+}
+
+/* ---- conveniences for C programs (reduce.h) ------------------------------------------------ */
+
+cf_status cf_reducer_check(cf_reducer *r, int loop)
+{
+    if (!r || loop < -1 || loop >= r->nloops)
+        return cf_error_set(CF_ERR_INVALID, "cf_reducer_check: bad reducer or loop %d", loop);
+    int major, minor;
+    cf_loop_check_arch(&major, &minor);
+    for (int l = loop < 0 ? 0 : loop; l < (loop < 0 ? r->nloops : loop + 1); l++) {
+        /* the full reduction of a contiguous vector of the accumulator type: the kernel of the
+         * commonest call, with the loop's function in it (nothing is read from these addresses) */
+        int64_t n = 1 << 20;
+        cf_array in, out;
+        cf_dtype acc = r->loops[l].acc;
+        int64_t one = 1;
+        cf_status st = cf_array_init_contiguous(&in, (uint64_t)1 << 32, acc, 1, &n, 'C', 0);
+        if (!st)
+            st = cf_array_init_contiguous(&out, (uint64_t)2 << 32, acc, 1, &one, 'C', 0);
+        char *src = NULL, what[256];
+        unsigned char reduced[1] = {1};
+        if (!st)
+            st = cf_reduce_kernel_source(r, l, &in, reduced, -1, &out, NULL, &src);
+        snprintf(what, sizeof what, "reducer '%s' loop %d (%s, %s) -> %s", r->name, l,
+                 cf_dtype_name(acc), cf_dtype_name(acc), cf_dtype_name(acc));
+        if (!st)
+            st = cf_loop_fn_compile(&r->loops[l].fn, src, major, minor, what, NULL);
+        cf_free(src);
+        if (st)
+            return st;
+    }
+    return CF_OK;
+}
+
+cf_status cf_reduce_to_host(cf_reducer *r, cf_stream *s, const cf_array *in, const void *init,
+                            void *result)
+{
+    if (!r || !in || !result)
+        return cf_error_set(CF_ERR_INVALID, "cf_reduce_to_host: NULL reducer, array or result");
+    int loop = cf_reducer_find_loop(r, in->dtype);
+    if (loop < 0 && r->nloops == 1)
+        loop = 0; /* the one loop; the elements are converted to its type as they are loaded */
+    if (loop < 0)
+        return cf_error_set(CF_ERR_TYPE, "reducer '%s' has no loop for %s (add one, or give it "
+                            "a single loop to convert to)", r->name, cf_dtype_name(in->dtype));
+    cf_dtype acc = r->loops[loop].acc;
+    int device = in->device >= 0 ? in->device : 0;
+    cf_stream *own = NULL;
+    cf_status st = CF_OK;
+    if (!s && (st = cf_stream_default(device, &own)))
+        return st;
+    if (!s)
+        s = own;
+    uint64_t dout = 0, din = 0;
+    cf_array dev = *in;
+    if (in->device < 0) {
+        /* a host array: one contiguous upload first */
+        if (!cf_array_is_c_contiguous(in)) {
+            st = cf_error_set(CF_ERR_INVALID, "cf_reduce_to_host: a host array must be "
+                              "C-contiguous (copy it first)");
+            goto done;
+        }
+        size_t nbytes = (size_t)cf_array_nbytes(in);
+        if ((st = cf_mem_alloc(s, nbytes, &din)))
+            goto done;
+        if (nbytes && (st = cf_memcpy_htod(s, din, (const void *)(uintptr_t)in->data, nbytes, 0)))
+            goto done;
+        dev.data = din;
+        dev.device = cf_stream_device(s);
+    }
+    if ((st = cf_mem_alloc(s, cf_dtype_size(acc), &dout)))
+        goto done;
+    if ((st = cf_reduce_all(r, loop, s, &dev, dout, acc, init)))
+        goto done;
+    st = cf_memcpy_dtoh(s, result, dout, cf_dtype_size(acc), 1);
+done:
+    if (dout)
+        cf_mem_free(s, dout);
+    if (din)
+        cf_mem_free(s, din);
+    cf_stream_free(own);
+    return st;
 }

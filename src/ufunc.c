@@ -1085,7 +1085,10 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
     const uf_loop *l = &u->loops[sp->loop];
     int nin = u->nin, nout = u->nout, w = sp->has_where ? nin + nout : -1;
     cf_strbuf b = {0};
-    cf_strbuf_printf(&b, "%s\n#include \"cufunc/elementwise.cuh\"\n\n", l->fn.source);
+    /* the runtime header first, so that a loop's source may use cf_float32, cf_cast, ... without
+     * including it (its include guard makes a source's own #include harmless) */
+    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n#include \"cufunc/elementwise.cuh\"\n\n",
+                     l->fn.source);
     if (sp->shape == SH_FLAT)
         cf_strbuf_printf(&b, "struct cf_params { cf_ka_i64 n; cf_ew_flat_operand op[%d]; };\n\n", sp->nops);
     else
@@ -1752,4 +1755,182 @@ cf_status cf_ufunc_replay(const cf_ufunc_record *record, cf_stream *s)
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_replay: the record is empty");
     void *args[1] = {(void *)record->params.bytes};
     return cf_launch_ex(record->fn, record->grid, record->block, 0, s, args, record->overlap);
+}
+
+/* ---- conveniences for C programs (ufunc.h) ------------------------------------------------- */
+
+/* "ufunc 'name' loop 2 (float32, float32) -> float32: " */
+static const char *loop_what(const cf_ufunc *u, int loop, char *buf, size_t cap)
+{
+    char types[512];
+    cf_loop_types_text(u->loops[loop].types, u->nin, u->nout, types, sizeof types);
+    snprintf(buf, cap, "ufunc '%s' loop %d %s", u->name, loop, types);
+    return buf;
+}
+
+cf_status cf_ufunc_compile(cf_ufunc *u, int loop, const cf_operand *ops, const cf_array *where,
+                           int ndim, const int64_t *shape, int cc_major, int cc_minor, int *from)
+{
+    if (cc_major < 1 || cc_minor < 0)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_compile: compute capability %d.%d",
+                            cc_major, cc_minor);
+    uf_launch *L = cf_malloc(sizeof *L);
+    if (!L)
+        return CF_ERR_NOMEM;
+    char *src = NULL, what[640];
+    cf_status st = prepare(u, loop, ops, where, ndim, shape, L);
+    if (!st)
+        st = generate(u, &L->spec, &src);
+    if (!st)
+        st = cf_loop_fn_compile(&u->loops[loop].fn, src, cc_major, cc_minor,
+                                loop_what(u, loop, what, sizeof what), from);
+    cf_free(src);
+    cf_free(L);
+    return st;
+}
+
+/* Contiguous 1-D operands of n elements of `types` (NULL: the loop's), with addresses aligned as
+ * cf_mem_alloc's (the alignment decides the vector width, as it would at a launch). */
+static cf_status contiguous_ops(const cf_ufunc *u, int loop, const cf_dtype *types, int64_t n,
+                                int device, const uint64_t *data, cf_operand *ops)
+{
+    if (!u || loop < 0 || loop >= u->nloops)
+        return cf_error_set(CF_ERR_INVALID, "ufunc: bad ufunc or loop %d", loop);
+    for (int i = 0; i < u->nin + u->nout; i++) {
+        memset(&ops[i], 0, sizeof ops[i]);
+        cf_dtype t = types ? types[i] : u->loops[loop].types[i];
+        uint64_t addr = data ? data[i] : ((uint64_t)(i + 1) << 32);
+        cf_status st = cf_array_init_contiguous(&ops[i].array, addr, t, 1, &n, 'C', device);
+        if (st)
+            return cf_error_prefix("operand %d", i);
+    }
+    return CF_OK;
+}
+
+cf_status cf_ufunc_compile_contiguous(cf_ufunc *u, int loop, const cf_dtype *types, int64_t n,
+                                      int cc_major, int cc_minor, int *from)
+{
+    cf_operand ops[UF_MAX_ARGS];
+    cf_status st = contiguous_ops(u, loop, types, n, 0, NULL, ops);
+    if (st)
+        return st;
+    return cf_ufunc_compile(u, loop, ops, NULL, 1, &n, cc_major, cc_minor, from);
+}
+
+cf_status cf_ufunc_check(cf_ufunc *u, int loop)
+{
+    if (!u || loop < -1 || loop >= u->nloops)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_check: bad ufunc or loop %d", loop);
+    int major, minor;
+    cf_loop_check_arch(&major, &minor);
+    for (int l = loop < 0 ? 0 : loop; l < (loop < 0 ? u->nloops : loop + 1); l++) {
+        cf_status st = cf_ufunc_compile_contiguous(u, l, NULL, 1 << 20, major, minor, NULL);
+        if (st)
+            return st;
+    }
+    return CF_OK;
+}
+
+/* The loop for these input dtypes, as a call would pick it. */
+static cf_status resolve_types(const cf_ufunc *u, const cf_dtype *types, int *loop)
+{
+    if (!u || !types)
+        return cf_error_set(CF_ERR_INVALID, "ufunc call: NULL ufunc or types");
+    return cf_ufunc_resolve(u, types, NULL, loop);
+}
+
+cf_status cf_ufunc_call(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
+                        const uint64_t *args)
+{
+    int loop = -1;
+    cf_status st = resolve_types(u, types, &loop);
+    if (st)
+        return st;
+    if (!s || !args)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_call: NULL stream or args");
+    cf_operand ops[UF_MAX_ARGS];
+    if ((st = contiguous_ops(u, loop, types, n, cf_stream_device(s), args, ops)))
+        return st;
+    return cf_ufunc_launch(u, loop, s, ops, NULL, 1, &n);
+}
+
+cf_status cf_ufunc_call_host(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
+                             void *const *args)
+{
+    int loop = -1;
+    cf_status st = resolve_types(u, types, &loop);
+    if (st)
+        return st;
+    if (!args)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_call_host: NULL args");
+    uint64_t data[UF_MAX_ARGS];
+    for (int i = 0; i < u->nin + u->nout; i++)
+        data[i] = (uint64_t)(uintptr_t)args[i];
+    cf_operand ops[UF_MAX_ARGS];
+    if ((st = contiguous_ops(u, loop, types, n, -1, data, ops)))
+        return st;
+    cf_stream *own = NULL;
+    if (!s && (st = cf_stream_default(0, &own)))
+        return st;
+    st = cf_ufunc_launch_host(u, loop, s ? s : own, ops, NULL, 1, &n, NULL);
+    cf_stream_free(own);
+    return st;
+}
+
+/* Argument names of cf_ufunc_from_expr: x, y, z, w, then x4, x5, ... */
+static void arg_name(int i, char buf[16])
+{
+    static const char *const first[] = {"x", "y", "z", "w"};
+    if (i < 4)
+        snprintf(buf, 16, "%s", first[i]);
+    else
+        snprintf(buf, 16, "x%d", i);
+}
+
+cf_status cf_ufunc_from_expr(const char *name, const char *expr, int nin, const cf_dtype *types,
+                             int nloops, cf_ufunc **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_from_expr: out is NULL");
+    *out = NULL;
+    if (!expr || !*expr || !types || nloops < 1)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_from_expr: needs an expression and at least "
+                            "one loop's types");
+    cf_ufunc *u = NULL;
+    cf_status st = cf_ufunc_create(name, nin, 1, &u);
+    for (int l = 0; !st && l < nloops; l++) {
+        const cf_dtype *t = types + (size_t)l * (size_t)(nin + 1);
+        for (int i = 0; i <= nin; i++)
+            if (!valid_dtype(t[i]))
+                st = cf_error_set(CF_ERR_TYPE, "cf_ufunc_from_expr: loop %d, type %d is not a "
+                                  "valid dtype", l, i);
+        if (st)
+            break;
+        /* __forceinline__: the body is the expression; the result is converted to the output
+         * type as NumPy would store it (cf_cast) */
+        cf_strbuf b = {0};
+        char fn[32], arg[16];
+        snprintf(fn, sizeof fn, "cf_expr_%d", l);
+        cf_strbuf_printf(&b, "__device__ __forceinline__ %s %s(", cf_dtype_ctype(t[nin]), fn);
+        for (int i = 0; i < nin; i++) {
+            arg_name(i, arg);
+            cf_strbuf_printf(&b, "%s%s %s", i ? ", " : "", cf_dtype_ctype(t[i]), arg);
+        }
+        cf_strbuf_printf(&b, ")\n{\n    return cf_cast<%s>(\n%s\n    );\n}\n",
+                         cf_dtype_ctype(t[nin]), expr);
+        if (b.failed)
+            st = CF_ERR_NOMEM;
+        int index = -1;
+        if (!st)
+            st = cf_ufunc_add_loop(u, t, b.s, fn, NULL, 0, &index);
+        cf_free(b.s);
+        if (!st)
+            st = cf_ufunc_check(u, index);
+    }
+    if (st) {
+        cf_ufunc_free(u);
+        return st;
+    }
+    *out = u;
+    return CF_OK;
 }

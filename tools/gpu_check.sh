@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched GPU run (for the device tool): build, the whole test suite with CUFUNC_REQUIRE_GPU=1,
 # the demo and the benchmarks. Logs go to $OUT (or /tmp/gpu_out). Usage:
-#   bash tools/gpu_check.sh [tests|sanitize|bench|all] [extra pytest args...]
+#   bash tools/gpu_check.sh [tests|examples|sanitize|bench|all] [extra pytest args...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}; shift || true
@@ -21,6 +21,31 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m cufunc > "$OUT/demo.log" 2>&1; echo "demo rc=$?"; tail -8 "$OUT/demo.log"
   python3 -m pytest -q -ra tests/python "$@" > "$OUT/pytest.log" 2>&1; p=$?
   grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -40; tail -3 "$OUT/pytest.log"; [ $p -eq 0 ] || rc=1
+fi
+if [ "$what" = tests ] || [ "$what" = examples ] || [ "$what" = all ]; then
+  # The C examples as a C user gets them: libcufunc installed into a prefix, examples/ built
+  # against it with find_package (and ew_host with pkg-config), each run: exit 0 and "<name>: ok".
+  pfx=/tmp/cufunc-prefix; rm -rf "$pfx" build/examples-installed
+  { cmake -S . -B build/cmake-install -DCMAKE_BUILD_TYPE=Release -DCUFUNC_BUILD_TESTS=OFF \
+      -DCUFUNC_BUILD_BENCH=OFF -DCUFUNC_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_PREFIX="$pfx" \
+      -DCMAKE_INSTALL_LIBDIR=lib &&
+    cmake --build build/cmake-install -j 16 && cmake --install build/cmake-install &&
+    cmake -S examples -B build/examples-installed -DCMAKE_PREFIX_PATH="$pfx" &&
+    cmake --build build/examples-installed -j 16 &&
+    { ! command -v pkg-config > /dev/null || cc examples/ew_host.c -o build/examples-installed/ew_host_pkgconfig \
+        $(PKG_CONFIG_PATH="$pfx/lib/pkgconfig" pkg-config --cflags --libs cufunc) -Wl,-rpath,"$pfx/lib"; }
+  } > "$OUT/examples_build.log" 2>&1 ||
+    { tail -30 "$OUT/examples_build.log"; rc=1; }
+  for ex in build/examples-installed/example_* build/examples-installed/ew_host_pkgconfig; do
+    [ -x "$ex" ] || continue
+    name=$(basename "$ex"); name=${name#example_}; name=${name%_pkgconfig}
+    "$ex" > "$OUT/example_$(basename "$ex").log" 2>&1; e=$?
+    if [ $e -eq 0 ] && grep -q "^$name: ok$" "$OUT/example_$(basename "$ex").log"; then
+      echo "example $(basename "$ex"): ok"
+    else
+      echo "example $(basename "$ex"): FAILED (exit $e)"; tail -15 "$OUT/example_$(basename "$ex").log"; rc=1
+    fi
+  done
 fi
 if [ "$what" = sanitize ] || [ "$what" = all ]; then
   bash tools/sanitizer_check.sh || rc=1

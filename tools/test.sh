@@ -14,6 +14,10 @@ PY=${PYTHON:-python3}
 cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build/cmake -j "$(nproc)"
 ctest --test-dir build/cmake --output-on-failure
+# ctest does not print a skipped test's output: say why each skipped (tests/c/check.h's SKIP lines,
+# the examples' "needs a GPU").
+awk '/^[0-9]+\/[0-9]+ Testing: /{t=$3} /SKIP: | needs a GPU| needs NVRTC/{sub(/^ +/, ""); print t ": " $0}' \
+  build/cmake/Testing/Temporary/LastTest.log | sort | uniq -c || true
 
 # Run pytest against the installed package (not the source tree), from a neutral folder.
 set +e

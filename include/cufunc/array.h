@@ -1,4 +1,5 @@
-/* cufunc/array.h: a strided view of device (or host) memory. Pure data; no GPU needed. */
+/* cufunc/array.h: a strided view of device (or host) memory. Pure data; no GPU needed; nothing
+ * here allocates or owns memory. */
 #ifndef CUFUNC_ARRAY_H
 #define CUFUNC_ARRAY_H
 

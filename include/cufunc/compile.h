@@ -9,6 +9,9 @@
  * Every program is compiled with the embedded template bundle available as headers (so generated
  * sources `#include "cufunc/xxx.cuh"` without touching the file system), and the bundle's hash is
  * part of every cache key.
+ *
+ * GPU: NVRTC, the template bundle and the kernel cache need no GPU (compiling needs NVRTC);
+ * modules, functions and launches (the last section) need one.
  */
 #ifndef CUFUNC_COMPILE_H
 #define CUFUNC_COMPILE_H

@@ -1,4 +1,5 @@
-/* cufunc/dtype.h: the element types cufunc moves and computes with. */
+/* cufunc/dtype.h: the element types cufunc moves and computes with. No GPU needed; every string
+ * returned belongs to cufunc (static). */
 #ifndef CUFUNC_DTYPE_H
 #define CUFUNC_DTYPE_H
 

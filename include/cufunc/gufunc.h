@@ -13,6 +13,8 @@
  * through shared memory: the block copies its iterations' rows in with coalesced (16-byte where
  * aligned) loads, each thread then runs the body on its rows in shared memory, and outputs go back
  * the same way. The launch plan (cf_gufunc_plan_launch) is pure and testable without a GPU.
+ *
+ * GPU: everything but cf_gufunc_launch needs no GPU (cf_gufunc_check needs NVRTC).
  */
 #ifndef CUFUNC_GUFUNC_H
 #define CUFUNC_GUFUNC_H
@@ -46,7 +48,9 @@ CF_API const cf_layout *cf_gufunc_layout(const cf_gufunc *g);
 /* The layout as NumPy writes it, "(m,n),(n,p)->(m,p)" (owned by the gufunc). */
 CF_API const char *cf_gufunc_signature(const cf_gufunc *g);
 
-/* Add a loop. `types`: nin + nout dtypes. `arg_ndim`: how the device function takes each operand:
+/* Add a loop (the runtime header is included before `source`, as for ufunc loops; a `fn_name`
+ * that does not occur in `source` is CF_ERR_INVALID; not compiled here: cf_gufunc_check does
+ * that). `types`: nin + nout dtypes. `arg_ndim`: how the device function takes each operand:
  * 0 = a scalar by value (inputs with no core dimensions only); k >= 1 = cf_array_ref<T, k>, where k
  * is the operand's number of core dimensions, or 1 for an operand with none (a one-element array,
  * Numba's way of writing a scalar output: out[0] = v). `source` defines the `__device__ void`
@@ -164,6 +168,13 @@ CF_API cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operan
 
 /* Kernels compiled so far by this gufunc, over all devices (for tests of the specialisation). */
 CF_API int cf_gufunc_kernel_count(const cf_gufunc *g);
+
+/* Compile loop `loop` (-1: every loop) now, as cf_ufunc_check does for ufuncs: a kernel for
+ * C-contiguous operands of the loop's dtypes, each core dimension its fixed size or 4. The loop's
+ * function is called with its argument types (scalars, cf_array_ref<T, k>), so a source that does
+ * not compile, or takes other arguments, is CF_ERR_COMPILE with NVRTC's log and the numbered
+ * source. Needs NVRTC, not a GPU. */
+CF_API cf_status cf_gufunc_check(cf_gufunc *g, int loop);
 
 #ifdef __cplusplus
 }

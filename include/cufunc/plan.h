@@ -5,7 +5,8 @@
  * one is the fastest-moving in memory, and adjacent axes merged wherever every operand steps
  * through them as one. After planning, a C-contiguous array and a Fortran-contiguous array of the
  * same shape both become one axis; a transposed operand keeps two. The kernel is then specialised
- * on the plan's ndim, the operands' contiguity and the index width.
+ * on the plan's ndim, the operands' contiguity and the index width. Results are written into the
+ * caller's struct (nothing to free).
  */
 #ifndef CUFUNC_PLAN_H
 #define CUFUNC_PLAN_H

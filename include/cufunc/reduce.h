@@ -21,6 +21,9 @@
  *     axis, or a thread per column along a strided one.
  * The tickets and look-back flags live in a small per-stream scratch area that the kernels leave
  * ready for the next launch, so no memset precedes a launch.
+ *
+ * GPU: reducers, loops, planning and kernel sources need no GPU (cf_reducer_check needs NVRTC);
+ * the launches and cf_reduce_to_host need one.
  */
 #ifndef CUFUNC_REDUCE_H
 #define CUFUNC_REDUCE_H
@@ -43,9 +46,10 @@ CF_API void cf_reducer_free(cf_reducer *r);
 CF_API const char *cf_reducer_name(const cf_reducer *r);
 
 /* Add the loop for accumulator type `acc`: `source` is CUDA C defining the `__device__` function
- * `fn_name(acc, acc) -> acc` (it may #include "cufunc/runtime.cuh"); `options` are extra NVRTC
- * options (--fmad=false). Everything is copied. A second loop for the same type is an error.
- * The new loop's index goes to *index (may be NULL). */
+ * `fn_name(acc, acc) -> acc` (the runtime header is included before it, as for ufunc loops);
+ * `options` are extra NVRTC options (--fmad=false). Everything is copied. A second loop for the
+ * same type, or a `fn_name` that does not occur in `source`, is CF_ERR_INVALID. Not compiled
+ * here: cf_reducer_check does that. The new loop's index goes to *index (may be NULL). */
 CF_API cf_status cf_reducer_add_loop(cf_reducer *r, cf_dtype acc, const char *source,
                                      const char *fn_name, const char *const *options,
                                      int noptions, int *index);
@@ -154,6 +158,23 @@ CF_API cf_status cf_reduce_kernel_source(cf_reducer *r, int loop, const cf_array
 
 /* Kernels compiled so far by this reducer, over all devices. */
 CF_API int cf_reducer_kernel_count(const cf_reducer *r);
+
+/* ---- conveniences for C programs ------------------------------------------------------------ */
+
+/* Compile loop `loop` (-1: every loop) now, as cf_ufunc_check does for ufuncs: the full reduction
+ * of a contiguous vector of the accumulator type. CF_ERR_COMPILE with NVRTC's log and the numbered
+ * source when the loop's source does not compile. Needs NVRTC, not a GPU. */
+CF_API cf_status cf_reducer_check(cf_reducer *r, int loop);
+
+/* Reduce every element of `in` to one value and copy it to the host: *result receives the
+ * accumulator type's bytes (e.g. a float for a float32 loop). The loop is the one whose
+ * accumulator type is in's dtype, else the reducer's only loop (elements converted as they are
+ * loaded); else CF_ERR_TYPE. `in` is a device array, or a C-contiguous HOST array (device -1),
+ * which is first copied to device `0` or the stream's device. `init` as for cf_reduce_launch
+ * (NULL: none; needed when `in` is empty). `s` NULL: the default stream of in's device (device 0
+ * for a host array). Waits for the result; temporaries go back to the pool. Needs a GPU. */
+CF_API cf_status cf_reduce_to_host(cf_reducer *r, cf_stream *s, const cf_array *in,
+                                   const void *init, void *result);
 
 #ifdef __cplusplus
 }

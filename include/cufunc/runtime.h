@@ -7,6 +7,10 @@
  *
  * Device numbers are ordinals 0..count-1. Functions that take a device make that device's primary
  * context current on the calling thread.
+ *
+ * GPU: every function here needs the driver and a device, except cf_is_available and
+ * cf_driver_path (never fail), cf_stream_handle and cf_stream_device (read the handle),
+ * cf_mem_outstanding (a counter) and cf_host_is_pinned (0 without a driver).
  */
 #ifndef CUFUNC_RUNTIME_H
 #define CUFUNC_RUNTIME_H

@@ -10,6 +10,7 @@
  * (UTF-8 code points) from 0, a long text is cut to an excerpt around that place, and control
  * characters are shown as '?'. The text must be UTF-8 without NULs: the _n entry points take its
  * length, so that an embedded NUL is refused at its position rather than ending the text there.
+ * Results are written into the caller's struct (nothing to free).
  */
 #ifndef CUFUNC_SIGNATURE_H
 #define CUFUNC_SIGNATURE_H

@@ -1,4 +1,4 @@
-/* cufunc/status.h: status codes and the thread-local error message.
+/* cufunc/status.h: status codes and the thread-local error message. No GPU needed.
  *
  * Every cufunc function that can fail returns a cf_status: 0 (CF_OK) on success, a negative code
  * on failure. On failure it also leaves a message, readable with cf_last_error() on the same

@@ -7,6 +7,11 @@
  * index width, vector width, where-mask}. Kernels are generated once per key and device and kept
  * in the ufunc (and on disk through the compile cache). Operand dtypes may differ from the loop's
  * types: values are converted as they are loaded and stored, inside the kernel, with no temporary.
+ *
+ * GPU: creating ufuncs, adding loops, casting rules, loop resolution and kernel sources need no
+ * GPU; cf_ufunc_check, cf_ufunc_compile* and cf_ufunc_from_expr need NVRTC only; launches,
+ * replays and calls need a GPU. The host pipeline's settings (cf_hostpipe_*config, _wanted,
+ * _last) need none.
  */
 #ifndef CUFUNC_UFUNC_H
 #define CUFUNC_UFUNC_H
@@ -29,10 +34,14 @@ CF_API cf_status cf_ufunc_create(const char *name, int nin, int nout, cf_ufunc *
 CF_API void cf_ufunc_free(cf_ufunc *u);
 
 /* Add a loop. `types` holds nin input types then nout output types. `source` is CUDA C defining the
- * `__device__` function `fn_name` (it may #include "cufunc/runtime.cuh"); with nout == 1 it returns
- * the output; with nout > 1 it returns a struct whose fields f0, f1, ... are the outputs. `options`
- * are extra NVRTC options (e.g. --fmad=false). Everything is copied. The new loop's index is
- * written to *index (may be NULL). A loop with the same input types as an earlier one is an error. */
+ * `__device__` function `fn_name`; the runtime header "cufunc/runtime.cuh" is included before it
+ * (cf_float32, cf_cast, ...; including it again is harmless). With nout == 1 the function returns
+ * the output; with nout > 1 a struct whose fields f0, f1, ... are the outputs. `options` are extra
+ * NVRTC options (e.g. --fmad=false). Everything is copied. The new loop's index is written to
+ * *index (may be NULL). Errors: a loop with the same input types as an earlier one
+ * (CF_ERR_INVALID), an invalid dtype (CF_ERR_TYPE), a `fn_name` that does not occur in `source` as
+ * an identifier (CF_ERR_INVALID, at once). The source is not compiled here: cf_ufunc_check does
+ * that (see "conveniences" below). No GPU, no NVRTC needed. */
 CF_API cf_status cf_ufunc_add_loop(cf_ufunc *u, const cf_dtype *types, const char *source,
                                    const char *fn_name, const char *const *options, int noptions,
                                    int *index);
@@ -196,9 +205,65 @@ CF_API void cf_hostpipe_get_config(cf_hostpipe_config *out);
 CF_API cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg);
 /* The info of the last successful pipelined launch in this process (all zero before the first). */
 CF_API void cf_hostpipe_last(cf_hostpipe_info *out);
-/* For tests: pipelined launches fail (CF_ERR_CUDA, "injected") just before launching chunk
- * `chunk`, with earlier chunks in flight; -1 turns it off. */
-CF_API void cf_hostpipe_test_fail_at(int64_t chunk);
+
+/* ---- conveniences for C programs -------------------------------------------------------------
+ * Checking loops. cf_ufunc_add_loop only checks what it can without NVRTC: the types, and that
+ * `fn_name` occurs in `source` as an identifier (a misspelt name is CF_ERR_INVALID at once). It
+ * does not compile: compiling takes 50 to 300 ms per loop and needs NVRTC, and programs that add
+ * many loops (the Python front adds one per signature) compile only those they call. A C program
+ * that wants a loop's errors at once calls cf_ufunc_check right after adding it;
+ * cf_ufunc_from_expr does so itself. */
+
+/* Compile loop `loop` (-1: every loop) now, as its kernels will be: the kernel of a contiguous
+ * call of the loop's own types, through the kernel cache. A source that does not compile is
+ * CF_ERR_COMPILE whose message (cf_last_error) names the ufunc, the loop and its types, then
+ * holds NVRTC's log, the kernel's source with line numbers (the loop's source is in it, after the
+ * runtime header's #include) and the options. Compiles for device 0's architecture when a GPU is
+ * usable (so the first launch finds the kernel in the cache), else for compute capability 7.5.
+ * Needs NVRTC, not a GPU. */
+CF_API cf_status cf_ufunc_check(cf_ufunc *u, int loop);
+
+/* Compile, without a GPU, the kernel cf_ufunc_launch would use for these operands on a device of
+ * compute capability cc_major.cc_minor, through the kernel cache (memory and disk), so that a later
+ * launch on such a device finds it there: ahead-of-time cache filling, CI checks of kernels.
+ * Operands are described as for cf_ufunc_launch, but their memory is never touched and `device`
+ * is ignored: only dtypes, shapes, strides and the data addresses' alignment (which decides the
+ * vector width; cf_mem_alloc's memory is 256-byte aligned) matter. *from (may be NULL): 0
+ * compiled now, 1 found in memory, 2 found on disk. Needs NVRTC, not a GPU. */
+CF_API cf_status cf_ufunc_compile(cf_ufunc *u, int loop, const cf_operand *ops,
+                                  const cf_array *where, int ndim, const int64_t *shape,
+                                  int cc_major, int cc_minor, int *from);
+/* cf_ufunc_compile for the commonest key: every operand a contiguous, aligned 1-D array of n
+ * elements of `types` (nin + nout dtypes; NULL: the loop's own). n only decides the index width
+ * (below 2^31 elements or not). Needs NVRTC, not a GPU. */
+CF_API cf_status cf_ufunc_compile_contiguous(cf_ufunc *u, int loop, const cf_dtype *types,
+                                             int64_t n, int cc_major, int cc_minor, int *from);
+
+/* Call the ufunc on contiguous 1-D device arrays of n elements: args[0..nin) are the inputs'
+ * device addresses, args[nin..nin+nout) the outputs', all on the stream's device; types[] their
+ * nin + nout dtypes. The loop is picked from the input dtypes as cf_ufunc_resolve does (exact,
+ * then safe casting); operands are converted in the kernel. Queued on `s` (not NULL); returns
+ * without waiting. Outputs must not overlap inputs unless they are the same memory. Needs a GPU. */
+CF_API cf_status cf_ufunc_call(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
+                               const uint64_t *args);
+/* The same on contiguous 1-D HOST buffers (pageable or pinned): args[i] points at n elements of
+ * types[i]; inputs are read, outputs written. Runs through the pipelined host path
+ * (cf_ufunc_launch_host: copies in, kernel and copies out overlapped, chunk by chunk) and returns
+ * when the outputs hold the result. `s` NULL: device 0's default stream. The caller keeps
+ * ownership of the buffers. Needs a GPU. */
+CF_API cf_status cf_ufunc_call_host(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
+                                    void *const *args);
+
+/* A ufunc named `name` with nin inputs and one output computing the C expression `expr` (CUDA C,
+ * e.g. "sqrtf(x * x + y * y)"), whose inputs are named x, y, z, w, then x4, x5, ... `types` holds
+ * nloops rows of nin + 1 dtypes (the inputs', then the output's): one loop per row, tried in that
+ * order by calls (cf_ufunc_resolve). The runtime header is available (cf_float32, cf_cast, ...);
+ * CUDA's math functions are overloaded for float and double (sqrt, exp, ...), so one expression
+ * can serve several loops. The value is converted to the output type as NumPy stores it. Every
+ * loop is checked (cf_ufunc_check) before this returns: an expression that does not compile is
+ * CF_ERR_COMPILE with NVRTC's log. Free *out with cf_ufunc_free. Needs NVRTC, not a GPU. */
+CF_API cf_status cf_ufunc_from_expr(const char *name, const char *expr, int nin,
+                                    const cf_dtype *types, int nloops, cf_ufunc **out);
 
 #ifdef __cplusplus
 }

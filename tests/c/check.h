@@ -1,7 +1,14 @@
 /* check.h: the C unit tests' harness. A test file defines test functions, lists them in main with
  * RUN(name), and returns SUMMARY(). A test needing a GPU calls NEED_GPU() first: without one it
- * is skipped, visibly, unless CUFUNC_REQUIRE_GPU=1, which makes it fail. Exit code 77 (all skipped)
- * is reported by ctest as skipped. */
+ * is skipped, visibly (with the reason), unless CUFUNC_REQUIRE_GPU=1, which makes it fail. A test
+ * that cannot run for another reason calls SKIP("why").
+ *
+ * Exit status (SUMMARY): 1 when any test failed; else 77 when any test was skipped, which ctest
+ * reports as "Skipped" (SKIP_RETURN_CODE 77 in CMakeLists.txt); else 0. Every test of the file
+ * still runs first: a file whose host-only tests pass and whose GPU tests could not run is
+ * "Skipped", not "Passed" (it did not check everything it exists to check), and a failure among
+ * the tests that did run is still a failure. The last line says how many ran, passed, failed and
+ * skipped, and every SKIP line says why. */
 #ifndef CF_TEST_CHECK_H
 #define CF_TEST_CHECK_H
 
@@ -52,7 +59,18 @@ static int cf_t_failures, cf_t_ran, cf_t_skipped, cf_t_current_failed, cf_t_curr
         }                                                                                          \
     } while (0)
 
-/* Skip the current test when there is no GPU, unless CUFUNC_REQUIRE_GPU=1. */
+/* Skip the current test, saying why (a printf format and its arguments). */
+#define SKIP(...)                                                                                  \
+    do {                                                                                           \
+        fprintf(stderr, "  SKIP: ");                                                               \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        cf_t_current_skipped = 1;                                                                  \
+        return;                                                                                    \
+    } while (0)
+
+/* Skip the current test when there is no GPU (saying why: cf_is_available's reason), unless
+ * CUFUNC_REQUIRE_GPU=1, which makes it a failure. */
 #define NEED_GPU()                                                                                 \
     do {                                                                                           \
         if (!cf_is_available()) {                                                                  \
@@ -61,11 +79,9 @@ static int cf_t_failures, cf_t_ran, cf_t_skipped, cf_t_current_failed, cf_t_curr
                 fprintf(stderr, "  FAIL: no usable GPU and CUFUNC_REQUIRE_GPU=1 (%s)\n",          \
                         cf_last_error());                                                          \
                 cf_t_current_failed = 1;                                                           \
-            } else {                                                                               \
-                fprintf(stderr, "  SKIP: no usable GPU\n");                                        \
-                cf_t_current_skipped = 1;                                                          \
+                return;                                                                            \
             }                                                                                      \
-            return;                                                                                \
+            SKIP("no usable GPU (%s)", cf_last_error());                                           \
         }                                                                                          \
     } while (0)
 
@@ -82,7 +98,9 @@ static int cf_t_failures, cf_t_ran, cf_t_skipped, cf_t_current_failed, cf_t_curr
     } while (0)
 
 #define SUMMARY()                                                                                  \
-    (fprintf(stderr, "%d tests, %d failed, %d skipped\n", cf_t_ran, cf_t_failures, cf_t_skipped), \
-     cf_t_failures ? 1 : (cf_t_ran && cf_t_skipped == cf_t_ran) ? 77 : 0)
+    (fprintf(stderr, "%d tests, %d passed, %d failed, %d skipped%s\n", cf_t_ran,                   \
+             cf_t_ran - cf_t_failures - cf_t_skipped, cf_t_failures, cf_t_skipped,                 \
+             !cf_t_failures && cf_t_skipped ? " (exit 77: reported as skipped)" : ""),             \
+     cf_t_failures ? 1 : cf_t_skipped ? 77 : 0)
 
 #endif

@@ -16,7 +16,7 @@
 
 #include "cache.h"
 #include "check.h"
-#include "cufunc/testing.h"
+#include "testing.h"
 #include "hash.h"
 #include "nvrtc_loader.h"
 

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "cufunc/testing.h"
+#include "testing.h"
 #include "hash.h"
 
 static const char *KERNEL =

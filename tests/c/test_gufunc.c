@@ -161,7 +161,7 @@ static void test_resolve(void)
     cf_dtype f4[2] = {CF_FLOAT32, CF_FLOAT32}, f8[2] = {CF_FLOAT64, CF_FLOAT64};
     int nd[2] = {1, 1};
     CHECK_OK(cf_gufunc_add_loop(g, f4, nd, ROWSUM_F4, "rowsum_f4", OPTS, 1, NULL));
-    CHECK_OK(cf_gufunc_add_loop(g, f8, nd, ROWSUM_F4, "rowsum_f8", OPTS, 1, NULL));
+    CHECK_OK(cf_gufunc_add_loop(g, f8, nd, ROWSUM_F4, "rowsum_f4", OPTS, 1, NULL));
     int loop = -1;
     cf_dtype in;
     in = CF_FLOAT64;

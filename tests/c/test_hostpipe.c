@@ -11,7 +11,7 @@
 
 #include "alloc.h"
 #include "check.h"
-#include "cufunc/testing.h"
+#include "testing.h"
 #include "hostpipe.h"
 
 /* ---- values of any dtype as doubles ---------------------------------------------------------- */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "cufunc/testing.h"
+#include "testing.h"
 #include "loopfn.h"
 
 /* A loop reading a captured float32 table through an extern "C" __constant__ descriptor, the

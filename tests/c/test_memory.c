@@ -10,8 +10,8 @@
 
 #include "check.h"
 #include "context.h"
-#include "cufunc/testing.h"
 #include "driver.h"
+#include "testing.h"
 #include "staging.h"
 
 static unsigned char pattern_byte(size_t i, unsigned seed)

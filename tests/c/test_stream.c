@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "context.h"
-#include "cufunc/testing.h"
+#include "testing.h"
 
 /* Run fn in a child in which libcuda cannot be found (see test_memory.c). */
 static void in_child_without_driver(void (*fn)(void))

@@ -1,0 +1,22 @@
+/* testing.h: hooks for tests (tests/c, numpy_ext's test helpers). Internal: not installed, not
+ * part of the public API (it used to be include/cufunc/testing.h). */
+#ifndef CF_TESTING_H
+#define CF_TESTING_H
+
+#include <stdint.h>
+#include "cufunc/status.h"
+
+/* Make the n-th host allocation from now fail (n >= 1), and every one after it while `sticky`;
+ * n = 0 turns failures off. All host allocation in cufunc goes through one place, so this reaches
+ * every allocation the library makes. */
+void cf_test_fail_alloc_after(int64_t n, int sticky);
+/* Host allocations made so far, and those not yet freed (for leak checks). */
+int64_t cf_test_alloc_count(void);
+int64_t cf_test_alloc_outstanding(void);
+
+/* The host pipeline (ufunc.h, cf_ufunc_launch_host): pipelined launches fail (CF_ERR_CUDA,
+ * "injected") just before launching chunk `chunk`, with earlier chunks in flight; -1 turns it
+ * off. */
+void cf_hostpipe_test_fail_at(int64_t chunk);
+
+#endif
