@@ -281,6 +281,10 @@ def torch():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.fail("PyTorch is installed but sees no CUDA device while cufunc does")
+    # Warm-up: the first matmuls load cuBLAS and its kernels on the host while the GPU drains, so a
+    # cold first producer can finish before its consumer is queued (seen: "finished too soon").
+    torch_busy(torch, rounds=2)
+    torch.cuda.synchronize()
     return torch
 
 
@@ -336,7 +340,10 @@ def test_cufunc_to_torch_side_stream(torch, streams, n_iter, protocol, producer)
 
 @pytest.fixture(scope="module")
 def cp():
-    return pytest.importorskip("cupy")
+    cp = pytest.importorskip("cupy")
+    cupy_busy(cp, rounds=2)  # warm-up: CuPy compiles its kernels on first use (see torch's fixture)
+    cp.cuda.Device().synchronize()
+    return cp
 
 
 def cupy_busy(cp, size=4096, rounds=24):
