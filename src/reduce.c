@@ -17,6 +17,7 @@
 #include "cufunc/plan.h"
 #include "cufunc/reduce.cuh"
 #include "cufunc/reduce.h"
+#include "context.h"
 #include "env.h"
 #include "error.h"
 #include "fastdiv.h"
@@ -851,8 +852,30 @@ static size_t scan_bytes(int64_t tiles)
     return (size_t)tiles * (8 + 32);
 }
 
-/* The scratch of stream s (created on first use, ordered on s). Scratch is never freed: it is a
- * few hundred KiB per stream ever used, reused for the life of the process. The returned copy is
+/* cf_stream_free's hook: an owned stream's scratch is freed with it (ordered on it, so after the
+ * launches that used it) and forgotten, so that neither memory nor tickets outlive the stream: a
+ * stream created later may get the same handle. Borrowed streams (the legacy and per-thread
+ * default streams, external ones) keep theirs for the life of the process. */
+static void release_scratch(cf_stream *s)
+{
+    int device = cf_stream_device(s);
+    uintptr_t h = cf_stream_handle(s);
+    pthread_mutex_lock(&scratch_lock);
+    for (int i = 0; i < nscratch;) {
+        if (scratch[i].device == device && scratch[i].stream == h) {
+            cf_mem_free(s, scratch[i].base);
+            if (scratch[i].scan)
+                cf_mem_free(s, scratch[i].scan);
+            scratch[i] = scratch[--nscratch];
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&scratch_lock);
+}
+
+/* The scratch of stream s (created on first use, ordered on s): a few hundred KiB, reused by every
+ * reduction on s, freed with s when s is an owned stream (release_scratch). The returned copy is
  * valid while the caller orders its work on s. */
 static cf_status get_scratch(cf_stream *s, int64_t scan_tiles, red_scratch *out)
 {
@@ -868,6 +891,8 @@ static cf_status get_scratch(cf_stream *s, int64_t scan_tiles, red_scratch *out)
             (!per_thread || pthread_equal(scratch[i].thread, self)))
             e = &scratch[i];
     if (!e) {
+        if ((st = cf_stream_add_destroy_hook(release_scratch)) != CF_OK)
+            goto done;
         if (nscratch == scratch_cap) {
             int cap = scratch_cap ? 2 * scratch_cap : 8;
             red_scratch *grown = cf_realloc(scratch, (size_t)cap * sizeof *grown);

@@ -140,10 +140,36 @@ cf_status cf_stream_wrap(int device, uintptr_t handle, cf_stream **out)
 }
 
 /* Frees the wrapper; destroys the stream only if cf_stream_create made it. */
+static void (*_Atomic destroy_hooks[CF_STREAM_MAX_HOOKS])(cf_stream *);
+static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+cf_status cf_stream_add_destroy_hook(void (*hook)(cf_stream *s))
+{
+    cf_status st = CF_OK;
+    pthread_mutex_lock(&hooks_lock);
+    int i = 0;
+    while (i < CF_STREAM_MAX_HOOKS && atomic_load(&destroy_hooks[i]) &&
+           atomic_load(&destroy_hooks[i]) != hook)
+        i++;
+    if (i == CF_STREAM_MAX_HOOKS)
+        st = cf_error_set(CF_ERR_UNSUPPORTED, "cf_stream_add_destroy_hook: more than %d hooks",
+                          CF_STREAM_MAX_HOOKS);
+    else
+        atomic_store(&destroy_hooks[i], hook);
+    pthread_mutex_unlock(&hooks_lock);
+    return st;
+}
+
 void cf_stream_free(cf_stream *s)
 {
     if (!is_live(s))
         return;
+    if (s->owned)
+        for (int i = 0; i < CF_STREAM_MAX_HOOKS; i++) {
+            void (*hook)(cf_stream *) = atomic_load(&destroy_hooks[i]);
+            if (hook)
+                hook(s);
+        }
     s->magic = 0;
     CUevent ev = atomic_load(&s->event);
     if (ev || s->owned) {

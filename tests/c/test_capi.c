@@ -357,6 +357,10 @@ static void test_reduce_to_host(void)
     CHECK_OK(cf_array_init_contiguous(&a, (uint64_t)(uintptr_t)h, CF_INT32, 1, &n, 'C', -1));
     CHECK_OK(cf_reduce_to_host(r, NULL, &a, &init, &got));
     CHECK(got == want + 0.5);
+    /* What stays allocated from here on: the default stream's reduction scratch, which lives as
+     * long as the process. A stream's own scratch goes with the stream (checked at the end). */
+    CHECK_OK(cf_device_synchronize(0));
+    int64_t kept = cf_mem_outstanding();
     /* a device float64 array */
     cf_stream *s = NULL;
     uint64_t d = 0;
@@ -379,8 +383,21 @@ static void test_reduce_to_host(void)
     CHECK_STATUS(cf_reduce_to_host(r, s, &a, NULL, &got), CF_ERR_INVALID);
     CHECK_OK(cf_mem_free(s, d));
     CHECK_OK(cf_stream_synchronize(s));
-    CHECK(cf_mem_outstanding() == 0);
     cf_stream_free(s);
+    CHECK_OK(cf_device_synchronize(0));
+    CHECK(cf_mem_outstanding() == kept);
+    /* many short-lived streams: the scratch of each goes with it (it used to stay for ever) */
+    CHECK_OK(cf_array_init_contiguous(&a, (uint64_t)(uintptr_t)h, CF_INT32, 1, &n, 'C', -1));
+    for (int k = 0; k < 20; k++) {
+        cf_stream *t = NULL;
+        CHECK_OK(cf_stream_create(0, &t));
+        got = -1;
+        CHECK_OK(cf_reduce_to_host(r, t, &a, &init, &got));
+        CHECK(got == want + 0.5);
+        cf_stream_free(t);
+    }
+    CHECK_OK(cf_device_synchronize(0));
+    CHECK(cf_mem_outstanding() == kept);
     cf_reducer_free(r);
     free(h);
     free(hd);
