@@ -284,6 +284,7 @@ def torch():
     # Warm-up: the first matmuls load cuBLAS and its kernels on the host while the GPU drains, so a
     # cold first producer can finish before its consumer is queued (seen: "finished too soon").
     torch_busy(torch, rounds=2)
+    torch.arange(N, dtype=torch.float64, device="cuda")
     torch.cuda.synchronize()
     return torch
 
@@ -341,7 +342,9 @@ def test_cufunc_to_torch_side_stream(torch, streams, n_iter, protocol, producer)
 @pytest.fixture(scope="module")
 def cp():
     cp = pytest.importorskip("cupy")
-    cupy_busy(cp, rounds=2)  # warm-up: CuPy compiles its kernels on first use (see torch's fixture)
+    # warm-up: CuPy compiles its kernels on first use (see torch's fixture), arange's too
+    cupy_busy(cp, rounds=2)
+    cp.arange(N, dtype=cp.float64)
     cp.cuda.Device().synchronize()
     return cp
 
