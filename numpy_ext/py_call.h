@@ -224,5 +224,14 @@ PyObject *cf_py_func_get_doc(PyObject *self, void *c);
 int cf_py_func_set_doc(PyObject *self, PyObject *value, void *c);
 PyObject *cf_py_func_get_loops(PyObject *self, void *c);
 PyObject *cf_py_func_get_compiler(PyObject *self, void *c);
+/* The PyGetSetDef entries of those, for the type's table; `what` is "ufunc" or "gufunc". */
+#define CF_PY_FUNC_GETSET(what)                                                                   \
+    {"nin", cf_py_func_get_nin, NULL, "number of inputs", NULL},                                  \
+    {"nout", cf_py_func_get_nout, NULL, "number of outputs", NULL},                               \
+    {"nargs", cf_py_func_get_nargs, NULL, "number of arguments (nin + nout)", NULL},              \
+    {"__name__", cf_py_func_get_name, NULL, "the " what "'s name", NULL},                         \
+    {"__doc__", cf_py_func_get_doc, cf_py_func_set_doc, "the " what "'s docstring", NULL},        \
+    {"compiler", cf_py_func_get_compiler, NULL, "the loop compiler of a dynamic " what ", or None",\
+     NULL}
 
 #endif

@@ -761,17 +761,12 @@ static PyMethodDef gufunc_methods[] = {
 };
 
 static PyGetSetDef gufunc_getset[] = {
-    {"nin", (getter)cf_py_func_get_nin, NULL, "number of inputs", NULL},
-    {"nout", (getter)cf_py_func_get_nout, NULL, "number of outputs", NULL},
-    {"nargs", (getter)cf_py_func_get_nargs, NULL, "number of arguments (nin + nout)", NULL},
+    CF_PY_FUNC_GETSET("gufunc"),
     {"ntypes", (getter)get_ntypes, NULL, "number of loops", NULL},
     {"types", (getter)get_types, NULL, "the loops, as NumPy spells them ('ff->f')", NULL},
     {"signature", (getter)get_signature, NULL, "the layout, '(m,n),(n,p)->(m,p)'", NULL},
-    {"__name__", (getter)cf_py_func_get_name, NULL, "the gufunc's name", NULL},
-    {"__doc__", (getter)cf_py_func_get_doc, (setter)cf_py_func_set_doc, "the gufunc's docstring", NULL},
-    {"loops", (getter)cf_py_func_get_loops, NULL, "(types, arg_ndim, source, fn_name, captures) of each loop",
-     NULL},
-    {"compiler", (getter)cf_py_func_get_compiler, NULL, "the loop compiler of a dynamic gufunc, or None", NULL},
+    {"loops", (getter)cf_py_func_get_loops, NULL,
+     "(types, arg_ndim, source, fn_name, captures) of each loop", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
     {NULL},
 };

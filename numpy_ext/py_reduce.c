@@ -108,22 +108,9 @@ static int reducer_add_spec(cf_reducer *r, cf_dtype dt, PyObject *spec, int *loo
     const char *opts[64];
     int nopts = 0;
     PyObject *seq = NULL;
-    if (options != NULL && options != Py_None) {
-        seq = PySequence_Fast(options, "reducer loop: options must be a sequence of str");
-        if (seq == NULL)
-            return -1;
-        if (PySequence_Fast_GET_SIZE(seq) > 64) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_ValueError, "reducer loop: at most 64 options");
-            return -1;
-        }
-        nopts = (int)PySequence_Fast_GET_SIZE(seq);
-        for (int i = 0; i < nopts; i++)
-            if ((opts[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i))) == NULL) {
-                Py_DECREF(seq);
-                return -1;
-            }
-    } else {
+    if (cf_py_loop_options(options, opts, &nopts, &seq, "reducer loop") < 0)
+        return -1;
+    if (options == NULL || options == Py_None) {
         opts[0] = "--fmad=false"; /* the kernel language's default: no contraction into FMAs */
         nopts = 1;
     }

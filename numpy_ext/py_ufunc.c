@@ -914,17 +914,12 @@ static PyMethodDef ufunc_methods[] = {
 };
 
 static PyGetSetDef ufunc_getset[] = {
-    {"nin", (getter)cf_py_func_get_nin, NULL, "number of inputs", NULL},
-    {"nout", (getter)cf_py_func_get_nout, NULL, "number of outputs", NULL},
-    {"nargs", (getter)cf_py_func_get_nargs, NULL, "number of arguments (nin + nout)", NULL},
+    CF_PY_FUNC_GETSET("ufunc"),
     {"ntypes", (getter)get_ntypes, NULL, "number of loops", NULL},
     {"types", (getter)get_types, NULL, "the loops, as NumPy spells them ('ff->f')", NULL},
     {"identity", (getter)get_identity, NULL, "the identity for reductions, or None", NULL},
-    {"__name__", (getter)cf_py_func_get_name, NULL, "the ufunc's name", NULL},
-    {"__doc__", (getter)cf_py_func_get_doc, (setter)cf_py_func_set_doc, "the ufunc's docstring", NULL},
-    {"loops", (getter)cf_py_func_get_loops, NULL, "(types, source, fn_name, options, captures) of each loop",
-     NULL},
-    {"compiler", (getter)cf_py_func_get_compiler, NULL, "the loop compiler of a dynamic ufunc, or None", NULL},
+    {"loops", (getter)cf_py_func_get_loops, NULL,
+     "(types, source, fn_name, options, captures) of each loop", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
     {NULL},
 };
