@@ -323,3 +323,8 @@ void cf_py_args_nep50(cf_py_arg *in, int n)
             in[i].weak = 0; /* dtype is already int64, float64 or complex128 */
     }
 }
+
+int cf_py_args_weak_reaches(cf_dtype weak, cf_dtype t)
+{
+    return t != CF_BOOL && nep50_kind(t) >= nep50_kind(weak);
+}

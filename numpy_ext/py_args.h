@@ -6,7 +6,8 @@
 
 #include "py_common.h"
 
-enum { CF_PY_ARG_DEVICE = 0, CF_PY_ARG_HOST = 1, CF_PY_ARG_SCALAR = 2 };
+/* NONE: an output the caller did not give */
+enum { CF_PY_ARG_NONE = -1, CF_PY_ARG_DEVICE = 0, CF_PY_ARG_HOST = 1, CF_PY_ARG_SCALAR = 2 };
 
 typedef struct {
     int kind;              /* CF_PY_ARG_* */
@@ -73,5 +74,9 @@ int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const ch
  * the typed inputs' precision (a float32 array + 2.0 is float32). Call it after classifying the
  * inputs and before resolving the loop, in every engine. */
 void cf_py_args_nep50(cf_py_arg *in, int n);
+/* Whether a weak Python scalar of default type `weak` reaches loop type `t`: a type of its kind
+ * or a higher one (bool < integer < float < complex; signed and unsigned are one kind), never
+ * bool. The rule cf_ufunc_resolve applies; for searches of their own (a ufunc's dtype=). */
+int cf_py_args_weak_reaches(cf_dtype weak, cf_dtype t);
 
 #endif

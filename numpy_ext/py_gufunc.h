@@ -2,29 +2,16 @@
 #ifndef CF_PY_GUFUNC_H
 #define CF_PY_GUFUNC_H
 
-#include "py_common.h"
+#include "py_call.h"
 #include "cufunc/gufunc.h"
 
-#define GU_PY_MAX_ARGS 32
-#define GU_PY_CACHE 8
+#define GU_PY_MAX_ARGS CF_PY_MAX_ARGS
 
 typedef struct {
-    PyObject_HEAD
+    CF_PY_FUNC_HEAD       /* nin, nout, name, doc, compiler, loops, the resolution cache (py_call.h);
+                           * loops: (types tuple of np.dtype, arg_ndim tuple, source, fn_name,
+                           * captures) */
     cf_gufunc *gu;
-    int nin, nout;
-    PyObject *name;       /* str */
-    PyObject *doc;        /* str or None */
-    PyObject *compiler;   /* callable(in_types, out_types) -> loop spec or None, or None */
-    PyObject *loops;      /* list of (types tuple of np.dtype, arg_ndim tuple, source, fn_name) */
-    PyObject *dict;
-    PyObject *weakreflist;
-    /* Last resolutions: input dtypes and weak flags -> loop. */
-    struct {
-        int valid;
-        unsigned char key[2 * GU_PY_MAX_ARGS];
-        int loop;
-    } cache[GU_PY_CACHE];
-    int cache_next;
 } CfPyGUFunc;
 
 extern PyTypeObject CfPyGUFunc_Type;

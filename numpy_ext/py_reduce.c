@@ -1,4 +1,5 @@
-/* py_reduce.c: reductions from Python, in C (the engine is include/cufunc/reduce.h).
+/* py_reduce.c: reductions from Python, in C (the engine is include/cufunc/reduce.h): the reduce
+ * engines' parts of the call pipeline (py_call.h).
  *
  *   - cufunc._core.Reducer: the type behind cuda.reduce / cuda.Reduce (cufunc/reduction.py
  *     subclasses it). Its Python `compiler` translates the user's binary function for a dtype
@@ -9,89 +10,41 @@
  *     loop for the accumulator type supplies the device function; each ufunc keeps its reducer
  *     (compiled kernels) in its instance dict.
  *
- * Placement as the ufunc call does it: any device operand gives device results and no waiting;
- * host operands are copied over and the result comes back as NumPy (a NumPy scalar for a 0-d
- * result). */
+ * Placement is the pipeline's, as for a ufunc call: any device operand gives device results and
+ * no waiting; host operands are copied over and the result comes back as NumPy (a NumPy scalar
+ * for a 0-d result). */
 #include "py_reduce.h"
 
 #include <string.h>
 
 #include "cufunc/reduce.h"
 #include "py_args.h"
+#include "py_call.h"
 #include "py_capture.h"
 #include "py_ufunc.h"
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
-enum { R_DEVICE = 0, R_HOST = 1 };
-
-typedef struct {
-    int kind;
-    cf_array view;  /* device view; for host arrays the host layout (data = host pointer) */
-    PyObject *keep; /* the device owner, or the host ndarray */
-} red_arg;
-
-static void arg_clear(red_arg *a) { Py_CLEAR(a->keep); }
-
-/* What a ufunc call takes, classified by the call's own rule (cf_py_arg_classify: device arrays,
- * __cuda_array_interface__ and __dlpack__ objects as device views, anything else through
+/* The operand of a reduction, classified by the call's own rule (cf_py_arg_classify: device
+ * arrays, __cuda_array_interface__ and __dlpack__ objects as device views, anything else through
  * numpy.asarray); a scalar is reduced as the 0-d array NumPy makes of it (strong: reduce's operand
- * is an array, np.add.reduce(2.0) is float64). */
-static int arg_classify(PyObject *obj, red_arg *a, const char *argname)
+ * is an array, np.add.reduce(2.0) is float64). `a` is cleared by the caller in every case. */
+static int red_classify(PyObject *obj, cf_py_arg *a, const char *argname)
 {
-    memset(a, 0, sizeof *a);
-    cf_py_arg c;
-    if (cf_py_arg_classify(obj, &c, argname) < 0) {
-        cf_py_arg_clear(&c);
+    if (cf_py_arg_classify(obj, a, argname) < 0)
         return -1;
-    }
-    if (c.kind == CF_PY_ARG_SCALAR) {
-        /* a 0-d array is kept as it is; a Python or NumPy scalar becomes one */
-        PyObject *arr = c.keep ? c.keep : PyArray_FROM_O(obj);
-        c.keep = NULL;
-        if (arr == NULL)
-            return -1;
-        if (cf_py_dtype_from_descr(PyArray_DESCR((PyArrayObject *)arr), &c.dtype, argname) < 0) {
-            Py_DECREF(arr); /* e.g. a Python int beyond 64 bits: an object array */
-            return -1;
-        }
-        c.keep = arr;
-        cf_py_arg_host_view(&c, (PyArrayObject *)arr);
-    }
-    a->kind = c.kind == CF_PY_ARG_DEVICE ? R_DEVICE : R_HOST;
-    a->view = c.view;
-    a->keep = c.keep; /* the reference moves over */
-    return 0;
-}
-
-/* Copy a host argument to a new C-contiguous device array; its view becomes the device view. */
-static int arg_upload(red_arg *a, int device, PyObject *stream, cf_stream *s)
-{
-    PyArrayObject *c = (PyArrayObject *)PyArray_FromAny(a->keep, NULL, 0, 0,
-                                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED,
-                                                        NULL);
-    if (c == NULL)
+    if (a->kind != CF_PY_ARG_SCALAR)
+        return 0;
+    /* a 0-d array is kept as it is; a Python or NumPy scalar becomes one */
+    PyObject *arr = a->keep ? a->keep : PyArray_FROM_O(obj);
+    a->keep = NULL;
+    if (arr == NULL)
         return -1;
-    PyObject *dev = cf_py_devicearray_alloc(a->view.ndim, a->view.shape, a->view.dtype, 'C',
-                                            device, stream);
-    if (dev == NULL) {
-        Py_DECREF(c);
-        return -1;
-    }
-    cf_status st = CF_OK;
-    uint64_t dst = ((CfPyDeviceArray *)dev)->view.data;
-    size_t n = (size_t)PyArray_NBYTES(c);
-    Py_BEGIN_ALLOW_THREADS
-    st = cf_memcpy_htod(s, dst, PyArray_DATA(c), n, 0);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(c);
-    if (st != CF_OK) {
-        Py_DECREF(dev);
-        return cf_py_fail(st, "copying an input to the device");
-    }
-    a->view = ((CfPyDeviceArray *)dev)->view;
-    Py_SETREF(a->keep, dev);
-    a->kind = R_DEVICE;
+    a->keep = arr;
+    if (cf_py_dtype_from_descr(PyArray_DESCR((PyArrayObject *)arr), &a->dtype, argname) < 0)
+        return -1; /* e.g. a Python int beyond 64 bits: an object array */
+    a->weak = 0;
+    cf_py_arg_host_view(a, (PyArrayObject *)arr);
     return 0;
 }
 
@@ -126,72 +79,6 @@ static int shapes_equal(int n1, const int64_t *s1, int n2, const int64_t *s2)
     return 1;
 }
 
-/* The device a call runs on, its stream, and uploads of host arguments. */
-typedef struct {
-    int device;
-    PyObject *resolved; /* a Stream or None (owned) */
-    PyObject *for_arrays; /* borrowed: NULL for the default stream */
-    cf_stream *s;
-} red_place;
-
-static int place(red_place *pl, int device, PyObject *stream, const char *what)
-{
-    pl->resolved = NULL;
-    if (stream && cf_py_stream_check(stream, "stream") < 0)
-        return -1;
-    if (cf_py_cuda_init(what) < 0)
-        return -1;
-    if (device < 0) {
-        if (stream && stream != Py_None && cf_py_stream_device(stream, &device, "stream") < 0)
-            return -1;
-        if (device < 0 && cf_py_current_device(&device, what) < 0)
-            return -1;
-    }
-    pl->device = device;
-    pl->resolved = cf_py_stream_resolve(stream ? stream : Py_None, device, "stream");
-    if (pl->resolved == NULL)
-        return -1;
-    if (cf_py_stream_get(pl->resolved, device, &pl->s) < 0)
-        return -1;
-    pl->for_arrays = pl->resolved == Py_None ? NULL : pl->resolved;
-    return 0;
-}
-
-/* Replace a device argument by a C-contiguous copy of it, ordered on the call's stream: an operand
- * that shares memory with the output (cf_array_needs_copy), which NumPy defines as if it were
- * copied before the output is written. The element-wise call's copy does the work. */
-static int arg_copy(red_arg *a, const red_place *pl)
-{
-    cf_py_arg t;
-    t.kind = CF_PY_ARG_DEVICE;
-    cf_py_view_copy(&t.view, &a->view);
-    t.dtype = a->view.dtype;
-    t.weak = 0;
-    t.value = NULL;
-    t.keep = a->keep; /* the reference moves over and back: the copy replaces it on success */
-    a->keep = NULL;
-    int r = cf_py_arg_copy(&t, pl->device, pl->for_arrays);
-    a->keep = t.keep;
-    if (r == 0)
-        cf_py_view_copy(&a->view, &t.view);
-    return r;
-}
-
-/* A device operand must be on the call's device; the call is then ordered after the work that
- * produced it (and, for an operand it `writes`, later work after the call: py_common.h). */
-static int same_device(const red_arg *a, const red_place *pl, int writes, const char *what,
-                       const char *argname)
-{
-    if (a->kind == R_DEVICE && a->view.device != pl->device) {
-        PyErr_Format(PyExc_ValueError, "%s: %s is on device %d, but the call runs on device %d",
-                     what, argname, a->view.device, pl->device);
-        return -1;
-    }
-    if (a->kind == R_DEVICE && a->keep != NULL)
-        return cf_py_order_operand(a->keep, pl->device, pl->resolved, pl->s, writes);
-    return 0;
-}
-
 /* ---- the Reducer type (cuda.reduce) --------------------------------------------------------- */
 
 typedef struct {
@@ -221,22 +108,9 @@ static int reducer_add_spec(cf_reducer *r, cf_dtype dt, PyObject *spec, int *loo
     const char *opts[64];
     int nopts = 0;
     PyObject *seq = NULL;
-    if (options != NULL && options != Py_None) {
-        seq = PySequence_Fast(options, "reducer loop: options must be a sequence of str");
-        if (seq == NULL)
-            return -1;
-        if (PySequence_Fast_GET_SIZE(seq) > 64) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_ValueError, "reducer loop: at most 64 options");
-            return -1;
-        }
-        nopts = (int)PySequence_Fast_GET_SIZE(seq);
-        for (int i = 0; i < nopts; i++)
-            if ((opts[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i))) == NULL) {
-                Py_DECREF(seq);
-                return -1;
-            }
-    } else {
+    if (cf_py_loop_options(options, opts, &nopts, &seq, "reducer loop") < 0)
+        return -1;
+    if (options == NULL || options == Py_None) {
         opts[0] = "--fmad=false"; /* the kernel language's default: no contraction into FMAs */
         nopts = 1;
     }
@@ -344,145 +218,186 @@ static void reducer_dealloc(CfPyReducer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* reducer(arr, size=None, res=None, init=0, stream=0) */
-static PyObject *reducer_call(CfPyReducer *self, PyObject *args, PyObject *kwargs)
+/* cuda.reduce's state of one call, beside the pipeline's. */
+typedef struct {
+    PyObject *call_arr, *size, *res, *init; /* the call's arguments (borrowed) */
+    int loop;
+    cf_dtype dt;
+    PyArray_Descr *descr;     /* owned */
+    PyObject *init_scalar;    /* owned */
+    unsigned char init_bytes[16];
+} rc_state;
+
+#define RC_STATE(c) ((rc_state *)(c)->state)
+
+/* size=: only the first `size` elements of a 1-d array are reduced (and uploaded). */
+static int rc_size(cf_py_call *c, PyObject *size)
 {
-    static char *kw[] = {"arr", "size", "res", "init", "stream", NULL};
-    PyObject *arr, *size = Py_None, *res = Py_None, *init = NULL, *stream = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:reduce", kw, &arr, &size, &res, &init,
-                                     &stream))
-        return NULL;
-    const char *name = PyUnicode_AsUTF8(self->name);
-    if (name == NULL)
-        return NULL;
-    red_arg a, r;
-    memset(&a, 0, sizeof a);
-    memset(&r, 0, sizeof r);
-    r.kind = -1; /* no res */
-    red_place pl = {0};
-    PyObject *result = NULL, *init_scalar = NULL;
-    PyArray_Descr *descr = NULL;
-    if (arg_classify(arr, &a, "arr") < 0)
-        goto done;
-    if (size != Py_None) {
-        Py_ssize_t n = PyNumber_AsSsize_t(size, PyExc_OverflowError);
-        if (n == -1 && PyErr_Occurred())
-            goto done;
-        if (a.view.ndim != 1) {
-            PyErr_Format(PyExc_TypeError, "reduce: size= needs a 1-d array, not a %d-d one",
-                         a.view.ndim);
-            goto done;
-        }
-        if (n < 0) {
-            PyErr_Format(PyExc_ValueError, "reduce: size must not be negative (got %zd)", n);
-            goto done;
-        }
-        if (n > a.view.shape[0]) {
-            PyErr_Format(PyExc_ValueError, "reduce: size %zd is larger than the array's length "
-                         "%lld", n, (long long)a.view.shape[0]);
-            goto done;
-        }
-        a.view.shape[0] = n;
-        if (a.kind == R_HOST) { /* upload only the part reduced */
-            PyObject *part = PySequence_GetSlice(a.keep, 0, n);
-            if (part == NULL)
-                goto done;
-            Py_SETREF(a.keep, part);
-        }
+    cf_py_arg *a = &c->in[0];
+    Py_ssize_t n = PyNumber_AsSsize_t(size, PyExc_OverflowError);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (a->view.ndim != 1) {
+        PyErr_Format(PyExc_TypeError, "reduce: size= needs a 1-d array, not a %d-d one",
+                     a->view.ndim);
+        return -1;
     }
-    const cf_dtype dt = a.view.dtype;
-    if ((descr = cf_py_descr_from_dtype(dt)) == NULL)
-        goto done;
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "reduce: size must not be negative (got %zd)", n);
+        return -1;
+    }
+    if (n > a->view.shape[0]) {
+        PyErr_Format(PyExc_ValueError, "reduce: size %zd is larger than the array's length "
+                     "%lld", n, (long long)a->view.shape[0]);
+        return -1;
+    }
+    a->view.shape[0] = n;
+    if (a->kind == CF_PY_ARG_HOST) { /* upload only the part reduced */
+        PyObject *part = PySequence_GetSlice(a->keep, 0, n);
+        if (part == NULL)
+            return -1;
+        Py_SETREF(a->keep, part);
+    }
+    return 0;
+}
+
+/* res=: a device array of the array's dtype with room for the result. */
+static int rc_res(cf_py_call *c, PyObject *res)
+{
+    cf_py_arg *r = &c->out[0];
+    cf_dtype dt = RC_STATE(c)->dt;
+    if (!CfPyDeviceArray_Check(res) && !cf_py_is_device_object(res)) {
+        PyErr_Format(PyExc_TypeError, "reduce: res must be a device array (a cufunc "
+                     "DeviceArray or an object with __cuda_array_interface__), not %.200s",
+                     Py_TYPE(res)->tp_name);
+        return -1;
+    }
+    if (cf_py_device_view(res, &r->view, &r->keep, 1, "res") < 0)
+        return -1;
+    r->kind = CF_PY_ARG_DEVICE;
+    r->dtype = r->view.dtype;
+    c->outs[0] = res;
+    c->any_device = 1;
+    if (r->view.dtype != dt) {
+        PyErr_Format(PyExc_TypeError, "reduce: res has dtype %s, but the reduction of a %s "
+                     "array gives %s", cf_dtype_name(r->view.dtype), cf_dtype_name(dt),
+                     cf_dtype_name(dt));
+        return -1;
+    }
+    if (cf_array_size(&r->view) < 1) {
+        PyErr_SetString(PyExc_ValueError, "reduce: res has no element to hold the result");
+        return -1;
+    }
+    return 0;
+}
+
+static int rc_prepare(cf_py_call *c)
+{
+    CfPyReducer *self = (CfPyReducer *)c->self;
+    rc_state *S = RC_STATE(c);
+    cf_py_arg_reset(&c->out[0], NULL);
+    c->out[0].kind = CF_PY_ARG_NONE; /* no res */
+    c->nout_done = 1;
+    c->nin_done = 1;
+    if (red_classify(S->call_arr, &c->in[0], "arr") < 0)
+        return -1;
+    c->any_device = c->in[0].kind == CF_PY_ARG_DEVICE;
+    if (S->size != Py_None && rc_size(c, S->size) < 0)
+        return -1;
+    S->dt = c->in[0].view.dtype;
+    if ((S->descr = cf_py_descr_from_dtype(S->dt)) == NULL)
+        return -1;
     /* init becomes the array's type, as Numba does (arr.dtype.type(init)) */
-    if (init != NULL) {
-        init_scalar = PyObject_CallOneArg((PyObject *)descr->typeobj, init);
+    if (S->init != NULL) {
+        S->init_scalar = PyObject_CallOneArg((PyObject *)S->descr->typeobj, S->init);
     } else {
         PyObject *zero = PyLong_FromLong(0);
-        init_scalar = zero ? PyObject_CallOneArg((PyObject *)descr->typeobj, zero) : NULL;
+        S->init_scalar = zero ? PyObject_CallOneArg((PyObject *)S->descr->typeobj, zero) : NULL;
         Py_XDECREF(zero);
     }
-    if (init_scalar == NULL)
-        goto done;
-    unsigned char init_bytes[16] = {0};
-    if (!PyArray_IsScalar(init_scalar, Generic)) {
+    if (S->init_scalar == NULL)
+        return -1;
+    memset(S->init_bytes, 0, sizeof S->init_bytes);
+    if (!PyArray_IsScalar(S->init_scalar, Generic)) {
         PyErr_SetString(PyExc_TypeError, "reduce: init could not be converted to the array's dtype");
-        goto done;
+        return -1;
     }
-    PyArray_ScalarAsCtype(init_scalar, init_bytes);
-    if (res != Py_None) {
-        if (!CfPyDeviceArray_Check(res) && !cf_py_is_device_object(res)) {
-            PyErr_Format(PyExc_TypeError, "reduce: res must be a device array (a cufunc "
-                         "DeviceArray or an object with __cuda_array_interface__), not %.200s",
-                         Py_TYPE(res)->tp_name);
-            goto done;
-        }
-        if (cf_py_device_view(res, &r.view, &r.keep, 1, "res") < 0)
-            goto done;
-        r.kind = R_DEVICE;
-        if (r.view.dtype != dt) {
-            PyErr_Format(PyExc_TypeError, "reduce: res has dtype %s, but the reduction of a %s "
-                         "array gives %s", cf_dtype_name(r.view.dtype), cf_dtype_name(dt),
-                         cf_dtype_name(dt));
-            goto done;
-        }
-        if (cf_array_size(&r.view) < 1) {
-            PyErr_SetString(PyExc_ValueError, "reduce: res has no element to hold the result");
-            goto done;
-        }
-    }
-    int loop;
-    if (reducer_loop(self, dt, &loop) < 0)
-        goto done;
-    if (cf_array_size(&a.view) == 0 && res == Py_None) {
-        result = Py_NewRef(init_scalar); /* Numba's answer, with no work on the device */
-        goto done;
-    }
-    int device = a.kind == R_DEVICE ? a.view.device : r.kind == R_DEVICE ? r.view.device : -1;
-    if (place(&pl, device, stream, name) < 0 || same_device(&r, &pl, 1, name, "res") < 0 ||
-        same_device(&a, &pl, 0, name, "arr") < 0)
-        goto done;
-    if (a.kind == R_HOST && arg_upload(&a, pl.device, pl.for_arrays, pl.s) < 0)
-        goto done;
-    /* res inside arr: reduce a copy (a reduction reads elements after others are written) */
-    if (r.kind == R_DEVICE && cf_array_needs_copy(&a.view, &r.view, 0) && arg_copy(&a, &pl) < 0)
-        goto done;
+    PyArray_ScalarAsCtype(S->init_scalar, S->init_bytes);
+    if (S->res != Py_None && rc_res(c, S->res) < 0)
+        return -1;
+    if (reducer_loop(self, S->dt, &S->loop) < 0)
+        return -1;
+    if (cf_array_size(&c->in[0].view) == 0 && S->res == Py_None)
+        c->result = Py_NewRef(S->init_scalar); /* Numba's answer, with no work on the device */
+    return 0;
+}
+
+/* The value into res=, or (none given) into a 16-byte pool temporary and back with one
+ * synchronous copy: the launch gives the result itself. */
+static int rc_launch(cf_py_call *c)
+{
+    CfPyReducer *self = (CfPyReducer *)c->self;
+    rc_state *S = RC_STATE(c);
+    const cf_array *a = &c->in[0].view;
+    cf_stream *s = c->pl.s;
     cf_status st = CF_OK;
-    if (res != Py_None) {
+    if (S->res != Py_None) {
+        uint64_t dst = c->out[0].view.data;
         Py_BEGIN_ALLOW_THREADS
-        st = cf_reduce_all(self->r, loop, pl.s, &a.view, r.view.data, dt, init_bytes);
+        st = cf_reduce_all(self->r, S->loop, s, a, dst, S->dt, S->init_bytes);
         Py_END_ALLOW_THREADS
-        if (st != CF_OK) {
-            cf_py_fail(st, name);
-            goto done;
-        }
-        result = Py_NewRef(Py_None);
-        goto done;
+        if (st != CF_OK)
+            return cf_py_fail(st, c->name);
+        c->result = Py_NewRef(Py_None);
+        return 0;
     }
     unsigned char host[16] = {0};
     uint64_t tmp = 0;
     Py_BEGIN_ALLOW_THREADS
-    st = cf_mem_alloc(pl.s, 16, &tmp);
+    st = cf_mem_alloc(s, 16, &tmp);
     if (st == CF_OK)
-        st = cf_reduce_all(self->r, loop, pl.s, &a.view, tmp, dt, init_bytes);
+        st = cf_reduce_all(self->r, S->loop, s, a, tmp, S->dt, S->init_bytes);
     if (st == CF_OK)
-        st = cf_memcpy_dtoh(pl.s, host, tmp, cf_dtype_size(dt), 1);
+        st = cf_memcpy_dtoh(s, host, tmp, cf_dtype_size(S->dt), 1);
     if (tmp) {
-        cf_status fst = cf_mem_free(pl.s, tmp);
+        cf_status fst = cf_mem_free(s, tmp);
         if (st == CF_OK)
             st = fst;
     }
     Py_END_ALLOW_THREADS
-    if (st != CF_OK) {
-        cf_py_fail(st, name);
-        goto done;
-    }
-    result = PyArray_Scalar(host, descr, NULL);
-done:
-    arg_clear(&a);
-    arg_clear(&r);
-    Py_XDECREF(pl.resolved);
-    Py_XDECREF(init_scalar);
-    Py_XDECREF(descr);
+    if (st != CF_OK)
+        return cf_py_fail(st, c->name);
+    c->result = PyArray_Scalar(host, S->descr, NULL);
+    return c->result ? 0 : -1;
+}
+
+static const cf_py_engine RC_ENGINE = {
+    .prepare = rc_prepare,
+    .in_place_ok = 0, /* res inside arr: reduce a copy (a reduction reads elements after others
+                       * are written) */
+    .launch = rc_launch,
+};
+
+/* reducer(arr, size=None, res=None, init=0, stream=0) */
+static PyObject *reducer_call(CfPyReducer *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"arr", "size", "res", "init", "stream", NULL};
+    static const char *const IN_NAMES[] = {"arr"}, *const OUT_NAMES[] = {"res"};
+    rc_state S = {.size = Py_None, .res = Py_None};
+    PyObject *stream = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:reduce", kw, &S.call_arr, &S.size,
+                                     &S.res, &S.init, &stream))
+        return NULL;
+    const char *name = PyUnicode_AsUTF8(self->name);
+    if (name == NULL)
+        return NULL;
+    cf_py_call c;
+    cf_py_call_init(&c, &RC_ENGINE, self, &S, name, NULL, 1, 1, NULL, stream);
+    c.in_names = IN_NAMES;
+    c.out_names = OUT_NAMES;
+    PyObject *result = cf_py_call_run(&c);
+    Py_XDECREF(S.init_scalar);
+    Py_XDECREF(S.descr);
     return result;
 }
 
@@ -777,43 +692,9 @@ static int parse_axes(PyObject *axis, int ndim, unsigned char *reduced)
     return count;
 }
 
-/* An `out=` argument: None, an array, or a 1-tuple holding one. */
-static int parse_out(PyObject *out, red_arg *o, const char *method)
-{
-    memset(o, 0, sizeof *o);
-    o->kind = -1;
-    if (PyTuple_Check(out)) {
-        if (PyTuple_GET_SIZE(out) != 1) {
-            PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly one entry");
-            return -1;
-        }
-        out = PyTuple_GET_ITEM(out, 0);
-    }
-    if (out == Py_None)
-        return 0;
-    if (CfPyDeviceArray_Check(out) || cf_py_is_device_object(out)) {
-        if (cf_py_device_view(out, &o->view, &o->keep, 1, "out") < 0)
-            return -1;
-        o->kind = R_DEVICE;
-        return 0;
-    }
-    if (!PyArray_Check(out)) {
-        PyErr_Format(PyExc_TypeError, "%s: out must be an array (a NumPy array or a device "
-                     "array), not %.200s", method, Py_TYPE(out)->tp_name);
-        return -1;
-    }
-    if (!PyArray_ISWRITEABLE((PyArrayObject *)out)) {
-        PyErr_SetString(PyExc_ValueError, "output array is read-only");
-        return -1;
-    }
-    if (arg_classify(out, o, "out") < 0)
-        return -1;
-    return 0;
-}
-
 /* The accumulator and loop of a reduce or accumulate call: dtype= when given (then exactly that
  * type), else out='s dtype, else the ufunc's default for the input's dtype `in`. */
-static int method_loop(CfPyUFunc *uf, PyObject *dtype, const red_arg *o, cf_dtype in,
+static int method_loop(CfPyUFunc *uf, PyObject *dtype, const cf_py_call *c, cf_dtype in,
                        const char *method, cf_reducer **red, int *rloop, cf_dtype *acc)
 {
     cf_dtype want;
@@ -822,35 +703,12 @@ static int method_loop(CfPyUFunc *uf, PyObject *dtype, const red_arg *o, cf_dtyp
         if (cf_py_dtype_from_object(dtype, &want, NULL, "dtype") < 0)
             return -1;
         exact = 1;
-    } else if (o->kind >= 0) {
-        want = o->view.dtype;
+    } else if (c->outs[0] != NULL) {
+        want = c->out[0].view.dtype;
     } else {
         want = default_acc(uf, in);
     }
     return ufunc_reduce_loop(uf, want, exact, method, red, rloop, acc);
-}
-
-/* The result for the caller: the given out, a device array, or (all host) a NumPy value. */
-static PyObject *deliver(PyObject *dev_result, PyObject *out_obj, int host, int scalar)
-{
-    if (!host)
-        return Py_NewRef(out_obj ? out_obj : dev_result);
-    PyObject *h = PyObject_CallMethod(dev_result, "copy_to_host", NULL);
-    if (h == NULL)
-        return NULL;
-    if (out_obj) {
-        int r = PyArray_CopyInto((PyArrayObject *)out_obj, (PyArrayObject *)h);
-        Py_DECREF(h);
-        return r < 0 ? NULL : Py_NewRef(out_obj);
-    }
-    return scalar ? PyArray_Return((PyArrayObject *)h) : h;
-}
-
-static PyObject *unwrap_out(PyObject *out)
-{
-    if (out && PyTuple_Check(out) && PyTuple_GET_SIZE(out) == 1)
-        return PyTuple_GET_ITEM(out, 0);
-    return out == Py_None ? NULL : out;
 }
 
 static int is_number(PyObject *v)
@@ -859,14 +717,278 @@ static int is_number(PyObject *v)
            PyArray_IsScalar(v, Generic);
 }
 
+/* UFunc.reduce / accumulate's state of one call, beside the pipeline's. */
+typedef struct {
+    const char *method;    /* "reduce", "accumulate" */
+    PyObject *array, *axis, *dtype, *out, *initial, *where; /* the call's arguments (borrowed) */
+    int keepdims;
+    cf_reducer *red;
+    int rloop;
+    cf_dtype acc;
+    unsigned char reduced[CF_MAX_DIMS]; /* reduce: the reduced axes */
+    int ax;                             /* accumulate: the axis */
+    int rndim;
+    int64_t rshape[CF_MAX_DIMS];        /* the result's shape */
+    unsigned char init[16];
+    int has_init;
+} rd_state;
+
+#define RD_STATE(c) ((rd_state *)(c)->state)
+
+/* The array, the axes, out= (None, an array, or a 1-tuple holding one) and the loop: what reduce
+ * and accumulate share. */
+static int rd_classify(cf_py_call *c)
+{
+    rd_state *S = RD_STATE(c);
+    const int scan = S->method[0] == 'a';
+    cf_py_arg_reset(&c->out[0], NULL);
+    c->out[0].kind = CF_PY_ARG_NONE; /* not given */
+    c->nin_done = c->nout_done = 1;
+    if (red_classify(S->array, &c->in[0], "array") < 0)
+        return -1;
+    const int ndim = c->in[0].view.ndim;
+    c->any_device = c->in[0].kind == CF_PY_ARG_DEVICE;
+    if (scan) {
+        if (ndim == 0) {
+            PyErr_SetString(PyExc_TypeError, "cannot accumulate on a scalar");
+            return -1;
+        }
+        S->ax = 0;
+        if (S->axis != NULL) {
+            if (S->axis == Py_None || (PyTuple_Check(S->axis) && PyTuple_GET_SIZE(S->axis) != 1)) {
+                PyErr_SetString(PyExc_ValueError, "accumulate does not allow multiple axes");
+                return -1;
+            }
+            if (parse_axes(S->axis, ndim, S->reduced) < 0)
+                return -1;
+            for (int k = 0; k < ndim; k++)
+                if (S->reduced[k])
+                    S->ax = k;
+        }
+    } else {
+        PyObject *zero = S->axis == NULL ? PyLong_FromLong(0) : NULL;
+        int nred = S->axis || zero ? parse_axes(S->axis ? S->axis : zero, ndim, S->reduced) : -1;
+        Py_XDECREF(zero);
+        if (nred < 0)
+            return -1;
+    }
+    PyObject *out = S->out;
+    if (PyTuple_Check(out)) {
+        if (PyTuple_GET_SIZE(out) != 1) {
+            PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly one entry");
+            return -1;
+        }
+        out = PyTuple_GET_ITEM(out, 0);
+    }
+    if (out != Py_None) {
+        c->outs[0] = out;
+        if (cf_py_call_classify_out(c, 0, "out", S->method) < 0)
+            return -1;
+    }
+    c->host_result = !c->any_device;
+    c->scalar_results = 1;
+    return method_loop((CfPyUFunc *)c->self, S->dtype, c, c->in[0].view.dtype, S->method,
+                       &S->red, &S->rloop, &S->acc);
+}
+
+/* The initial value (initial=, else the identity; initial=None means none) and where=. */
+static int rd_initial_where(cf_py_call *c)
+{
+    CfPyUFunc *self = (CfPyUFunc *)c->self;
+    rd_state *S = RD_STATE(c);
+    S->has_init = 0;
+    PyObject *iv = S->initial ? S->initial : self->identity;
+    if (iv != NULL && iv != Py_None && (S->initial != NULL || is_number(iv))) {
+        if (value_bytes(iv, S->acc, S->init) < 0)
+            return -1;
+        S->has_init = 1;
+    }
+    if (S->where == Py_True)
+        return 0;
+    if (!S->has_init) {
+        PyErr_Format(PyExc_ValueError, "reduction operation '%s' does not have an identity, "
+                     "so to use a where mask one has to specify 'initial'", c->name);
+        return -1;
+    }
+    c->have_where = 1;
+    if (red_classify(S->where, &c->where, "where") < 0)
+        return -1;
+    c->any_device |= c->where.kind == CF_PY_ARG_DEVICE;
+    c->host_result = !c->any_device;
+    if (c->where.view.dtype != CF_BOOL) {
+        PyErr_Format(PyExc_TypeError, "Cannot cast array data from dtype('%s') to "
+                     "dtype('bool') according to the rule 'safe'", cf_dtype_name(c->where.view.dtype));
+        return -1;
+    }
+    return 0;
+}
+
+/* Steps 1-3 of UFunc.reduce. */
+static int rd_prepare(cf_py_call *c)
+{
+    rd_state *S = RD_STATE(c);
+    if (rd_classify(c) < 0 || rd_initial_where(c) < 0)
+        return -1;
+    const cf_array *a = &c->in[0].view;
+    const cf_array *o = &c->out[0].view;
+    int64_t n_out = 1, n_red = 1;
+    S->rndim = 0;
+    for (int k = 0; k < a->ndim; k++) {
+        int64_t e = S->reduced[k] ? 1 : a->shape[k];
+        if (S->reduced[k])
+            n_red *= a->shape[k];
+        else
+            n_out *= a->shape[k];
+        if (!S->reduced[k] || S->keepdims)
+            S->rshape[S->rndim++] = e;
+    }
+    if (n_red == 0 && n_out > 0 && !S->has_init) {
+        PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no "
+                     "identity", c->name);
+        return -1;
+    }
+    if (c->outs[0] != NULL) {
+        if (o->ndim != S->rndim) {
+            PyErr_Format(PyExc_ValueError, "output parameter for reduction operation %s has the "
+                         "wrong number of dimensions: Found %d but expected %d%s", c->name,
+                         o->ndim, S->rndim, S->keepdims ? " (must match the operand's when "
+                         "keepdims=True)" : "");
+            return -1;
+        }
+        if (!shapes_equal(o->ndim, o->shape, S->rndim, S->rshape)) {
+            PyObject *f = cf_py_tuple_from_int64(o->ndim, o->shape);
+            PyObject *e = cf_py_tuple_from_int64(S->rndim, S->rshape);
+            if (f && e)
+                PyErr_Format(PyExc_ValueError, "output parameter for reduction operation %s has "
+                             "the wrong shape: Found %R but expected %R", c->name, f, e);
+            Py_XDECREF(f);
+            Py_XDECREF(e);
+            return -1;
+        }
+    }
+    if (c->host_out && c->any_device) {
+        PyErr_Format(PyExc_TypeError, "reduce of ufunc '%s': out= is a host (NumPy) array but an "
+                     "input is on the device; pass a device array as out=", c->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Steps 1-3 of UFunc.accumulate. */
+static int ac_prepare(cf_py_call *c)
+{
+    rd_state *S = RD_STATE(c);
+    if (rd_classify(c) < 0)
+        return -1;
+    const cf_array *a = &c->in[0].view;
+    const cf_array *o = &c->out[0].view;
+    S->rndim = a->ndim;
+    memcpy(S->rshape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    if (c->outs[0] != NULL && !shapes_equal(o->ndim, o->shape, a->ndim, a->shape)) {
+        PyObject *f = cf_py_tuple_from_int64(o->ndim, o->shape);
+        PyObject *e = cf_py_tuple_from_int64(a->ndim, a->shape);
+        if (f && e)
+            PyErr_Format(PyExc_ValueError, "output parameter for accumulate of %s has the wrong "
+                         "shape: Found %R but expected %R", c->name, f, e);
+        Py_XDECREF(f);
+        Py_XDECREF(e);
+        return -1;
+    }
+    if (c->host_out && c->any_device) {
+        PyErr_Format(PyExc_TypeError, "accumulate of ufunc '%s': out= is a host (NumPy) array but "
+                     "the input is on the device; pass a device array as out=", c->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* The result in the accumulator type, or a host out='s (its values come back as they are). */
+static PyObject *rd_alloc_out(cf_py_call *c, int o)
+{
+    rd_state *S = RD_STATE(c);
+    cf_dtype dt = c->out[0].kind == CF_PY_ARG_HOST ? c->out[0].view.dtype : S->acc;
+    return cf_py_devicearray_alloc(S->rndim, S->rshape, dt, 'C', c->pl.device, c->pl.for_arrays);
+}
+
+static int rd_launch(cf_py_call *c)
+{
+    rd_state *S = RD_STATE(c);
+    const cf_array *ov = &c->out[0].view;
+    const int ndim = c->in[0].view.ndim;
+    /* out in the keepdims shape: extent 1, stride 0 on the reduced axes */
+    cf_array kv;
+    cf_py_view_copy(&kv, ov);
+    kv.ndim = ndim;
+    for (int k = 0, j = 0; k < ndim; k++) {
+        if (S->reduced[k] && !S->keepdims) {
+            kv.shape[k] = 1;
+            kv.strides[k] = 0;
+        } else {
+            kv.shape[k] = ov->shape[j];
+            kv.strides[k] = ov->strides[j];
+            j++;
+        }
+    }
+    cf_status st;
+    const cf_array *w = c->have_where ? &c->where.view : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_reduce_launch(S->red, S->rloop, c->pl.s, &c->in[0].view, S->reduced, &kv, w,
+                          S->has_init ? S->init : NULL);
+    Py_END_ALLOW_THREADS
+    return st == CF_OK ? 0 : cf_py_fail(st, c->name);
+}
+
+static int ac_launch(cf_py_call *c)
+{
+    rd_state *S = RD_STATE(c);
+    cf_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_scan_launch(S->red, S->rloop, c->pl.s, &c->in[0].view, S->ax, &c->out[0].view);
+    Py_END_ALLOW_THREADS
+    return st == CF_OK ? 0 : cf_py_fail(st, c->name);
+}
+
+/* An output that shares memory with the array (out= a row or column of it) or the mask: reduce
+ * copies of them, as NumPy defines the call (blocks read elements that others have already
+ * written, and a split reduction writes partials in any order). */
+static const cf_py_engine RD_ENGINE = {
+    .prepare = rd_prepare,
+    .alloc_out = rd_alloc_out,
+    .in_place_ok = 0,
+    .launch = rd_launch,
+};
+
+/* An output that shares memory with the array: scan a copy, as NumPy defines the call, unless it
+ * is the very same view (out=array): a scan loads each tile whole before it stores it and reads no
+ * other tile's elements, and a column scan reads each element before it writes it. */
+static const cf_py_engine AC_ENGINE = {
+    .prepare = ac_prepare,
+    .alloc_out = rd_alloc_out,
+    .in_place_ok = 1,
+    .launch = ac_launch,
+};
+
+static PyObject *rd_run(CfPyUFunc *self, const cf_py_engine *engine, rd_state *S,
+                        PyObject *stream)
+{
+    static const char *const IN_NAMES[] = {"array"}, *const OUT_NAMES[] = {"out"};
+    const char *name = PyUnicode_AsUTF8(self->name);
+    if (name == NULL)
+        return NULL;
+    cf_py_call c;
+    cf_py_call_init(&c, engine, self, S, name, NULL, 1, 1, NULL, stream);
+    c.in_names = IN_NAMES;
+    c.out_names = OUT_NAMES;
+    return cf_py_call_run(&c);
+}
+
 PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs)
 {
     CfPyUFunc *self = (CfPyUFunc *)selfobj;
     static char *kw[] = {"array", "axis", "dtype", "out", "keepdims", "initial", "where", "stream",
                          NULL};
-    PyObject *array, *axis = NULL, *dtype = Py_None, *out = Py_None, *initial = NULL,
-                     *where = Py_True, *stream = NULL;
-    int keepdims = 0;
+    rd_state S = {.method = "reduce", .dtype = Py_None, .out = Py_None, .where = Py_True};
+    PyObject *stream = NULL;
     if (self->nin != 2) {
         PyErr_SetString(PyExc_ValueError, "reduce only supported for binary functions");
         return NULL;
@@ -876,173 +998,18 @@ PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs
                         "single value");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOpOOO:reduce", kw, &array, &axis, &dtype,
-                                     &out, &keepdims, &initial, &where, &stream))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOpOOO:reduce", kw, &S.array, &S.axis,
+                                     &S.dtype, &S.out, &S.keepdims, &S.initial, &S.where, &stream))
         return NULL;
-    const char *name = PyUnicode_AsUTF8(self->name);
-    if (name == NULL)
-        return NULL;
-    red_arg a, o, w;
-    memset(&a, 0, sizeof a);
-    memset(&o, 0, sizeof o);
-    memset(&w, 0, sizeof w);
-    o.kind = w.kind = -1; /* not given */
-    red_place pl = {0};
-    PyObject *result = NULL, *dev_out = NULL, *zero = NULL;
-    int have_where = where != Py_True;
-
-    if (arg_classify(array, &a, "array") < 0)
-        goto done;
-    const int ndim = a.view.ndim;
-    unsigned char reduced[CF_MAX_DIMS];
-    if (axis == NULL)
-        axis = zero = PyLong_FromLong(0);
-    int nred = axis ? parse_axes(axis, ndim, reduced) : -1;
-    if (nred < 0)
-        goto done;
-    if (parse_out(out, &o, "reduce") < 0)
-        goto done;
-
-    /* the accumulator type and the loop */
-    cf_reducer *red;
-    int rloop;
-    cf_dtype acc;
-    if (method_loop(self, dtype, &o, a.view.dtype, "reduce", &red, &rloop, &acc) < 0)
-        goto done;
-
-    /* the initial value: initial=, else the identity; initial=None means none */
-    unsigned char init[16];
-    int has_init = 0;
-    PyObject *iv = initial ? initial : self->identity;
-    if (iv != NULL && iv != Py_None && (initial != NULL || is_number(iv))) {
-        if (value_bytes(iv, acc, init) < 0)
-            goto done;
-        has_init = 1;
-    }
-    if (have_where) {
-        if (!has_init) {
-            PyErr_Format(PyExc_ValueError, "reduction operation '%s' does not have an identity, "
-                         "so to use a where mask one has to specify 'initial'", name);
-            goto done;
-        }
-        if (arg_classify(where, &w, "where") < 0)
-            goto done;
-        if (w.view.dtype != CF_BOOL) {
-            PyErr_Format(PyExc_TypeError, "Cannot cast array data from dtype('%s') to "
-                         "dtype('bool') according to the rule 'safe'", cf_dtype_name(w.view.dtype));
-            goto done;
-        }
-    }
-
-    /* shapes */
-    int64_t kshape[CF_MAX_DIMS], rshape[CF_MAX_DIMS], n_out = 1, n_red = 1;
-    int rndim = 0;
-    for (int k = 0; k < ndim; k++) {
-        kshape[k] = reduced[k] ? 1 : a.view.shape[k];
-        if (reduced[k])
-            n_red *= a.view.shape[k];
-        else
-            n_out *= a.view.shape[k];
-        if (!reduced[k] || keepdims)
-            rshape[rndim++] = kshape[k];
-    }
-    if (n_red == 0 && n_out > 0 && !has_init) {
-        PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no "
-                     "identity", name);
-        goto done;
-    }
-    if (o.kind >= 0) {
-        if (o.view.ndim != rndim) {
-            PyErr_Format(PyExc_ValueError, "output parameter for reduction operation %s has the "
-                         "wrong number of dimensions: Found %d but expected %d%s", name,
-                         o.view.ndim, rndim, keepdims ? " (must match the operand's when "
-                         "keepdims=True)" : "");
-            goto done;
-        }
-        if (!shapes_equal(o.view.ndim, o.view.shape, rndim, rshape)) {
-            PyObject *f = cf_py_tuple_from_int64(o.view.ndim, o.view.shape);
-            PyObject *e = cf_py_tuple_from_int64(rndim, rshape);
-            if (f && e)
-                PyErr_Format(PyExc_ValueError, "output parameter for reduction operation %s has "
-                             "the wrong shape: Found %R but expected %R", name, f, e);
-            Py_XDECREF(f);
-            Py_XDECREF(e);
-            goto done;
-        }
-    }
-    int any_device = a.kind == R_DEVICE || o.kind == R_DEVICE || w.kind == R_DEVICE;
-    int host_result = !any_device;
-    if (o.kind == R_HOST && any_device) {
-        PyErr_Format(PyExc_TypeError, "reduce of ufunc '%s': out= is a host (NumPy) array but an "
-                     "input is on the device; pass a device array as out=", name);
-        goto done;
-    }
-
-    /* the device, uploads, the output */
-    int device = a.kind == R_DEVICE ? a.view.device : o.kind == R_DEVICE ? o.view.device :
-                 w.kind == R_DEVICE ? w.view.device : -1;
-    if (place(&pl, device, stream, name) < 0 || same_device(&a, &pl, 0, name, "array") < 0 ||
-        same_device(&o, &pl, 1, name, "out") < 0 || same_device(&w, &pl, 0, name, "where") < 0)
-        goto done;
-    if (a.kind == R_HOST && arg_upload(&a, pl.device, pl.for_arrays, pl.s) < 0)
-        goto done;
-    if (have_where && w.kind == R_HOST && arg_upload(&w, pl.device, pl.for_arrays, pl.s) < 0)
-        goto done;
-    cf_array ov;
-    if (o.kind == R_DEVICE) {
-        ov = o.view;
-    } else {
-        dev_out = cf_py_devicearray_alloc(rndim, rshape, o.kind == R_HOST ? o.view.dtype : acc,
-                                          'C', pl.device, pl.for_arrays);
-        if (dev_out == NULL)
-            goto done;
-        ov = ((CfPyDeviceArray *)dev_out)->view;
-    }
-    /* An output that shares memory with the array (out= a row or column of it) or the mask:
-     * reduce copies of them, as NumPy defines the call (blocks read elements that others have
-     * already written, and a split reduction writes partials in any order). */
-    if (cf_array_needs_copy(&a.view, &ov, 0) && arg_copy(&a, &pl) < 0)
-        goto done;
-    if (have_where && cf_array_needs_copy(&w.view, &ov, 0) && arg_copy(&w, &pl) < 0)
-        goto done;
-    /* out in the keepdims shape: extent 1, stride 0 on the reduced axes */
-    cf_array kv = ov;
-    kv.ndim = ndim;
-    for (int k = 0, j = 0; k < ndim; k++) {
-        if (reduced[k] && !keepdims) {
-            kv.shape[k] = 1;
-            kv.strides[k] = 0;
-        } else {
-            kv.shape[k] = ov.shape[j];
-            kv.strides[k] = ov.strides[j];
-            j++;
-        }
-    }
-    cf_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = cf_reduce_launch(red, rloop, pl.s, &a.view, reduced, &kv, have_where ? &w.view : NULL,
-                          has_init ? init : NULL);
-    Py_END_ALLOW_THREADS
-    if (st != CF_OK) {
-        cf_py_fail(st, name);
-        goto done;
-    }
-    result = deliver(dev_out, unwrap_out(out), host_result, rndim == 0);
-done:
-    arg_clear(&a);
-    arg_clear(&o);
-    arg_clear(&w);
-    Py_XDECREF(pl.resolved);
-    Py_XDECREF(dev_out);
-    Py_XDECREF(zero);
-    return result;
+    return rd_run(self, &RD_ENGINE, &S, stream);
 }
 
 PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kwargs)
 {
     CfPyUFunc *self = (CfPyUFunc *)selfobj;
     static char *kw[] = {"array", "axis", "dtype", "out", "stream", NULL};
-    PyObject *array, *axis = NULL, *dtype = Py_None, *out = Py_None, *stream = NULL;
+    rd_state S = {.method = "accumulate", .dtype = Py_None, .out = Py_None, .where = Py_True};
+    PyObject *stream = NULL;
     if (self->nin != 2) {
         PyErr_SetString(PyExc_ValueError, "accumulate only supported for binary functions");
         return NULL;
@@ -1052,97 +1019,10 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
                         "single value");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:accumulate", kw, &array, &axis, &dtype,
-                                     &out, &stream))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:accumulate", kw, &S.array, &S.axis,
+                                     &S.dtype, &S.out, &stream))
         return NULL;
-    const char *name = PyUnicode_AsUTF8(self->name);
-    if (name == NULL)
-        return NULL;
-    red_arg a, o;
-    memset(&a, 0, sizeof a);
-    memset(&o, 0, sizeof o);
-    o.kind = -1; /* not given */
-    red_place pl = {0};
-    PyObject *result = NULL, *dev_out = NULL;
-    if (arg_classify(array, &a, "array") < 0)
-        goto done;
-    const int ndim = a.view.ndim;
-    if (ndim == 0) {
-        PyErr_SetString(PyExc_TypeError, "cannot accumulate on a scalar");
-        goto done;
-    }
-    int ax = 0;
-    if (axis != NULL) {
-        if (axis == Py_None || (PyTuple_Check(axis) && PyTuple_GET_SIZE(axis) != 1)) {
-            PyErr_SetString(PyExc_ValueError, "accumulate does not allow multiple axes");
-            goto done;
-        }
-        unsigned char reduced[CF_MAX_DIMS];
-        if (parse_axes(axis, ndim, reduced) < 0)
-            goto done;
-        for (int k = 0; k < ndim; k++)
-            if (reduced[k])
-                ax = k;
-    }
-    if (parse_out(out, &o, "accumulate") < 0)
-        goto done;
-    cf_reducer *red;
-    int rloop;
-    cf_dtype acc;
-    if (method_loop(self, dtype, &o, a.view.dtype, "accumulate", &red, &rloop, &acc) < 0)
-        goto done;
-    if (o.kind >= 0 && !shapes_equal(o.view.ndim, o.view.shape, ndim, a.view.shape)) {
-        PyObject *f = cf_py_tuple_from_int64(o.view.ndim, o.view.shape);
-        PyObject *e = cf_py_tuple_from_int64(ndim, a.view.shape);
-        if (f && e)
-            PyErr_Format(PyExc_ValueError, "output parameter for accumulate of %s has the wrong "
-                         "shape: Found %R but expected %R", name, f, e);
-        Py_XDECREF(f);
-        Py_XDECREF(e);
-        goto done;
-    }
-    int any_device = a.kind == R_DEVICE || o.kind == R_DEVICE;
-    if (o.kind == R_HOST && any_device) {
-        PyErr_Format(PyExc_TypeError, "accumulate of ufunc '%s': out= is a host (NumPy) array but "
-                     "the input is on the device; pass a device array as out=", name);
-        goto done;
-    }
-    int device = a.kind == R_DEVICE ? a.view.device : o.kind == R_DEVICE ? o.view.device : -1;
-    if (place(&pl, device, stream, name) < 0 || same_device(&a, &pl, 0, name, "array") < 0 ||
-        same_device(&o, &pl, 1, name, "out") < 0)
-        goto done;
-    if (a.kind == R_HOST && arg_upload(&a, pl.device, pl.for_arrays, pl.s) < 0)
-        goto done;
-    cf_array ov;
-    if (o.kind == R_DEVICE) {
-        ov = o.view;
-    } else {
-        dev_out = cf_py_devicearray_alloc(ndim, a.view.shape, o.kind == R_HOST ? o.view.dtype : acc,
-                                          'C', pl.device, pl.for_arrays);
-        if (dev_out == NULL)
-            goto done;
-        ov = ((CfPyDeviceArray *)dev_out)->view;
-    }
-    /* An output that shares memory with the array: scan a copy, as NumPy defines the call, unless
-     * it is the very same view (out=array): a scan loads each tile whole before it stores it and
-     * reads no other tile's elements, and a column scan reads each element before it writes it. */
-    if (cf_array_needs_copy(&a.view, &ov, 1) && arg_copy(&a, &pl) < 0)
-        goto done;
-    cf_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = cf_scan_launch(red, rloop, pl.s, &a.view, ax, &ov);
-    Py_END_ALLOW_THREADS
-    if (st != CF_OK) {
-        cf_py_fail(st, name);
-        goto done;
-    }
-    result = deliver(dev_out, unwrap_out(out), !any_device, 0);
-done:
-    arg_clear(&a);
-    arg_clear(&o);
-    Py_XDECREF(pl.resolved);
-    Py_XDECREF(dev_out);
-    return result;
+    return rd_run(self, &AC_ENGINE, &S, stream);
 }
 
 /* ---- module --------------------------------------------------------------------------------- */

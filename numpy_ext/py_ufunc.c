@@ -1,15 +1,18 @@
-/* py_ufunc.c: the UFunc type, the call path of @vectorize ufuncs, in C.
+/* py_ufunc.c: the UFunc type, the call path of @vectorize ufuncs, in C: the element-wise engine's
+ * part of the call pipeline (py_call.h) and the fast path in front of it.
  *
- * A call reads its arguments, resolves the loop (cached per input dtypes), moves host inputs to the
- * device, broadcasts, allocates outputs from the stream-ordered pool, and launches through the
- * element-wise engine (include/cufunc/ufunc.h). No Python code runs per call once the loop exists;
- * a ufunc made without signatures calls its Python `compiler` once per new combination of input
- * types, to translate and add a loop.
+ * A call reads its arguments, resolves the loop (cached per input dtypes), broadcasts, and hands the
+ * rest to the pipeline: device and stream, host inputs moved over, outputs allocated from the
+ * stream-ordered pool, the launch through the element-wise engine (include/cufunc/ufunc.h), the
+ * results. No Python code runs per call once the loop exists; a ufunc made without signatures
+ * calls its Python `compiler` once per new combination of input types, to translate and add a
+ * loop.
  *
  * Placement, as Numba and CuPy users expect: when any input or output is on the device, results are
  * DeviceArrays and nothing waits for the kernel; when all are host arrays, inputs are copied over,
  * the kernel runs, and results come back as NumPy arrays (large calls stream through overlapped
- * chunks, src/hostpipe.c); a call on scalars alone returns a NumPy scalar, as NumPy does.
+ * chunks, src/hostpipe.c: the pipeline's host strategy); a call on scalars alone returns a NumPy
+ * scalar, as NumPy does.
  *
  * Python scalars are NEP 50 "weak": a Python float with a float32 array runs the float32 loop. They
  * travel as kernel parameters, never as arrays. */
@@ -20,62 +23,36 @@
 
 #include <string.h>
 
-/* ---- dtypes and casting ----------------------------------------------------------------------- */
-
-static int kind_order(cf_dtype t)
-{
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'u': return 1;
-    case 'i': return 2;
-    case 'f': return 3;
-    default: return 4;
-    }
-}
-
-
-/* A NEP 50 weak Python scalar (int, float, complex) reaches a loop type of its kind or a higher
- * one; signed and unsigned integers count as one kind. */
-static int weak_ok(cf_dtype weak, cf_dtype t)
-{
-    int rw = kind_order(weak), rt = kind_order(t);
-    if (rw == 2)
-        rw = 1;
-    if (rt == 2)
-        rt = 1;
-    return t != CF_BOOL && rt >= rw;
-}
-
-
-
 static PyObject *descr_obj(cf_dtype dt) { return (PyObject *)cf_py_descr_from_dtype(dt); }
-
-/* ---- arguments ------------------------------------------------------------------------------ */
-
-/* "argument 3", "out 1": names for error messages, made once (formatting them on every call
- * showed up as a quarter of the per-call time). */
-static char ARG_NAMES[UF_MAX_ARGS + 1][16], OUT_NAMES[UF_MAX_ARGS][16];
-
-static void init_arg_names(void)
-{
-    for (int i = 0; i <= UF_MAX_ARGS; i++)
-        snprintf(ARG_NAMES[i], sizeof ARG_NAMES[i], "argument %d", i + 1);
-    for (int i = 0; i < UF_MAX_ARGS; i++)
-        snprintf(OUT_NAMES[i], sizeof OUT_NAMES[i], "out %d", i);
-}
 
 /* ---- loop resolution -------------------------------------------------------------------------- */
 
-static int add_loop_from(CfPyUFunc *self, PyObject *spec);
+static int add_loop_from(CfPyFuncHead *head, PyObject *spec);
 
 /* The loop of an earlier resolution with this key (input dtypes and weak flags interleaved, then
  * the requested output dtype + 1: 2 * nin + 1 bytes), or -1. */
-static int cached_loop(const CfPyUFunc *self, const unsigned char *key)
+static inline int cached_loop(const CfPyUFunc *self, const unsigned char *key)
 {
-    size_t klen = 2 * (size_t)self->nin + 1;
-    for (int c = 0; c < UF_CACHE; c++)
-        if (self->cache[c].valid && memcmp(self->cache[c].key, key, klen) == 0)
-            return self->cache[c].loop;
+    return cf_py_cache_find((const CfPyFuncHead *)self, key, 2 * (size_t)self->nin + 1);
+}
+
+/* dtype=: the first loop whose outputs have that dtype and whose inputs are reachable under the
+ * casting rule (NumPy's signature=(None, ..., dtype)), or -1. */
+static int find_for_dtype(const CfPyUFunc *self, const cf_dtype *in, const unsigned char *weak,
+                          cf_dtype out_dtype, cf_casting casting)
+{
+    cf_dtype types[2 * UF_MAX_ARGS];
+    for (int l = 0; l < cf_ufunc_nloops(self->uf); l++) {
+        cf_ufunc_loop_types(self->uf, l, types);
+        int ok = 1;
+        for (int o = 0; o < self->nout && ok; o++)
+            ok = types[self->nin + o] == out_dtype;
+        for (int i = 0; i < self->nin && ok; i++)
+            ok = weak[i] ? cf_py_args_weak_reaches(in[i], types[i])
+                         : cf_can_cast(in[i], types[i], casting);
+        if (ok)
+            return l;
+    }
     return -1;
 }
 
@@ -84,83 +61,40 @@ static int cached_loop(const CfPyUFunc *self, const unsigned char *key)
 static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_casting casting,
                    int *loop)
 {
+    CfPyFuncHead *head = (CfPyFuncHead *)self;
     unsigned char key[2 * UF_MAX_ARGS + 1];
     cf_dtype in[UF_MAX_ARGS];
     unsigned char weak[UF_MAX_ARGS];
-    for (int i = 0; i < self->nin; i++) {
-        in[i] = args[i].dtype;
-        weak[i] = (unsigned char)args[i].weak;
-        key[2 * i] = (unsigned char)in[i];
-        key[2 * i + 1] = weak[i];
-    }
+    cf_py_cache_key(args, self->nin, key, in, weak);
     key[2 * self->nin] = (unsigned char)(out_dtype + 1);
     size_t klen = 2 * (size_t)self->nin + 1;
     if ((*loop = cached_loop(self, key)) >= 0)
         return 0;
+    int dynamic = cf_py_func_dynamic(head);
     for (int attempt = 0; attempt < 2; attempt++) {
         int found = -1;
         if (out_dtype < 0) {
             /* a ufunc that compiles on demand gets a loop of its own for new input types, as
              * its body means for them, rather than a cast into an earlier loop */
-            int dynamic = self->compiler != NULL && self->compiler != Py_None;
             cf_status rs = dynamic ? cf_ufunc_find_exact(self->uf, in, weak, &found)
                                    : cf_ufunc_resolve(self->uf, in, weak, &found);
             if (rs != CF_OK)
                 found = -1;
         } else {
-            /* dtype=: a loop whose outputs have that dtype and whose inputs are reachable under
-             * the casting rule (NumPy's signature=(None, ..., dtype)) */
-            cf_dtype types[UF_MAX_ARGS];
-            for (int l = 0; l < cf_ufunc_nloops(self->uf) && found < 0; l++) {
-                cf_ufunc_loop_types(self->uf, l, types);
-                int ok = 1;
-                for (int o = 0; o < self->nout && ok; o++)
-                    ok = types[self->nin + o] == (cf_dtype)out_dtype;
-                for (int i = 0; i < self->nin && ok; i++)
-                    ok = weak[i] ? weak_ok(in[i], types[i]) : cf_can_cast(in[i], types[i], casting);
-                if (ok)
-                    found = l;
-            }
+            found = find_for_dtype(self, in, weak, (cf_dtype)out_dtype, casting);
         }
         if (found >= 0) {
-            int c = self->cache_next++ % UF_CACHE;
-            memcpy(self->cache[c].key, key, klen);
-            self->cache[c].loop = found;
-            self->cache[c].valid = 1;
+            cf_py_cache_add(head, key, klen, found);
             *loop = found;
             return 0;
         }
-        if (attempt == 1 || self->compiler == Py_None || self->compiler == NULL)
+        if (attempt == 1 || !dynamic)
             break;
         /* Ask the Python side for a loop: it gets the input types (np.dtype, or the Python type
          * int/float/complex for weak scalars) and the requested output dtype or None. */
-        PyObject *types = PyTuple_New(self->nin);
-        if (types == NULL)
-            return -1;
-        for (int i = 0; i < self->nin; i++) {
-            PyObject *t;
-            if (weak[i]) {
-                t = (PyObject *)(in[i] == CF_INT64 ? &PyLong_Type : in[i] == CF_FLOAT64 ?
-                                 &PyFloat_Type : &PyComplex_Type);
-                Py_INCREF(t);
-            } else {
-                t = descr_obj(in[i]);
-                if (t == NULL) {
-                    Py_DECREF(types);
-                    return -1;
-                }
-            }
-            PyTuple_SET_ITEM(types, i, t);
-        }
-        PyObject *od = out_dtype >= 0 ? descr_obj((cf_dtype)out_dtype) : (Py_INCREF(Py_None), Py_None);
-        PyObject *spec = od ? PyObject_CallFunctionObjArgs(self->compiler, types, od, NULL) : NULL;
-        Py_DECREF(types);
-        Py_XDECREF(od);
-        if (spec == NULL)
-            return -1;
-        int r = spec == Py_None ? 0 : add_loop_from(self, spec);
-        Py_DECREF(spec);
-        if (r < 0)
+        PyObject *od = out_dtype >= 0 ? descr_obj((cf_dtype)out_dtype) : Py_NewRef(Py_None);
+        if (cf_py_func_compile(head, cf_py_type_objects(self->nin, in, weak), od,
+                               add_loop_from) < 0)
             return -1;
     }
     cf_status st = cf_ufunc_resolve(self->uf, in, weak, loop);
@@ -184,10 +118,17 @@ typedef struct {
     int outer;
 } uf_call;
 
-static int is_true_where(PyObject *w)
-{
-    return w == NULL || w == Py_True;
-}
+/* The element-wise engine's state of one call, beside the pipeline's (cf_py_call). */
+typedef struct {
+    const uf_call *call;
+    int loop;
+    cf_dtype types[2 * UF_MAX_ARGS];
+    int ndim;
+    int64_t shape[CF_MAX_DIMS];
+    cf_operand ops[2 * UF_MAX_ARGS]; /* scalars filled by prepare, arrays by the launch */
+} uf_state;
+
+#define UF_STATE(c) ((uf_state *)(c)->state)
 
 /* NumPy's spelling of a shape in messages: (2,3), (4,), (). */
 static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
@@ -199,112 +140,272 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
         snprintf(buf + n, cap - n, ndim == 1 ? ",)" : ")");
 }
 
-/* ---- host arrays, pipelined (src/hostpipe.c) ------------------------------------------------ */
+/* Step 1: the inputs, the outputs, where=. */
+static int uf_classify(cf_py_call *c)
+{
+    const uf_call *u = UF_STATE(c)->call;
+    const int nin = c->nin, nout = c->nout;
+    for (int i = 0; i < nin; i++, c->nin_done++)
+        if (cf_py_arg_classify(u->inputs[i], &c->in[i], cf_py_arg_name(i)) < 0)
+            return -1;
+    for (int i = 0; i < nin; i++) {
+        c->any_device |= c->in[i].kind == CF_PY_ARG_DEVICE;
+        c->any_host |= c->in[i].kind == CF_PY_ARG_HOST;
+    }
+    cf_py_args_nep50(c->in, nin);
+    for (int o = 0; o < nout; o++, c->nout_done++) {
+        cf_py_arg_reset(&c->out[o], NULL);
+        c->out[o].kind = CF_PY_ARG_NONE;
+        if (c->outs[o] != NULL && cf_py_call_classify_out(c, o, cf_py_out_name(o), NULL) < 0)
+            return -1;
+    }
+    if (c->host_out && c->any_device) {
+        PyErr_Format(PyExc_TypeError, "ufunc '%s': out= is a host (NumPy) array but an input is "
+                     "on the device; pass a device array as out=, or copy the input to the host",
+                     c->name);
+        return -1;
+    }
+    if (u->where == NULL || u->where == Py_True)
+        return 0;
+    /* where=False (or a false scalar): nothing is written; outputs are still allocated */
+    if (cf_py_arg_classify(u->where, &c->where, cf_py_arg_name(nin)) < 0)
+        return -1;
+    c->have_where = 1;
+    if (c->where.kind == CF_PY_ARG_SCALAR) {
+        int truth = PyObject_IsTrue(c->where.value);
+        if (truth < 0)
+            return -1;
+        cf_py_arg_clear(&c->where);
+        c->have_where = truth ? 0 : 2; /* 2: nothing is written at all */
+    } else if (c->where.dtype != CF_BOOL) {
+        PyErr_Format(PyExc_TypeError, "where= must be a boolean array, not %s",
+                     cf_dtype_name(c->where.dtype));
+        return -1;
+    } else if (c->where.kind == CF_PY_ARG_DEVICE) {
+        c->any_device = 1;
+    }
+    return 0;
+}
+
+/* Step 2: the loop, the casts it needs, scalars as kernel parameters. */
+static int uf_resolve(cf_py_call *c)
+{
+    CfPyUFunc *self = (CfPyUFunc *)c->self;
+    uf_state *S = UF_STATE(c);
+    const uf_call *u = S->call;
+    const int nin = c->nin, nout = c->nout;
+    cf_casting casting;
+    int out_dtype = -1;
+    if (cf_py_parse_casting(u->casting, &casting) < 0)
+        return -1;
+    if (u->dtype != NULL && u->dtype != Py_None) {
+        cf_dtype d;
+        if (cf_py_dtype_from_object(u->dtype, &d, NULL, "dtype") < 0)
+            return -1;
+        out_dtype = (int)d;
+    }
+    if (resolve(self, c->in, out_dtype, casting, &S->loop) < 0)
+        return -1;
+    cf_ufunc_loop_types(self->uf, S->loop, S->types);
+    for (int o = 0; o < nout; o++)
+        if (c->outs[o] && !cf_can_cast(S->types[nin + o], c->out[o].dtype, casting)) {
+            PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' output from dtype('%s') to "
+                         "dtype('%s') with casting rule '%s'", c->name,
+                         cf_dtype_name(S->types[nin + o]), cf_dtype_name(c->out[o].dtype),
+                         cf_casting_name(casting));
+            return -1;
+        }
+    for (int i = 0; i < nin; i++)
+        if (!c->in[i].weak && !cf_can_cast(c->in[i].dtype, S->types[i], casting)) {
+            PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' input %d from dtype('%s') to "
+                         "dtype('%s') with casting rule '%s'", c->name, i,
+                         cf_dtype_name(c->in[i].dtype), cf_dtype_name(S->types[i]),
+                         cf_casting_name(casting));
+            return -1;
+        }
+    /* Scalars become kernel parameters now: a Python int that does not fit the loop's integer
+     * type is an OverflowError (NEP 50), reported before anything touches the GPU. */
+    for (int i = 0; i < nin; i++)
+        if (c->in[i].kind == CF_PY_ARG_SCALAR &&
+            cf_py_arg_scalar(&c->in[i], S->types[i], &S->ops[i], c->name, i) < 0)
+            return -1;
+    return 0;
+}
+
+/* outer: a[..., None, None] and b[None, None, ...] as views (extent-1 axes, stride 0). */
+static int uf_outer_views(cf_py_call *c)
+{
+    cf_py_arg *a = &c->in[0], *b = &c->in[1];
+    int n0 = a->kind == CF_PY_ARG_SCALAR ? 0 : a->view.ndim;
+    int n1 = b->kind == CF_PY_ARG_SCALAR ? 0 : b->view.ndim;
+    if (n0 + n1 > CF_MAX_DIMS) {
+        PyErr_SetString(PyExc_ValueError, "outer: too many dimensions");
+        return -1;
+    }
+    if (a->kind != CF_PY_ARG_SCALAR)
+        for (int k = 0; k < n1; k++) {
+            a->view.shape[n0 + k] = 1;
+            a->view.strides[n0 + k] = 0;
+        }
+    if (b->kind != CF_PY_ARG_SCALAR) {
+        memmove(b->view.shape + n0, b->view.shape, sizeof(int64_t) * (size_t)n1);
+        memmove(b->view.strides + n0, b->view.strides, sizeof(int64_t) * (size_t)n1);
+        for (int k = 0; k < n0; k++) {
+            b->view.shape[k] = 1;
+            b->view.strides[k] = 0;
+        }
+        b->view.ndim = n0 + n1;
+    }
+    if (a->kind != CF_PY_ARG_SCALAR)
+        a->view.ndim = n0 + n1;
+    c->reshaped = 1; /* uploads keep these shapes (py_call.c) */
+    return 0;
+}
+
+/* Step 3: inputs (after outer's reshaping), outputs and the mask broadcast together. */
+static int uf_plan(cf_py_call *c)
+{
+    uf_state *S = UF_STATE(c);
+    const int nin = c->nin, nout = c->nout;
+    if (S->call->outer && uf_outer_views(c) < 0)
+        return -1;
+    int nshapes = 0, ndims[2 * UF_MAX_ARGS + 1];
+    const int64_t *shapes[2 * UF_MAX_ARGS + 1];
+    for (int i = 0; i < nin; i++)
+        if (c->in[i].kind != CF_PY_ARG_SCALAR) {
+            ndims[nshapes] = c->in[i].view.ndim;
+            shapes[nshapes++] = c->in[i].view.shape;
+        }
+    for (int o = 0; o < nout; o++)
+        if (c->outs[o]) {
+            ndims[nshapes] = c->out[o].view.ndim;
+            shapes[nshapes++] = c->out[o].view.shape;
+        }
+    if (c->have_where == 1) {
+        ndims[nshapes] = c->where.view.ndim;
+        shapes[nshapes++] = c->where.view.shape;
+    }
+    cf_status st = cf_broadcast_shapes(nshapes, ndims, shapes, &S->ndim, S->shape);
+    if (st != CF_OK)
+        return cf_py_fail(st, NULL);
+    for (int o = 0; o < nout; o++) {
+        if (!c->outs[o] || cf_array_has_shape(&c->out[o].view, S->ndim, S->shape))
+            continue;
+        char os[512], bs[512];
+        shape_str(c->out[o].view.ndim, c->out[o].view.shape, os, sizeof os);
+        shape_str(S->ndim, S->shape, bs, sizeof bs);
+        PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %s "
+                     "doesn't match the broadcast shape %s", os, bs);
+        return -1;
+    }
+    return 0;
+}
+
+/* Steps 1-3; then where the results go: device results (DeviceArrays, or the given device outs)
+ * when anything is on the device, or (a host where= mask with scalar inputs) nothing on the host;
+ * else copied back, a NumPy scalar when every input was a scalar, as NumPy does. */
+static int uf_prepare(cf_py_call *c)
+{
+    if (uf_classify(c) < 0 || uf_resolve(c) < 0 || uf_plan(c) < 0)
+        return -1;
+    int all_scalar = !c->any_device && !c->any_host && !c->host_out &&
+                     (c->have_where != 1 || c->where.kind == CF_PY_ARG_SCALAR);
+    c->host_result = !(c->any_device || (!c->host_out && !c->any_host && !all_scalar));
+    c->scalar_results = all_scalar;
+    return 0;
+}
+
+/* ---- host arrays, pipelined (src/hostpipe.c): the pipeline's host strategy -------------------- */
 
 /* The pipeline refuses a host output that overlaps an input, the mask or another output other
  * than as the same view, or itself (a zero stride), because NumPy's answer needs a copy first;
- * the whole-array path does that. Given outputs' views are filled in here. */
-static int hostpipe_overlaps(CfPyUFunc *self, uf_call *c, cf_py_arg *in, cf_py_arg *out,
-                             const cf_py_arg *where)
+ * the whole-array path does that. */
+static int hostpipe_overlaps(const cf_py_call *c)
 {
-    const int nin = self->nin, nout = self->nout;
-    for (int o = 0; o < nout; o++) {
-        if (c->outs[o] == NULL || c->outs[o] == Py_None)
+    const cf_py_arg *where = c->have_where == 1 ? &c->where : NULL;
+    for (int o = 0; o < c->nout; o++) {
+        if (c->outs[o] == NULL)
             continue;
-        cf_py_arg_host_view(&out[o], (PyArrayObject *)c->outs[o]);
-        const cf_array *v = &out[o].view;
+        const cf_array *v = &c->out[o].view;
         for (int k = 0; k < v->ndim; k++)
             if (v->shape[k] > 1 && v->strides[k] == 0)
                 return 1;
-        for (int i = 0; i < nin; i++)
-            if (in[i].kind == CF_PY_ARG_HOST && cf_array_needs_copy(&in[i].view, v, 1))
+        for (int i = 0; i < c->nin; i++)
+            if (c->in[i].kind == CF_PY_ARG_HOST && cf_array_needs_copy(&c->in[i].view, v, 1))
                 return 1;
         if (where && cf_array_needs_copy(&where->view, v, 1))
             return 1;
         for (int p = 0; p < o; p++)
-            if (c->outs[p] && c->outs[p] != Py_None && cf_array_may_overlap(v, &out[p].view))
+            if (c->outs[p] && cf_array_may_overlap(v, &c->out[p].view))
                 return 1;
     }
     return 0;
 }
 
-/* A call whose arrays are all on the host, large enough to gain from chunks: the NumPy results
- * (C order, in the loop's output dtypes, as the whole-array path gives) are allocated here and the
- * pipeline fills them, and given out= arrays in place, with the GIL released. Returns 1 with
- * *result set, 0 when the call is not one for the pipeline (the caller goes on with the
- * whole-array path), -1 with an exception. */
-static int ufunc_apply_hostpipe(CfPyUFunc *self, uf_call *c, cf_py_arg *in, cf_py_arg *out,
-                                const cf_py_arg *where, cf_operand *ops, const cf_dtype *types,
-                                int loop, int ndim, const int64_t *shape, const char *ufname,
-                                PyObject **result)
+/* Whether the call is one for the pipeline: host arrays only, moving enough bytes. */
+static int hostpipe_wanted(const cf_py_call *c)
 {
-    const int nin = self->nin, nout = self->nout;
-    int64_t size = 1;
-    for (int k = 0; k < ndim; k++)
-        size *= shape[k];
-    size_t bytes = where ? (size_t)PyArray_NBYTES((PyArrayObject *)where->keep) : 0;
-    for (int i = 0; i < nin; i++)
-        if (in[i].kind == CF_PY_ARG_HOST)
-            bytes += (size_t)PyArray_NBYTES((PyArrayObject *)in[i].keep);
-    for (int o = 0; o < nout; o++) {
-        int given = c->outs[o] != NULL && c->outs[o] != Py_None;
-        bytes += (size_t)size * cf_dtype_size(given ? out[o].dtype : types[nin + o]);
-    }
-    if (!cf_hostpipe_wanted(bytes) || hostpipe_overlaps(self, c, in, out, where))
+    const uf_state *S = UF_STATE(c);
+    if (!(c->any_host || c->host_out) || c->have_where == 2)
         return 0;
+    int64_t size = 1;
+    for (int k = 0; k < S->ndim; k++)
+        size *= S->shape[k];
+    size_t bytes = c->have_where == 1 ? (size_t)PyArray_NBYTES((PyArrayObject *)c->where.keep) : 0;
+    for (int i = 0; i < c->nin; i++)
+        if (c->in[i].kind == CF_PY_ARG_HOST)
+            bytes += (size_t)PyArray_NBYTES((PyArrayObject *)c->in[i].keep);
+    for (int o = 0; o < c->nout; o++)
+        bytes += (size_t)size * cf_dtype_size(c->outs[o] ? c->out[o].dtype : S->types[c->nin + o]);
+    return cf_hostpipe_wanted(bytes) && !hostpipe_overlaps(c);
+}
 
-    int device = -1, r = -1;
-    PyObject *resolved = NULL, *res[UF_MAX_ARGS] = {0};
-    cf_stream *s;
-    if (cf_py_cuda_init(ufname) < 0)
+/* The whole call in chunks: the NumPy results (C order, in the loop's output dtypes, as the
+ * whole-array path gives) are allocated here and the pipeline fills them, and given out= arrays in
+ * place, with the GIL released. 1 with c->result set; 0 when the call is not one for the pipeline
+ * (the pipeline goes on moving whole arrays); -1 with an exception. */
+static int uf_host_strategy(cf_py_call *c)
+{
+    CfPyUFunc *self = (CfPyUFunc *)c->self;
+    uf_state *S = UF_STATE(c);
+    const int nin = c->nin, nout = c->nout;
+    PyObject *res[UF_MAX_ARGS] = {0};
+    int r = -1;
+    if (!hostpipe_wanted(c))
+        return 0;
+    if (cf_py_host_inputs_ready(c->pl.device) < 0) /* the CPU reads them (py_args.h) */
         return -1;
-    if (c->stream && c->stream != Py_None && cf_py_stream_device(c->stream, &device, "stream") < 0)
-        return -1;
-    if (device < 0 && cf_py_current_device(&device, ufname) < 0)
-        return -1;
-    if (c->stream && cf_py_stream_check(c->stream, "stream") < 0)
-        return -1;
-    resolved = cf_py_stream_resolve(c->stream ? c->stream : Py_None, device, "stream");
-    if (resolved == NULL || cf_py_stream_get(resolved, device, &s) < 0 ||
-        cf_py_host_inputs_ready(device) < 0) /* the CPU reads them (py_args.h) */
-        goto done;
-
     for (int i = 0; i < nin; i++)
-        if (in[i].kind == CF_PY_ARG_HOST) {
-            ops[i].is_scalar = 0;
-            cf_py_view_copy(&ops[i].array, &in[i].view);
+        if (c->in[i].kind == CF_PY_ARG_HOST) {
+            S->ops[i].is_scalar = 0;
+            cf_py_view_copy(&S->ops[i].array, &c->in[i].view);
         }
     for (int o = 0; o < nout; o++) {
-        if (c->outs[o] != NULL && c->outs[o] != Py_None) {
+        if (c->outs[o] != NULL) {
             res[o] = Py_NewRef(c->outs[o]);
         } else {
             npy_intp dims[CF_MAX_DIMS];
-            for (int k = 0; k < ndim; k++)
-                dims[k] = (npy_intp)shape[k];
-            PyArray_Descr *d = cf_py_descr_from_dtype(types[nin + o]);
-            res[o] = d ? PyArray_Empty(ndim, dims, d, 0) : NULL; /* steals d */
+            for (int k = 0; k < S->ndim; k++)
+                dims[k] = (npy_intp)S->shape[k];
+            PyArray_Descr *d = cf_py_descr_from_dtype(S->types[nin + o]);
+            res[o] = d ? PyArray_Empty(S->ndim, dims, d, 0) : NULL; /* steals d */
             if (res[o] == NULL)
                 goto done;
         }
         /* out[o] is left as it is: the whole-array path may still run (see below) */
-        PyArrayObject *h = (PyArrayObject *)res[o];
-        cf_array *v = &ops[nin + o].array;
-        ops[nin + o].is_scalar = 0;
-        v->data = (uint64_t)(uintptr_t)PyArray_DATA(h);
-        v->dtype = res[o] == c->outs[o] ? out[o].dtype : types[nin + o];
-        v->ndim = PyArray_NDIM(h);
-        v->device = -1;
-        for (int k = 0; k < v->ndim; k++) {
-            v->shape[k] = PyArray_DIM(h, k);
-            v->strides[k] = PyArray_STRIDE(h, k);
-        }
+        cf_py_arg h;
+        h.dtype = c->outs[o] ? c->out[o].dtype : S->types[nin + o];
+        cf_py_arg_host_view(&h, (PyArrayObject *)res[o]);
+        S->ops[nin + o].is_scalar = 0;
+        cf_py_view_copy(&S->ops[nin + o].array, &h.view);
     }
     cf_array wv;
-    if (where)
-        cf_py_view_copy(&wv, &where->view);
+    if (c->have_where == 1)
+        cf_py_view_copy(&wv, &c->where.view);
     cf_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = cf_ufunc_launch_host(self->uf, loop, s, ops, where ? &wv : NULL, ndim, shape, NULL);
+    st = cf_ufunc_launch_host(self->uf, S->loop, c->pl.s, S->ops, c->have_where == 1 ? &wv : NULL,
+                              S->ndim, S->shape, NULL);
     Py_END_ALLOW_THREADS
     if (st == CF_ERR_UNSUPPORTED) {
         /* refused before anything was written (layouts or dtypes the chunk kernels do not take):
@@ -313,419 +414,86 @@ static int ufunc_apply_hostpipe(CfPyUFunc *self, uf_call *c, cf_py_arg *in, cf_p
         goto done;
     }
     if (st != CF_OK) {
-        cf_py_fail(st, ufname);
+        cf_py_fail(st, c->name);
         goto done;
     }
-    if (nout == 1) {
-        *result = res[0];
-        res[0] = NULL;
-    } else {
-        *result = PyTuple_New(nout);
-        if (*result == NULL)
-            goto done;
-        for (int o = 0; o < nout; o++) {
-            PyTuple_SET_ITEM(*result, o, res[o]);
-            res[o] = NULL;
-        }
-    }
-    r = 1;
+    c->result = cf_py_pack_results(res, nout);
+    r = c->result ? 1 : -1;
 done:
     for (int o = 0; o < nout; o++)
         Py_XDECREF(res[o]);
-    Py_XDECREF(resolved);
     return r;
 }
 
-static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *c)
+/* ---- steps 6 and 9 ---------------------------------------------------------------------------- */
+
+/* A new output in the loop's dtype, or a host out='s (the kernel converts; the bytes then move
+ * back as they are). */
+static PyObject *uf_alloc_out(cf_py_call *c, int o)
 {
-    const int nin = self->nin, nout = self->nout;
+    const uf_state *S = UF_STATE(c);
+    cf_dtype odt = c->out[o].kind == CF_PY_ARG_HOST ? c->out[o].dtype : S->types[c->nin + o];
+    PyObject *dev = cf_py_devicearray_alloc(S->ndim, S->shape, odt, 'C', c->pl.device,
+                                            c->pl.for_arrays);
+    if (dev != NULL && c->out[o].kind == CF_PY_ARG_HOST && c->have_where) {
+        /* where= leaves masked elements as they are: start from the host out's values */
+        PyObject *r = PyObject_CallMethod(dev, "copy_to_device", "O", c->outs[o]);
+        if (r == NULL)
+            Py_CLEAR(dev);
+        Py_XDECREF(r);
+    }
+    return dev;
+}
+
+static int uf_launch(cf_py_call *c)
+{
+    CfPyUFunc *self = (CfPyUFunc *)c->self;
+    uf_state *S = UF_STATE(c);
+    const int nin = c->nin, nout = c->nout;
+    if (c->have_where == 2)
+        return 0;
+    for (int i = 0; i < nin; i++)
+        if (c->in[i].kind != CF_PY_ARG_SCALAR) {
+            S->ops[i].is_scalar = 0;
+            cf_py_view_copy(&S->ops[i].array, &c->in[i].view);
+        }
+    for (int o = 0; o < nout; o++) {
+        S->ops[nin + o].is_scalar = 0;
+        cf_py_view_copy(&S->ops[nin + o].array, &c->out[o].view);
+    }
+    /* a ready kernel is launched holding the GIL (a few microseconds, as CuPy and PyTorch
+     * launch); the GIL is let go only around a launch that compiles its kernel first */
+    int launched = 0;
+    const cf_array *wv = c->have_where == 1 ? &c->where.view : NULL;
+    cf_status st = cf_ufunc_launch_if_ready(self->uf, S->loop, c->pl.s, S->ops, wv, S->ndim,
+                                            S->shape, &launched, NULL);
+    if (st == CF_OK && !launched) {
+        Py_BEGIN_ALLOW_THREADS
+        st = cf_ufunc_launch(self->uf, S->loop, c->pl.s, S->ops, wv, S->ndim, S->shape);
+        Py_END_ALLOW_THREADS
+    }
+    return st == CF_OK ? 0 : cf_py_fail(st, c->name);
+}
+
+static const cf_py_engine UF_ENGINE = {
+    .prepare = uf_prepare,
+    .host_strategy = uf_host_strategy,
+    .alloc_out = uf_alloc_out,
+    .in_place_ok = 1,
+    .launch = uf_launch,
+};
+
+static PyObject *ufunc_apply(CfPyUFunc *self, uf_call *u)
+{
     const char *ufname = PyUnicode_AsUTF8(self->name);
-    cf_py_arg in[UF_MAX_ARGS], out[UF_MAX_ARGS], where;
-    int nclassified = 0, nout_classified = 0, have_where = 0;
-    PyObject *result = NULL, *resolved_stream = NULL;
-    PyObject *out_objs[UF_MAX_ARGS] = {0};  /* the DeviceArrays the kernel writes */
-    int host_out_mode = 0;
-    cf_py_arg_reset(&where, NULL);
     if (ufname == NULL)
         return NULL;
-
-    /* 1. Classify every argument (no GPU needed, except to read foreign device pointers). */
-    for (int i = 0; i < nin; i++, nclassified++)
-        if (cf_py_arg_classify(c->inputs[i], &in[i], ARG_NAMES[i]) < 0)
-            goto done;
-    int any_device = 0, any_host = 0;
-    for (int i = 0; i < nin; i++) {
-        any_device |= in[i].kind == CF_PY_ARG_DEVICE;
-        any_host |= in[i].kind == CF_PY_ARG_HOST;
-    }
-    cf_py_args_nep50(in, nin);
-    for (int o = 0; o < nout; o++, nout_classified++) {
-        cf_py_arg_reset(&out[o], NULL);
-        if (c->outs[o] == NULL || c->outs[o] == Py_None)
-            continue;
-        if (CfPyDeviceArray_Check(c->outs[o]) || cf_py_is_device_object(c->outs[o])) {
-            if (cf_py_device_view(c->outs[o], &out[o].view, &out[o].keep, 1, OUT_NAMES[o]) < 0)
-                goto done;
-            out[o].kind = CF_PY_ARG_DEVICE;
-            out[o].dtype = out[o].view.dtype;
-            any_device = 1;
-        } else if (PyArray_Check(c->outs[o])) {
-            PyArrayObject *h = (PyArrayObject *)c->outs[o];
-            if (cf_py_dtype_from_descr(PyArray_DESCR(h), &out[o].dtype, OUT_NAMES[o]) < 0)
-                goto done;
-            if (!PyArray_ISWRITEABLE(h)) {
-                PyErr_Format(PyExc_ValueError, "output array %d is read-only", o);
-                goto done;
-            }
-            out[o].kind = CF_PY_ARG_HOST;
-            out[o].view.ndim = PyArray_NDIM(h);
-            for (int k = 0; k < out[o].view.ndim; k++)
-                out[o].view.shape[k] = PyArray_DIM(h, k);
-            host_out_mode = 1;
-        } else {
-            PyErr_Format(PyExc_TypeError, "return arrays must be of ArrayType (a NumPy array or a "
-                         "device array), not %.200s", Py_TYPE(c->outs[o])->tp_name);
-            goto done;
-        }
-    }
-    if (host_out_mode && any_device) {
-        PyErr_Format(PyExc_TypeError, "ufunc '%s': out= is a host (NumPy) array but an input is "
-                     "on the device; pass a device array as out=, or copy the input to the host",
-                     ufname);
-        goto done;
-    }
-    for (int o = 0; o < nout; o++)
-        if (out[o].kind == CF_PY_ARG_DEVICE && host_out_mode) {
-            PyErr_Format(PyExc_TypeError, "ufunc '%s': outputs must be all on the host or all on "
-                         "the device", ufname);
-            goto done;
-        }
-    if (!is_true_where(c->where)) {
-        /* where=False (or a false scalar): nothing is written; outputs are still allocated */
-        if (cf_py_arg_classify(c->where, &where, ARG_NAMES[nin]) < 0)
-            goto done;
-        have_where = 1;
-        if (where.kind == CF_PY_ARG_SCALAR) {
-            int truth = PyObject_IsTrue(where.value);
-            if (truth < 0)
-                goto done;
-            cf_py_arg_clear(&where);
-            have_where = truth ? 0 : 2; /* 2: nothing is written at all */
-        } else if (where.dtype != CF_BOOL) {
-            PyErr_Format(PyExc_TypeError, "where= must be a boolean array, not %s",
-                         cf_dtype_name(where.dtype));
-            goto done;
-        } else if (where.kind == CF_PY_ARG_DEVICE) {
-            any_device = 1;
-        }
-    }
-
-    /* 2. The loop. */
-    cf_casting casting;
-    int out_dtype = -1, loop = -1;
-    if (cf_py_parse_casting(c->casting, &casting) < 0)
-        goto done;
-    if (c->dtype != NULL && c->dtype != Py_None) {
-        cf_dtype d;
-        if (cf_py_dtype_from_object(c->dtype, &d, NULL, "dtype") < 0)
-            goto done;
-        out_dtype = (int)d;
-    }
-    if (resolve(self, in, out_dtype, casting, &loop) < 0)
-        goto done;
-    cf_dtype types[UF_MAX_ARGS];
-    cf_ufunc_loop_types(self->uf, loop, types);
-    for (int o = 0; o < nout; o++)
-        if (c->outs[o] && c->outs[o] != Py_None && !cf_can_cast(types[nin + o], out[o].dtype, casting)) {
-            PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' output from dtype('%s') to "
-                         "dtype('%s') with casting rule '%s'", ufname, cf_dtype_name(types[nin + o]),
-                         cf_dtype_name(out[o].dtype), cf_casting_name(casting));
-            goto done;
-        }
-    for (int i = 0; i < nin; i++)
-        if (!in[i].weak && !cf_can_cast(in[i].dtype, types[i], casting)) {
-            PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' input %d from dtype('%s') to "
-                         "dtype('%s') with casting rule '%s'", ufname, i, cf_dtype_name(in[i].dtype),
-                         cf_dtype_name(types[i]), cf_casting_name(casting));
-            goto done;
-        }
-
-    /* Scalars become kernel parameters now: a Python int that does not fit the loop's integer
-     * type is an OverflowError (NEP 50), reported before anything touches the GPU. */
-    cf_operand ops[2 * UF_MAX_ARGS];
-    for (int i = 0; i < nin; i++)
-        if (in[i].kind == CF_PY_ARG_SCALAR && cf_py_arg_scalar(&in[i], types[i], &ops[i], ufname, i) < 0)
-            goto done;
-
-    /* 3. Shapes: inputs (after outer's reshaping) and outputs broadcast together. */
-    if (c->outer) {
-        int n0 = in[0].kind == CF_PY_ARG_SCALAR ? 0 : in[0].view.ndim;
-        int n1 = in[1].kind == CF_PY_ARG_SCALAR ? 0 : in[1].view.ndim;
-        if (n0 + n1 > CF_MAX_DIMS) {
-            PyErr_SetString(PyExc_ValueError, "outer: too many dimensions");
-            goto done;
-        }
-        /* a[..., None, None] and b[None, None, ...] as views: extent-1 axes */
-        if (in[0].kind != CF_PY_ARG_SCALAR)
-            for (int k = 0; k < n1; k++) {
-                in[0].view.shape[n0 + k] = 1;
-                in[0].view.strides[n0 + k] = 0;
-            }
-        if (in[1].kind != CF_PY_ARG_SCALAR) {
-            memmove(in[1].view.shape + n0, in[1].view.shape, sizeof(int64_t) * (size_t)n1);
-            memmove(in[1].view.strides + n0, in[1].view.strides, sizeof(int64_t) * (size_t)n1);
-            for (int k = 0; k < n0; k++) {
-                in[1].view.shape[k] = 1;
-                in[1].view.strides[k] = 0;
-            }
-            in[1].view.ndim = n0 + n1;
-        }
-        if (in[0].kind != CF_PY_ARG_SCALAR)
-            in[0].view.ndim = n0 + n1;
-    }
-    int nshapes = 0, ndims[2 * UF_MAX_ARGS + 1];
-    const int64_t *shapes[2 * UF_MAX_ARGS + 1];
-    for (int i = 0; i < nin; i++)
-        if (in[i].kind != CF_PY_ARG_SCALAR) {
-            ndims[nshapes] = in[i].view.ndim;
-            shapes[nshapes++] = in[i].view.shape;
-        }
-    for (int o = 0; o < nout; o++)
-        if (c->outs[o] && c->outs[o] != Py_None) {
-            ndims[nshapes] = out[o].view.ndim;
-            shapes[nshapes++] = out[o].view.shape;
-        }
-    if (have_where == 1) {
-        ndims[nshapes] = where.view.ndim;
-        shapes[nshapes++] = where.view.shape;
-    }
-    int ndim;
-    int64_t shape[CF_MAX_DIMS];
-    cf_status st = cf_broadcast_shapes(nshapes, ndims, shapes, &ndim, shape);
-    if (st != CF_OK) {
-        cf_py_fail(st, NULL);
-        goto done;
-    }
-    for (int o = 0; o < nout; o++) {
-        if (!c->outs[o] || c->outs[o] == Py_None)
-            continue;
-        int same = out[o].view.ndim == ndim;
-        for (int k = 0; same && k < ndim; k++)
-            same = out[o].view.shape[k] == shape[k];
-        if (!same) {
-            char os[512], bs[512];
-            shape_str(out[o].view.ndim, out[o].view.shape, os, sizeof os);
-            shape_str(ndim, shape, bs, sizeof bs);
-            PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %s "
-                         "doesn't match the broadcast shape %s", os, bs);
-            goto done;
-        }
-    }
-
-    /* Host arrays only, and large: streamed through overlapped chunks (src/hostpipe.c). */
-    if (!any_device && (any_host || host_out_mode) && have_where != 2) {
-        int r = ufunc_apply_hostpipe(self, c, in, out, have_where == 1 ? &where : NULL, ops, types,
-                                     loop, ndim, shape, ufname, &result);
-        if (r != 0)
-            goto done; /* the result, or an exception */
-    }
-
-    /* 4. The device and the stream; host inputs move over. */
-    int device = -1;
-    for (int i = 0; i < nin && device < 0; i++)
-        if (in[i].kind == CF_PY_ARG_DEVICE)
-            device = in[i].view.device;
-    for (int o = 0; o < nout && device < 0; o++)
-        if (out[o].kind == CF_PY_ARG_DEVICE)
-            device = out[o].view.device;
-    if (device < 0 && have_where == 1 && where.kind == CF_PY_ARG_DEVICE)
-        device = where.view.device;
-    if (cf_py_cuda_init(ufname) < 0)
-        goto done;
-    if (device < 0) {
-        if (c->stream && c->stream != Py_None && cf_py_stream_device(c->stream, &device, "stream") < 0)
-            goto done;
-        if (device < 0 && cf_py_current_device(&device, ufname) < 0)
-            goto done;
-    }
-    if (c->stream && cf_py_stream_check(c->stream, "stream") < 0)
-        goto done;
-    resolved_stream = cf_py_stream_resolve(c->stream ? c->stream : Py_None, device, "stream");
-    if (resolved_stream == NULL)
-        goto done;
-    cf_stream *s;
-    if (cf_py_stream_get(resolved_stream, device, &s) < 0)
-        goto done;
-    PyObject *stream_for_arrays = resolved_stream == Py_None ? NULL : resolved_stream;
-    for (int i = 0; i < nin; i++) {
-        if (in[i].kind == CF_PY_ARG_DEVICE && in[i].view.device != device) {
-            PyErr_Format(PyExc_ValueError, "ufunc '%s': argument %d is on device %d, but the call "
-                         "runs on device %d", ufname, i + 1, in[i].view.device, device);
-            goto done;
-        }
-        if (in[i].kind == CF_PY_ARG_HOST) {
-            /* upload keeps the shape the outer reshaping gave: reapply it to the copy */
-            cf_array shaped = in[i].view;
-            if (cf_py_arg_upload(&in[i], in[i].dtype, device, stream_for_arrays, s) < 0)
-                goto done;
-            if (c->outer) {
-                uint64_t data = in[i].view.data;
-                int64_t item = (int64_t)cf_dtype_size(in[i].dtype), stride = item;
-                in[i].view = shaped;
-                in[i].view.data = data;
-                in[i].view.device = device;
-                for (int k = shaped.ndim - 1; k >= 0; k--) {
-                    in[i].view.strides[k] = shaped.shape[k] == 1 ? 0 : stride;
-                    stride *= shaped.shape[k] > 0 ? shaped.shape[k] : 1;
-                }
-            }
-        }
-    }
-    if (have_where == 1 && where.kind == CF_PY_ARG_HOST &&
-        cf_py_arg_upload(&where, where.dtype, device, stream_for_arrays, s) < 0)
-        goto done;
-
-    /* 5. Outputs: given device arrays, or new ones. */
-    for (int o = 0; o < nout; o++) {
-        cf_dtype odt = types[nin + o];
-        if (out[o].kind == CF_PY_ARG_DEVICE && c->outs[o] && c->outs[o] != Py_None) {
-            if (out[o].view.device != device) {
-                PyErr_Format(PyExc_ValueError, "ufunc '%s': out %d is on device %d, but the call "
-                             "runs on device %d", ufname, o, out[o].view.device, device);
-                goto done;
-            }
-            /* a given DeviceArray is used as it is; a foreign (CAI) output gets a view object */
-            out_objs[o] = CfPyDeviceArray_Check(c->outs[o])
-                              ? Py_NewRef(c->outs[o])
-                              : cf_py_devicearray_wrap(&out[o].view, out[o].keep, stream_for_arrays, 0);
-        } else {
-            if (out[o].kind == CF_PY_ARG_HOST)
-                odt = out[o].dtype; /* the kernel converts; the bytes then move as they are */
-            out_objs[o] = cf_py_devicearray_alloc(ndim, shape, odt, 'C', device, stream_for_arrays);
-        }
-        if (out_objs[o] == NULL)
-            goto done;
-        if (out[o].kind != CF_PY_ARG_DEVICE || !c->outs[o] || c->outs[o] == Py_None) {
-            out[o].view = ((CfPyDeviceArray *)out_objs[o])->view;
-            out[o].dtype = odt;
-        }
-        if (out[o].kind == CF_PY_ARG_HOST && have_where) {
-            /* where= leaves masked elements as they are: start from the host out's values */
-            PyObject *r = PyObject_CallMethod(out_objs[o], "copy_to_device", "O", c->outs[o]);
-            if (r == NULL)
-                goto done;
-            Py_DECREF(r);
-        }
-    }
-    if (cf_py_args_order(in, nin, out, nout, have_where == 1 ? &where : NULL, device, resolved_stream, s) < 0)
-        goto done; /* after the producers of the device operands (py_args.h) */
-    /* An input (or the where= mask) sharing memory with an output other than as the same view is
-     * copied first: NumPy defines the call as if inputs were copied before outputs are written. An
-     * element-wise kernel reads each element before it writes the same index, so the same view is
-     * safe in place (cf_array_needs_copy). */
-    for (int o = 0; o < nout; o++) {
-        for (int i = 0; i < nin; i++)
-            if (in[i].kind == CF_PY_ARG_DEVICE && cf_array_needs_copy(&in[i].view, &out[o].view, 1) &&
-                cf_py_arg_copy(&in[i], device, stream_for_arrays) < 0)
-                goto done;
-        if (have_where == 1 && where.kind == CF_PY_ARG_DEVICE &&
-            cf_array_needs_copy(&where.view, &out[o].view, 1) &&
-            cf_py_arg_copy(&where, device, stream_for_arrays) < 0)
-            goto done;
-    }
-
-    /* 6. Launch. */
-    if (have_where != 2) {
-        for (int i = 0; i < nin; i++)
-            if (in[i].kind != CF_PY_ARG_SCALAR) {
-                ops[i].is_scalar = 0;
-                cf_py_view_copy(&ops[i].array, &in[i].view);
-            }
-        for (int o = 0; o < nout; o++) {
-            ops[nin + o].is_scalar = 0;
-            cf_py_view_copy(&ops[nin + o].array, &out[o].view);
-        }
-        /* a ready kernel is launched holding the GIL (a few microseconds, as CuPy and PyTorch
-         * launch); the GIL is let go only around a launch that compiles its kernel first */
-        int launched = 0;
-        const cf_array *wv = have_where == 1 ? &where.view : NULL;
-        st = cf_ufunc_launch_if_ready(self->uf, loop, s, ops, wv, ndim, shape, &launched, NULL);
-        if (st == CF_OK && !launched) {
-            Py_BEGIN_ALLOW_THREADS
-            st = cf_ufunc_launch(self->uf, loop, s, ops, wv, ndim, shape);
-            Py_END_ALLOW_THREADS
-        }
-        if (st != CF_OK) {
-            cf_py_fail(st, ufname);
-            goto done;
-        }
-    }
-
-    /* 7. Results. */
-    int all_scalar = !any_device && !any_host && !host_out_mode && (have_where != 1 || where.kind == CF_PY_ARG_SCALAR);
-    if (any_device || (!host_out_mode && !any_host && !all_scalar)) {
-        /* device results (or given device outs) */
-        if (nout == 1) {
-            result = (c->outs[0] && c->outs[0] != Py_None) ? (Py_INCREF(c->outs[0]), c->outs[0])
-                                                          : (Py_INCREF(out_objs[0]), out_objs[0]);
-        } else {
-            result = PyTuple_New(nout);
-            for (int o = 0; result && o < nout; o++) {
-                PyObject *r = (c->outs[o] && c->outs[o] != Py_None) ? c->outs[o] : out_objs[o];
-                Py_INCREF(r);
-                PyTuple_SET_ITEM(result, o, r);
-            }
-        }
-        goto done;
-    }
-    /* host results: copy back (into given host outs, or new NumPy arrays) */
-    PyObject *hosts[UF_MAX_ARGS] = {0};
-    for (int o = 0; o < nout; o++) {
-        PyObject *h;
-        if (c->outs[o] && c->outs[o] != Py_None) {
-            h = PyObject_CallMethod(out_objs[o], "copy_to_host", NULL);
-            if (h != NULL && PyArray_CopyInto((PyArrayObject *)c->outs[o], (PyArrayObject *)h) < 0)
-                Py_CLEAR(h);
-            if (h != NULL) {
-                Py_SETREF(h, c->outs[o]);
-                Py_INCREF(h);
-            }
-        } else {
-            h = PyObject_CallMethod(out_objs[o], "copy_to_host", NULL);
-            if (h != NULL && all_scalar) {
-                /* NumPy returns a scalar when every input was a scalar */
-                PyObject *sc = PyArray_Return((PyArrayObject *)h);
-                h = sc;
-            }
-        }
-        if (h == NULL) {
-            for (int j = 0; j < o; j++)
-                Py_XDECREF(hosts[j]);
-            goto done;
-        }
-        hosts[o] = h;
-    }
-    if (nout == 1) {
-        result = hosts[0];
-    } else {
-        result = PyTuple_New(nout);
-        for (int o = 0; o < nout; o++) {
-            if (result)
-                PyTuple_SET_ITEM(result, o, hosts[o]);
-            else
-                Py_DECREF(hosts[o]);
-        }
-    }
-done:
-    for (int i = 0; i < nclassified; i++)
-        cf_py_arg_clear(&in[i]);
-    for (int o = 0; o < nout_classified; o++)
-        cf_py_arg_clear(&out[o]);
-    for (int o = 0; o < nout; o++)
-        Py_XDECREF(out_objs[o]);
-    cf_py_arg_clear(&where);
-    Py_XDECREF(resolved_stream);
-    return result;
+    cf_py_call c;
+    uf_state S;
+    S.call = u;
+    cf_py_call_init(&c, &UF_ENGINE, self, &S, ufname, "ufunc", self->nin, self->nout, u->outs,
+                    u->stream);
+    return cf_py_call_run(&c);
 }
 
 /* Read a call's arguments into `c`: n positional ones in args[0..n), then the values of the
@@ -766,28 +534,20 @@ static int parse_call(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n, PyOb
     return 0;
 }
 
-/* ---- the fast path ------------------------------------------------------------------------------
+/* ---- the fast path: the short-cut at the top of the call pipeline --------------------------------
  * The commonest call in a loop of small launches: DeviceArrays of one shape on one device, the
  * outputs given (positionally or as out=, and no other keyword), input dtypes seen before. It does
- * what ufunc_apply does for such a call with fewer steps and a far smaller footprint, which is
- * most of a small call's cost beside the launch itself (bench/bench_call_overhead.py). Anything
- * else, or any doubt (a broadcast, a read-only or overlapping output, a cast the rule refuses, a
- * new dtype combination), returns NULL with *handled == 0: ufunc_apply then takes the call and
- * gives its errors.
+ * what the pipeline (ufunc_apply) does for such a call with fewer steps and a far smaller
+ * footprint, which is most of a small call's cost beside the launch itself
+ * (bench/bench_call_overhead.py). Anything else, or any doubt (a broadcast, a read-only or
+ * overlapping output, a cast the rule refuses, a new dtype combination), returns NULL with
+ * *handled == 0: the pipeline then takes the call and gives its errors. Its steps are the
+ * pipeline's, cut short: place (the legacy default stream of the arrays' device), order
+ * (cf_py_arrays_order), launch, deliver (cf_py_pack_results: the given outputs).
  *
  * A call on the very DeviceArrays of the last call it launched (known by their serials: a
  * DeviceArray never changes) repeats that launch from its record, skipping even the checks: they
  * have the same answers (the ufunc's loops are fixed until add_loop, which clears the record). */
-static PyObject *fast_result(PyObject *const *outs, int nout)
-{
-    if (nout == 1)
-        return Py_NewRef(outs[0]);
-    PyObject *result = PyTuple_New(nout);
-    for (int o = 0; result && o < nout; o++)
-        PyTuple_SET_ITEM(result, o, Py_NewRef(outs[o]));
-    return result;
-}
-
 static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n,
                             PyObject *kwnames, int *handled)
 {
@@ -839,7 +599,7 @@ static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n
             cf_py_fail(st, PyUnicode_AsUTF8(self->name));
             return NULL;
         }
-        return fast_result(outs, nout);
+        return cf_py_pack_results(outs, nout);
     }
 
     const cf_array *v0 = &arr[0]->view;
@@ -899,7 +659,7 @@ static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n
         cf_py_fail(st, PyUnicode_AsUTF8(self->name));
         return NULL;
     }
-    return fast_result(outs, nout);
+    return cf_py_pack_results(outs, nout);
 }
 
 static PyObject *ufunc_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
@@ -932,65 +692,30 @@ static PyObject *ufunc_outer(CfPyUFunc *self, PyObject *const *args, Py_ssize_t 
 
 /* spec = (types, source, fn_name[, options[, captures]]): types a sequence of nin + nout
  * dtype-likes, captures the loop's captured device arrays (py_capture.h). */
-static int add_loop_from(CfPyUFunc *self, PyObject *spec)
+static int add_loop_from(CfPyFuncHead *head, PyObject *spec)
 {
+    CfPyUFunc *self = (CfPyUFunc *)head;
     PyObject *types, *source, *fn_name, *options = NULL, *captures = NULL;
     if (!PyArg_ParseTuple(spec, "OUU|OO:add_loop", &types, &source, &fn_name, &options, &captures))
         return -1;
+    int nargs = self->nin + self->nout, rc = -1;
+    cf_dtype dts[2 * UF_MAX_ARGS];
+    const char *opts[64];
+    int nopts = 0;
+    cf_py_captures cap = {0};
+    PyObject *descrs = NULL, *optseq = NULL;
     PyObject *seq = PySequence_Fast(types, "add_loop: types must be a sequence of dtypes");
     if (seq == NULL)
         return -1;
-    int nargs = self->nin + self->nout;
     if (PySequence_Fast_GET_SIZE(seq) != nargs) {
         PyErr_Format(PyExc_ValueError, "add_loop: %d types expected (%d inputs, %d outputs), got "
                      "%zd", nargs, self->nin, self->nout, PySequence_Fast_GET_SIZE(seq));
-        Py_DECREF(seq);
-        return -1;
+        goto done;
     }
-    cf_dtype dts[UF_MAX_ARGS];
-    PyObject *descrs = PyTuple_New(nargs);
-    if (descrs == NULL) {
-        Py_DECREF(seq);
-        return -1;
-    }
-    for (int i = 0; i < nargs; i++) {
-        PyArray_Descr *d = NULL;
-        if (cf_py_dtype_from_object(PySequence_Fast_GET_ITEM(seq, i), &dts[i], &d, "types") < 0) {
-            Py_DECREF(seq);
-            Py_DECREF(descrs);
-            return -1;
-        }
-        PyTuple_SET_ITEM(descrs, i, (PyObject *)d);
-    }
-    Py_DECREF(seq);
-    const char *opts[64];
-    int nopts = 0;
-    PyObject *optseq = NULL;
-    if (options != NULL && options != Py_None) {
-        optseq = PySequence_Fast(options, "add_loop: options must be a sequence of str");
-        if (optseq == NULL || PySequence_Fast_GET_SIZE(optseq) > 64) {
-            if (optseq)
-                PyErr_SetString(PyExc_ValueError, "add_loop: at most 64 options");
-            Py_XDECREF(optseq);
-            Py_DECREF(descrs);
-            return -1;
-        }
-        nopts = (int)PySequence_Fast_GET_SIZE(optseq);
-        for (int i = 0; i < nopts; i++) {
-            opts[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(optseq, i));
-            if (opts[i] == NULL) {
-                Py_DECREF(optseq);
-                Py_DECREF(descrs);
-                return -1;
-            }
-        }
-    }
-    cf_py_captures cap;
-    if (cf_py_captures_read(captures, &cap, "add_loop") < 0) {
-        Py_XDECREF(optseq);
-        Py_DECREF(descrs);
-        return -1;
-    }
+    if (cf_py_loop_types(seq, nargs, dts, &descrs) < 0 ||
+        cf_py_loop_options(options, opts, &nopts, &optseq, "add_loop") < 0 ||
+        cf_py_captures_read(captures, &cap, "add_loop") < 0)
+        goto done;
     PyObject *opt_tuple = optseq ? PySequence_Tuple(optseq) : PyTuple_New(0);
     PyObject *cap_items = cap.items ? Py_NewRef(cap.items) : PyTuple_New(0);
     /* The entry keeps the captured arrays alive as long as the ufunc (its kernels read them); it
@@ -1000,32 +725,30 @@ static int add_loop_from(CfPyUFunc *self, PyObject *spec)
                                              : NULL;
     Py_XDECREF(opt_tuple);
     Py_XDECREF(cap_items);
-    Py_DECREF(descrs);
-    if (entry == NULL || PyList_Append(self->loops, entry) < 0) {
-        Py_XDECREF(entry);
-        Py_XDECREF(optseq);
-        cf_py_captures_clear(&cap);
-        return -1;
-    }
-    Py_DECREF(entry);
+    if (cf_py_loop_append(head, entry) < 0)
+        goto done;
     cf_status st = cf_ufunc_add_loop_globals(self->uf, dts, PyUnicode_AsUTF8(source),
                                              PyUnicode_AsUTF8(fn_name), opts, nopts, cap.globals,
                                              cap.n, NULL);
+    if (st != CF_OK) {
+        cf_py_loop_pop(head);
+        cf_py_fail(st, "add_loop");
+        goto done;
+    }
+    cf_py_func_loops_changed(head); /* a new loop can change resolutions */
+    self->last.nops = 0;
+    rc = 0;
+done:
     Py_XDECREF(optseq); /* after the call: opts point into its items */
     cf_py_captures_clear(&cap);
-    if (st != CF_OK) {
-        Py_ssize_t n = PyList_GET_SIZE(self->loops);
-        PyList_SetSlice(self->loops, n - 1, n, NULL);
-        return cf_py_fail(st, "add_loop");
-    }
-    memset(self->cache, 0, sizeof self->cache); /* a new loop can change resolutions */
-    self->last.nops = 0;
-    return 0;
+    Py_XDECREF(descrs);
+    Py_DECREF(seq);
+    return rc;
 }
 
 static PyObject *ufunc_add_loop(CfPyUFunc *self, PyObject *args)
 {
-    if (add_loop_from(self, args) < 0)
+    if (add_loop_from((CfPyFuncHead *)self, args) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -1050,19 +773,9 @@ static PyObject *ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         Py_DECREF(self);
         return cf_py_raise(st, "UFunc");
     }
-    self->nin = nin;
-    self->nout = nout;
     self->vectorcall = ufunc_vectorcall;
-    Py_INCREF(name);
-    self->name = name;
-    Py_INCREF(doc);
-    self->doc = doc;
-    Py_INCREF(identity);
-    self->identity = identity;
-    Py_INCREF(compiler);
-    self->compiler = compiler;
-    self->loops = PyList_New(0);
-    if (self->loops == NULL) {
+    self->identity = Py_NewRef(identity);
+    if (cf_py_func_head_init((CfPyFuncHead *)self, nin, nout, name, doc, compiler) < 0) {
         Py_DECREF(self);
         return NULL;
     }
@@ -1071,30 +784,19 @@ static PyObject *ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 
 static int ufunc_traverse(CfPyUFunc *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->compiler);
     Py_VISIT(self->identity);
-    Py_VISIT(self->loops);
-    Py_VISIT(self->dict);
-    return 0;
+    return cf_py_func_traverse((PyObject *)self, visit, arg);
 }
 
 static int ufunc_clear(CfPyUFunc *self)
 {
-    Py_CLEAR(self->compiler);
     Py_CLEAR(self->identity);
-    Py_CLEAR(self->loops);
-    Py_CLEAR(self->dict);
-    return 0;
+    return cf_py_func_clear((PyObject *)self);
 }
 
 static void ufunc_dealloc(CfPyUFunc *self)
 {
-    PyObject_GC_UnTrack(self);
-    if (self->weakreflist)
-        PyObject_ClearWeakRefs((PyObject *)self);
-    ufunc_clear(self);
-    Py_CLEAR(self->name);
-    Py_CLEAR(self->doc);
+    cf_py_func_dealloc_head((PyObject *)self);
     cf_ufunc_free(self->uf);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1105,60 +807,24 @@ static PyObject *ufunc_repr(CfPyUFunc *self)
                                 self->nin, self->nout, cf_ufunc_nloops(self->uf));
 }
 
-/* ---- attributes ------------------------------------------------------------------------------- */
+/* ---- attributes (the shared ones are cf_py_func_get_*) ---------------------------------------- */
 
-static PyObject *get_nin(CfPyUFunc *self, void *c) { return PyLong_FromLong(self->nin); }
-static PyObject *get_nout(CfPyUFunc *self, void *c) { return PyLong_FromLong(self->nout); }
-static PyObject *get_nargs(CfPyUFunc *self, void *c) { return PyLong_FromLong(self->nin + self->nout); }
 static PyObject *get_ntypes(CfPyUFunc *self, void *c) { return PyLong_FromLong(cf_ufunc_nloops(self->uf)); }
-static PyObject *get_name(CfPyUFunc *self, void *c) { return Py_NewRef(self->name); }
 static PyObject *get_identity(CfPyUFunc *self, void *c) { return Py_NewRef(self->identity); }
-static PyObject *get_doc(CfPyUFunc *self, void *c) { return Py_NewRef(self->doc); }
-static PyObject *get_loops(CfPyUFunc *self, void *c) { return PyList_AsTuple(self->loops); }
-static PyObject *get_compiler(CfPyUFunc *self, void *c) { return Py_NewRef(self->compiler); }
 static PyObject *get_kernel_count(CfPyUFunc *self, void *c)
 {
     return PyLong_FromLong(cf_ufunc_kernel_count(self->uf));
 }
 
-static int set_doc(CfPyUFunc *self, PyObject *value, void *c)
+static void loop_types(const CfPyFuncHead *f, int loop, cf_dtype *t)
 {
-    Py_XSETREF(self->doc, Py_NewRef(value ? value : Py_None));
-    return 0;
+    cf_ufunc_loop_types(((const CfPyUFunc *)f)->uf, loop, t);
 }
 
 /* NumPy's spelling: 'ff->f', one character code per type. */
 static PyObject *get_types(CfPyUFunc *self, void *c)
 {
-    int nl = cf_ufunc_nloops(self->uf), nargs = self->nin + self->nout;
-    PyObject *list = PyList_New(nl);
-    for (int l = 0; list && l < nl; l++) {
-        cf_dtype t[UF_MAX_ARGS];
-        char buf[2 * UF_MAX_ARGS + 4];
-        int n = 0;
-        cf_ufunc_loop_types(self->uf, l, t);
-        for (int i = 0; i < nargs; i++) {
-            if (i == self->nin) {
-                buf[n++] = '-';
-                buf[n++] = '>';
-            }
-            PyArray_Descr *d = cf_py_descr_from_dtype(t[i]);
-            if (d == NULL) {
-                Py_CLEAR(list);
-                return NULL;
-            }
-            buf[n++] = d->type;
-            Py_DECREF(d);
-        }
-        buf[n] = '\0';
-        PyObject *s = PyUnicode_FromString(buf);
-        if (s == NULL) {
-            Py_CLEAR(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, l, s);
-    }
-    return list;
+    return cf_py_func_types((CfPyFuncHead *)self, cf_ufunc_nloops(self->uf), loop_types);
 }
 
 /* The generated kernel source of a call with these arguments (host arrays are described as if on
@@ -1173,7 +839,7 @@ static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *const *args, Py_
     int n = 0, loop;
     PyObject *r = NULL;
     for (; n < self->nin; n++)
-        if (cf_py_arg_classify(c.inputs[n], &in[n], ARG_NAMES[n]) < 0)
+        if (cf_py_arg_classify(c.inputs[n], &in[n], cf_py_arg_name(n)) < 0)
             goto done;
     cf_py_args_nep50(in, n); /* as the call does */
     if (resolve(self, in, -1, CF_CAST_SAME_KIND, &loop) < 0)
@@ -1248,17 +914,12 @@ static PyMethodDef ufunc_methods[] = {
 };
 
 static PyGetSetDef ufunc_getset[] = {
-    {"nin", (getter)get_nin, NULL, "number of inputs", NULL},
-    {"nout", (getter)get_nout, NULL, "number of outputs", NULL},
-    {"nargs", (getter)get_nargs, NULL, "number of arguments (nin + nout)", NULL},
+    CF_PY_FUNC_GETSET("ufunc"),
     {"ntypes", (getter)get_ntypes, NULL, "number of loops", NULL},
     {"types", (getter)get_types, NULL, "the loops, as NumPy spells them ('ff->f')", NULL},
     {"identity", (getter)get_identity, NULL, "the identity for reductions, or None", NULL},
-    {"__name__", (getter)get_name, NULL, "the ufunc's name", NULL},
-    {"__doc__", (getter)get_doc, (setter)set_doc, "the ufunc's docstring", NULL},
-    {"loops", (getter)get_loops, NULL, "(types, source, fn_name, options, captures) of each loop",
-     NULL},
-    {"compiler", (getter)get_compiler, NULL, "the loop compiler of a dynamic ufunc, or None", NULL},
+    {"loops", (getter)cf_py_func_get_loops, NULL,
+     "(types, source, fn_name, options, captures) of each loop", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
     {NULL},
 };
@@ -1383,7 +1044,6 @@ PyMethodDef cf_py_ufunc_methods[] = {
 
 int cf_py_ufunc_init_module(PyObject *m)
 {
-    init_arg_names();
     if (PyType_Ready(&CfPyUFunc_Type) < 0)
         return -1;
     Py_INCREF(&CfPyUFunc_Type);

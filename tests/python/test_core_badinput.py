@@ -247,3 +247,42 @@ def test_external_stream_argument_type():
 def test_stream_type_cannot_be_made_directly():
     with pytest.raises(TypeError):
         cuda.Stream()
+
+
+# ---- stream= of kernel calls: checked before the GPU is touched (py_call.c, step 4) ------------
+
+def _add(a, b):
+    return a + b
+
+
+def _total(x, r):
+    t = 0.0
+    for i in range(x.shape[0]):
+        t += x[i]
+    r[0] = t
+
+
+def _stream_calls():
+    from cufunc import guvectorize, vectorize
+    add = vectorize(["float64(float64, float64)"])(_add)
+    total = guvectorize(["void(float64[:], float64[:])"], "(n)->()")(_total)
+    red = cuda.reduce(_add)
+    x = np.ones(3)
+    return {
+        "ufunc": lambda s: add(x, x, stream=s),
+        "outer": lambda s: add.outer(x, x, stream=s),
+        "gufunc": lambda s: total(np.ones((2, 3)), stream=s),
+        "reduce": lambda s: add.reduce(x, stream=s),
+        "accumulate": lambda s: add.accumulate(x, stream=s),
+        "cuda.reduce": lambda s: red(x, stream=s),
+    }
+
+
+@pytest.mark.parametrize("call", ["ufunc", "outer", "gufunc", "reduce", "accumulate",
+                                  "cuda.reduce"])
+@pytest.mark.parametrize("stream,match", BAD_STREAMS[:2], ids=lambda v: repr(v)[:20])
+def test_kernel_call_checks_stream_before_the_gpu(call, stream, match):
+    # every call takes the pipeline's one place step: a bad stream= is a TypeError with or
+    # without a GPU (the ufunc and gufunc calls said CudaSupportError first without one)
+    with pytest.raises(TypeError, match="stream: .*" + match):
+        _stream_calls()[call](stream)

@@ -1,0 +1,573 @@
+/* py_call.c: the one call pipeline (see py_call.h for its steps) and the lifecycle the UFunc and
+ * GUFunc types share. */
+#include "py_call.h"
+
+/* ---- names ---------------------------------------------------------------------------------- */
+
+static char ARG_NAMES[CF_PY_MAX_ARGS + 1][16], OUT_NAMES[CF_PY_MAX_ARGS][16];
+
+const char *cf_py_arg_name(int i)
+{
+    if (ARG_NAMES[0][0] == '\0')
+        for (int k = 0; k <= CF_PY_MAX_ARGS; k++) {
+            snprintf(ARG_NAMES[k], sizeof ARG_NAMES[k], "argument %d", k + 1);
+            if (k < CF_PY_MAX_ARGS)
+                snprintf(OUT_NAMES[k], sizeof OUT_NAMES[k], "out %d", k);
+        }
+    return ARG_NAMES[i];
+}
+
+const char *cf_py_out_name(int o)
+{
+    cf_py_arg_name(0); /* makes both tables */
+    return OUT_NAMES[o];
+}
+
+/* ---- step 4: place -------------------------------------------------------------------------- */
+
+int cf_py_place_resolve(cf_py_place *pl, int device, PyObject *stream, const char *what)
+{
+    pl->resolved = NULL;
+    if (stream && cf_py_stream_check(stream, "stream") < 0)
+        return -1;
+    if (cf_py_cuda_init(what) < 0)
+        return -1;
+    if (device < 0) {
+        if (stream && stream != Py_None && cf_py_stream_device(stream, &device, "stream") < 0)
+            return -1;
+        if (device < 0 && cf_py_current_device(&device, what) < 0)
+            return -1;
+    }
+    pl->device = device;
+    pl->resolved = cf_py_stream_resolve(stream ? stream : Py_None, device, "stream");
+    if (pl->resolved == NULL)
+        return -1;
+    if (cf_py_stream_get(pl->resolved, device, &pl->s) < 0)
+        return -1;
+    pl->for_arrays = pl->resolved == Py_None ? NULL : pl->resolved;
+    return 0;
+}
+
+void cf_py_place_clear(cf_py_place *pl) { Py_CLEAR(pl->resolved); }
+
+/* A device operand must be on the call's device. */
+static int check_device(const cf_py_call *c, const cf_py_arg *a, const char *argname)
+{
+    if (a->kind != CF_PY_ARG_DEVICE || a->view.device == c->pl.device)
+        return 0;
+    if (c->kind)
+        PyErr_Format(PyExc_ValueError, "%s '%s': %s is on device %d, but the call runs on device "
+                     "%d", c->kind, c->name, argname, a->view.device, c->pl.device);
+    else
+        PyErr_Format(PyExc_ValueError, "%s: %s is on device %d, but the call runs on device %d",
+                     c->name, argname, a->view.device, c->pl.device);
+    return -1;
+}
+
+/* The device of the call's device operands (inputs, then outputs, then the mask), or -1. */
+static int operand_device(const cf_py_call *c)
+{
+    for (int i = 0; i < c->nin; i++)
+        if (c->in[i].kind == CF_PY_ARG_DEVICE)
+            return c->in[i].view.device;
+    for (int o = 0; o < c->nout; o++)
+        if (c->outs[o] != NULL && c->out[o].kind == CF_PY_ARG_DEVICE)
+            return c->out[o].view.device;
+    if (c->have_where == 1 && c->where.kind == CF_PY_ARG_DEVICE)
+        return c->where.view.device;
+    return -1;
+}
+
+static int place(cf_py_call *c)
+{
+    if (cf_py_place_resolve(&c->pl, operand_device(c), c->stream, c->name) < 0)
+        return -1;
+    for (int i = 0; i < c->nin; i++)
+        if (check_device(c, &c->in[i], c->in_names ? c->in_names[i] : cf_py_arg_name(i)) < 0)
+            return -1;
+    for (int o = 0; o < c->nout; o++)
+        if (c->outs[o] != NULL &&
+            check_device(c, &c->out[o], c->out_names ? c->out_names[o] : cf_py_out_name(o)) < 0)
+            return -1;
+    if (c->have_where == 1 && check_device(c, &c->where, "where") < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- step 5: host inputs move over ---------------------------------------------------------- */
+
+/* An uploaded input whose view was reshaped before (outer's extent-1 axes) keeps that shape: the
+ * copy is contiguous in the host array's order, so only the strides change. */
+static void reshape_upload(cf_py_arg *a, const cf_array *shaped)
+{
+    uint64_t data = a->view.data;
+    int device = a->view.device;
+    int64_t stride = (int64_t)cf_dtype_size(a->dtype);
+    a->view = *shaped;
+    a->view.data = data;
+    a->view.device = device;
+    for (int k = shaped->ndim - 1; k >= 0; k--) {
+        a->view.strides[k] = shaped->shape[k] == 1 ? 0 : stride;
+        stride *= shaped->shape[k] > 0 ? shaped->shape[k] : 1;
+    }
+}
+
+static int move_host_inputs(cf_py_call *c)
+{
+    const cf_py_engine *e = c->engine;
+    for (int i = 0; i < c->nin; i++) {
+        cf_py_arg *a = &c->in[i];
+        if (a->kind != CF_PY_ARG_HOST)
+            continue;
+        cf_array shaped;
+        if (c->reshaped)
+            shaped = a->view;
+        cf_dtype as = e->move_as ? e->move_as(c, i) : a->dtype;
+        if (cf_py_arg_upload(a, as, c->pl.device, c->pl.for_arrays, c->pl.s) < 0)
+            return -1;
+        if (c->reshaped)
+            reshape_upload(a, &shaped);
+    }
+    if (c->have_where == 1 && c->where.kind == CF_PY_ARG_HOST &&
+        cf_py_arg_upload(&c->where, c->where.dtype, c->pl.device, c->pl.for_arrays, c->pl.s) < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- step 6: outputs ------------------------------------------------------------------------ */
+
+int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const char *method)
+{
+    cf_py_arg *a = &c->out[o];
+    PyObject *obj = c->outs[o];
+    if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
+        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
+            return -1;
+        a->kind = CF_PY_ARG_DEVICE;
+        a->dtype = a->view.dtype;
+        c->any_device = 1;
+        return 0;
+    }
+    if (!PyArray_Check(obj)) {
+        if (method)
+            PyErr_Format(PyExc_TypeError, "%s: out must be an array (a NumPy array or a device "
+                         "array), not %.200s", method, Py_TYPE(obj)->tp_name);
+        else
+            PyErr_Format(PyExc_TypeError, "return arrays must be of ArrayType (a NumPy array or a "
+                         "device array), not %.200s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyArrayObject *h = (PyArrayObject *)obj;
+    if (cf_py_dtype_from_descr(PyArray_DESCR(h), &a->dtype, argname) < 0)
+        return -1;
+    if (!PyArray_ISWRITEABLE(h)) {
+        if (method)
+            PyErr_SetString(PyExc_ValueError, "output array is read-only");
+        else
+            PyErr_Format(PyExc_ValueError, "output array %d is read-only", o);
+        return -1;
+    }
+    a->keep = Py_NewRef(obj);
+    cf_py_arg_host_view(a, h);
+    c->host_out = 1;
+    return 0;
+}
+
+int cf_py_call_upload_out(cf_py_call *c, int o, PyObject *dev, cf_dtype dt)
+{
+    PyArray_Descr *d = cf_py_descr_from_dtype(dt);
+    PyObject *h = d ? PyArray_FromAny(c->out[o].keep, d, 0, 0, NPY_ARRAY_C_CONTIGUOUS |
+                                      NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, NULL) : NULL;
+    if (h == NULL)
+        return -1;
+    cf_status st;
+    uint64_t dst = ((CfPyDeviceArray *)dev)->view.data;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_memcpy_htod(c->pl.s, dst, PyArray_DATA((PyArrayObject *)h),
+                        (size_t)PyArray_NBYTES((PyArrayObject *)h), 0);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(h);
+    return st == CF_OK ? 0 : cf_py_fail(st, "copying out= to the device");
+}
+
+static int make_outputs(cf_py_call *c)
+{
+    if (c->engine->alloc_out == NULL)
+        return 0;
+    for (int o = 0; o < c->nout; o++) {
+        cf_py_arg *a = &c->out[o];
+        if (c->outs[o] != NULL && a->kind == CF_PY_ARG_DEVICE)
+            continue; /* given on the device: written in place */
+        if ((c->res[o] = c->engine->alloc_out(c, o)) == NULL)
+            return -1;
+        /* the kernel writes the new array; a host out= gets its values at delivery */
+        const CfPyDeviceArray *d = (const CfPyDeviceArray *)c->res[o];
+        cf_py_view_copy(&a->view, &d->view);
+        a->dtype = d->view.dtype;
+    }
+    return 0;
+}
+
+/* ---- step 8: overlap ------------------------------------------------------------------------ */
+
+/* An input (or the mask) sharing memory with an output is copied first: NumPy defines a call as
+ * if inputs were copied before outputs are written. Whether the very same view is safe in place
+ * is the engine's answer (an element-wise kernel reads each element before it writes it). */
+static int copy_overlapping(cf_py_call *c)
+{
+    int ok = c->engine->in_place_ok;
+    if (ok < 0)
+        return 0;
+    for (int o = 0; o < c->nout; o++) {
+        const cf_py_arg *out = &c->out[o];
+        if (!(c->outs[o] != NULL && out->kind == CF_PY_ARG_DEVICE) && c->res[o] == NULL)
+            continue; /* no device memory written (cuda.reduce without res=) */
+        for (int i = 0; i < c->nin; i++)
+            if (c->in[i].kind == CF_PY_ARG_DEVICE &&
+                cf_array_needs_copy(&c->in[i].view, &out->view, ok) &&
+                cf_py_arg_copy(&c->in[i], c->pl.device, c->pl.for_arrays) < 0)
+                return -1;
+        if (c->have_where == 1 && c->where.kind == CF_PY_ARG_DEVICE &&
+            cf_array_needs_copy(&c->where.view, &out->view, ok) &&
+            cf_py_arg_copy(&c->where, c->pl.device, c->pl.for_arrays) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- step 10: deliver ----------------------------------------------------------------------- */
+
+/* Result o as the caller gets it (new reference). */
+static PyObject *deliver_one(cf_py_call *c, int o)
+{
+    const cf_py_engine *e = c->engine;
+    if (c->outs[o] != NULL && c->out[o].kind == CF_PY_ARG_DEVICE)
+        return Py_NewRef(c->outs[o]);
+    if (!c->host_result) {
+        if (c->outs[o] != NULL) /* a given device output that was not a device view: none */
+            return Py_NewRef(c->outs[o]);
+        PyObject *r = Py_NewRef(c->res[o]);
+        return e->present ? e->present(c, o, r, 0) : r;
+    }
+    PyObject *h = PyObject_CallMethod(c->res[o], "copy_to_host", NULL);
+    if (h == NULL)
+        return NULL;
+    if (c->outs[o] != NULL) {
+        /* into the given host array (NumPy casts to its dtype); out[o].keep is the array, or the
+         * gufunc's view of it with its core axes last, as the result has them */
+        PyObject *into = c->out[o].keep ? c->out[o].keep : c->outs[o];
+        int rc = PyArray_CopyInto((PyArrayObject *)into, (PyArrayObject *)h);
+        Py_DECREF(h);
+        return rc < 0 ? NULL : Py_NewRef(c->outs[o]);
+    }
+    if (e->present && (h = e->present(c, o, h, 1)) == NULL)
+        return NULL;
+    /* a 0-d result comes back as a NumPy scalar, as from NumPy */
+    if (c->scalar_results && PyArray_Check(h) && PyArray_NDIM((PyArrayObject *)h) == 0)
+        return PyArray_Return((PyArrayObject *)h);
+    return h;
+}
+
+PyObject *cf_py_call_deliver(cf_py_call *c)
+{
+    PyObject *res[CF_PY_MAX_ARGS];
+    for (int o = 0; o < c->nout; o++)
+        if ((res[o] = deliver_one(c, o)) == NULL) {
+            for (int j = 0; j < o; j++)
+                Py_DECREF(res[j]);
+            return NULL;
+        }
+    if (c->nout == 1)
+        return res[0];
+    PyObject *t = PyTuple_New(c->nout);
+    for (int o = 0; o < c->nout; o++) {
+        if (t)
+            PyTuple_SET_ITEM(t, o, res[o]);
+        else
+            Py_DECREF(res[o]);
+    }
+    return t;
+}
+
+/* ---- the pipeline --------------------------------------------------------------------------- */
+
+void cf_py_call_init(cf_py_call *c, const cf_py_engine *engine, void *self, void *state,
+                     const char *name, const char *kind, int nin, int nout,
+                     PyObject *const *outs, PyObject *stream)
+{
+    c->engine = engine;
+    c->self = self;
+    c->state = state;
+    c->name = name;
+    c->kind = kind;
+    c->nin = nin;
+    c->nout = nout;
+    c->in_names = c->out_names = NULL;
+    c->stream = stream;
+    for (int o = 0; o < nout; o++) {
+        c->outs[o] = outs && outs[o] != Py_None ? outs[o] : NULL;
+        c->res[o] = NULL;
+    }
+    c->nin_done = c->nout_done = 0;
+    cf_py_arg_reset(&c->where, NULL);
+    c->have_where = 0;
+    c->any_device = c->any_host = c->host_out = 0;
+    c->host_result = c->scalar_results = 0;
+    c->reshaped = 0;
+    c->pl.resolved = NULL;
+    c->result = NULL;
+}
+
+void cf_py_call_clear(cf_py_call *c)
+{
+    for (int i = 0; i < c->nin_done; i++)
+        cf_py_arg_clear(&c->in[i]);
+    for (int o = 0; o < c->nout_done; o++)
+        cf_py_arg_clear(&c->out[o]);
+    c->nin_done = c->nout_done = 0;
+    cf_py_arg_clear(&c->where);
+    for (int o = 0; o < c->nout; o++)
+        Py_CLEAR(c->res[o]);
+    cf_py_place_clear(&c->pl);
+}
+
+PyObject *cf_py_call_run(cf_py_call *c)
+{
+    const cf_py_engine *e = c->engine;
+    PyObject *result = NULL;
+    if (e->prepare(c) < 0) /* steps 1-3 */
+        goto done;
+    if (c->result == NULL) {
+        if (place(c) < 0) /* 4 */
+            goto done;
+        int taken = 0;
+        if (e->host_strategy && !c->any_device && (taken = e->host_strategy(c)) < 0)
+            goto done; /* 5: the whole call on the host pipeline */
+        if (!taken) {
+            if (move_host_inputs(c) < 0 || make_outputs(c) < 0) /* 5, 6 */
+                goto done;
+            if (cf_py_args_order(c->in, c->nin, c->out, c->nout,
+                                 c->have_where == 1 ? &c->where : NULL, c->pl.device,
+                                 c->pl.resolved, c->pl.s) < 0) /* 7 (py_args.h) */
+                goto done;
+            if (copy_overlapping(c) < 0 || e->launch(c) < 0) /* 8, 9 */
+                goto done;
+        }
+    }
+    result = c->result ? c->result : cf_py_call_deliver(c); /* 10 */
+    c->result = NULL;
+done:
+    Py_CLEAR(c->result);
+    cf_py_call_clear(c);
+    return result;
+}
+
+/* ---- the shared lifecycle of UFunc and GUFunc ----------------------------------------------- */
+
+void cf_py_cache_add(CfPyFuncHead *f, const unsigned char *key, size_t klen, int loop)
+{
+    int c = f->cache_next++ % CF_PY_LOOP_CACHE;
+    memcpy(f->cache[c].key, key, klen);
+    f->cache[c].loop = loop;
+    f->cache[c].valid = 1;
+}
+
+void cf_py_cache_key(const cf_py_arg *args, int n, unsigned char *key, cf_dtype *in,
+                     unsigned char *weak)
+{
+    for (int i = 0; i < n; i++) {
+        in[i] = args[i].dtype;
+        weak[i] = (unsigned char)args[i].weak;
+        key[2 * i] = (unsigned char)in[i];
+        key[2 * i + 1] = weak[i];
+    }
+}
+
+PyObject *cf_py_type_objects(int n, const cf_dtype *dts, const unsigned char *weak)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *o;
+        if (weak && weak[i]) {
+            o = (PyObject *)(dts[i] == CF_INT64 ? &PyLong_Type : dts[i] == CF_FLOAT64 ?
+                             &PyFloat_Type : &PyComplex_Type);
+            Py_INCREF(o);
+        } else if ((int)dts[i] < 0) {
+            o = Py_NewRef(Py_None);
+        } else {
+            o = (PyObject *)cf_py_descr_from_dtype(dts[i]);
+        }
+        if (o == NULL) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+int cf_py_func_compile(CfPyFuncHead *f, PyObject *in_types, PyObject *out,
+                       int (*add)(CfPyFuncHead *, PyObject *))
+{
+    PyObject *spec = in_types && out ? PyObject_CallFunctionObjArgs(f->compiler, in_types, out,
+                                                                    NULL)
+                                     : NULL;
+    Py_XDECREF(in_types);
+    Py_XDECREF(out);
+    if (spec == NULL)
+        return -1;
+    int r = spec == Py_None ? 0 : add(f, spec);
+    Py_DECREF(spec);
+    return r;
+}
+
+int cf_py_loop_options(PyObject *options, const char **opts, int *nopts, PyObject **seq,
+                       const char *what)
+{
+    *nopts = 0;
+    *seq = NULL;
+    if (options == NULL || options == Py_None)
+        return 0;
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s: options must be a sequence of str", what);
+    if ((*seq = PySequence_Fast(options, msg)) == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(*seq) > 64) {
+        PyErr_Format(PyExc_ValueError, "%s: at most 64 options", what);
+        Py_CLEAR(*seq);
+        return -1;
+    }
+    *nopts = (int)PySequence_Fast_GET_SIZE(*seq);
+    for (int i = 0; i < *nopts; i++)
+        if ((opts[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(*seq, i))) == NULL) {
+            Py_CLEAR(*seq);
+            return -1;
+        }
+    return 0;
+}
+
+int cf_py_loop_types(PyObject *types, int n, cf_dtype *dts, PyObject **descrs)
+{
+    *descrs = PyTuple_New(n);
+    if (*descrs == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        PyArray_Descr *d = NULL;
+        if (cf_py_dtype_from_object(PySequence_Fast_GET_ITEM(types, i), &dts[i], &d, "types") < 0) {
+            Py_CLEAR(*descrs);
+            return -1;
+        }
+        PyTuple_SET_ITEM(*descrs, i, (PyObject *)d);
+    }
+    return 0;
+}
+
+int cf_py_loop_append(CfPyFuncHead *f, PyObject *entry)
+{
+    if (entry == NULL)
+        return -1;
+    int r = PyList_Append(f->loops, entry);
+    Py_DECREF(entry);
+    return r;
+}
+
+void cf_py_loop_pop(CfPyFuncHead *f)
+{
+    Py_ssize_t n = PyList_GET_SIZE(f->loops);
+    PyList_SetSlice(f->loops, n - 1, n, NULL);
+}
+
+int cf_py_func_head_init(CfPyFuncHead *f, int nin, int nout, PyObject *name, PyObject *doc,
+                         PyObject *compiler)
+{
+    f->nin = nin;
+    f->nout = nout;
+    f->name = Py_NewRef(name);
+    f->doc = Py_NewRef(doc);
+    f->compiler = Py_NewRef(compiler);
+    f->loops = PyList_New(0);
+    return f->loops ? 0 : -1;
+}
+
+int cf_py_func_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    CfPyFuncHead *f = (CfPyFuncHead *)self;
+    Py_VISIT(f->compiler);
+    Py_VISIT(f->loops);
+    Py_VISIT(f->dict);
+    return 0;
+}
+
+int cf_py_func_clear(PyObject *self)
+{
+    CfPyFuncHead *f = (CfPyFuncHead *)self;
+    Py_CLEAR(f->compiler);
+    Py_CLEAR(f->loops);
+    Py_CLEAR(f->dict);
+    return 0;
+}
+
+void cf_py_func_dealloc_head(PyObject *self)
+{
+    CfPyFuncHead *f = (CfPyFuncHead *)self;
+    PyObject_GC_UnTrack(self);
+    if (f->weakreflist)
+        PyObject_ClearWeakRefs(self);
+    Py_TYPE(self)->tp_clear(self);
+    Py_CLEAR(f->name);
+    Py_CLEAR(f->doc);
+}
+
+PyObject *cf_py_func_types(const CfPyFuncHead *f, int nloops,
+                           void (*loop_types)(const CfPyFuncHead *f, int loop, cf_dtype *t))
+{
+    int nargs = f->nin + f->nout;
+    PyObject *list = PyList_New(nloops);
+    for (int l = 0; list && l < nloops; l++) {
+        cf_dtype t[2 * CF_PY_MAX_ARGS];
+        char buf[2 * CF_PY_MAX_ARGS + 4];
+        int n = 0;
+        loop_types(f, l, t);
+        for (int i = 0; i < nargs; i++) {
+            if (i == f->nin) {
+                buf[n++] = '-';
+                buf[n++] = '>';
+            }
+            PyArray_Descr *d = cf_py_descr_from_dtype(t[i]);
+            if (d == NULL) {
+                Py_CLEAR(list);
+                return NULL;
+            }
+            buf[n++] = d->type;
+            Py_DECREF(d);
+        }
+        buf[n] = '\0';
+        PyObject *s = PyUnicode_FromString(buf);
+        if (s == NULL) {
+            Py_CLEAR(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, l, s);
+    }
+    return list;
+}
+
+#define HEAD(o) ((CfPyFuncHead *)(o))
+PyObject *cf_py_func_get_nin(PyObject *self, void *c) { return PyLong_FromLong(HEAD(self)->nin); }
+PyObject *cf_py_func_get_nout(PyObject *self, void *c) { return PyLong_FromLong(HEAD(self)->nout); }
+PyObject *cf_py_func_get_nargs(PyObject *self, void *c)
+{
+    return PyLong_FromLong(HEAD(self)->nin + HEAD(self)->nout);
+}
+PyObject *cf_py_func_get_name(PyObject *self, void *c) { return Py_NewRef(HEAD(self)->name); }
+PyObject *cf_py_func_get_doc(PyObject *self, void *c) { return Py_NewRef(HEAD(self)->doc); }
+int cf_py_func_set_doc(PyObject *self, PyObject *value, void *c)
+{
+    Py_XSETREF(HEAD(self)->doc, Py_NewRef(value ? value : Py_None));
+    return 0;
+}
+PyObject *cf_py_func_get_loops(PyObject *self, void *c) { return PyList_AsTuple(HEAD(self)->loops); }
+PyObject *cf_py_func_get_compiler(PyObject *self, void *c)
+{
+    return Py_NewRef(HEAD(self)->compiler);
+}
