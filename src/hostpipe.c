@@ -39,6 +39,7 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
+#include "util.h"
 #include "testing.h"
 #include "threadpool.h"
 
@@ -53,7 +54,6 @@
 
 /* ==== the planner (pure) ===================================================================== */
 
-static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 
 static size_t align_up(size_t n)
 {
@@ -279,9 +279,9 @@ size_t cf_hostpipe_slab(const cf_hostpipe_plan *p, int i, int64_t rows, int64_t 
         if (cf_hostpipe_stride(p, i, p->split + a) == 0)
             continue;
         /* insertion by increasing |stride| (innermost first); on ties the later axis is inner */
-        int64_t s = abs64(cf_hostpipe_stride(p, i, p->split + a));
+        int64_t s = cf_abs64(cf_hostpipe_stride(p, i, p->split + a));
         int at = m++;
-        while (at > 0 && abs64(cf_hostpipe_stride(p, i, p->split + order[at - 1])) > s) {
+        while (at > 0 && cf_abs64(cf_hostpipe_stride(p, i, p->split + order[at - 1])) > s) {
             order[at] = order[at - 1];
             at--;
         }

@@ -51,10 +51,10 @@
  * Block size, unroll and tile rows are part of the generated source and of the specialisation.
  *
  * The launch path is kept short for small calls: the plan is made on the stack over pointers to
- * the operands (no copy of cf_array views, no heap allocation) unless the loop has more than
- * UF_PLAN_AXES axes of extent above 1, the kernel table is keyed by a zero-filled binary struct
- * (hashed word by word, compared with memcmp) and looked up under one lock, and device properties
- * are read only when a kernel is first entered. A repeat of a thread's previous launch (same
+ * the operands (cf_plan_small_make, plan.h: no copy of cf_array views, no heap allocation) unless
+ * the loop has more than CF_PLAN_SMALL_AXES axes of extent above 1, the kernel table is keyed by
+ * a zero-filled binary struct (hashed word by word, compared with memcmp) and looked up under one
+ * lock, and device properties are read only when a kernel is first entered. A repeat of a thread's previous launch (same
  * ufunc, loop, stream, shapes, pointers, layouts and scalar values) skips all of that: see
  * "repeat launches" below.
  */
@@ -74,8 +74,9 @@
 #include "error.h"
 #include "fastdiv.h"
 #include "loopfn.h"
+#include "plan.h"
 #include "strbuf.h"
-#include "hash.h"
+#include "util.h"
 
 #define UF_MAX_ARGS 32
 #define UF_NOPS (UF_MAX_ARGS + 1)       /* operands of a launch: arguments and the mask */
@@ -132,6 +133,7 @@ typedef struct uf_spec {
 } uf_spec;
 _Static_assert(sizeof(uf_spec) % 8 == 0, "uf_spec is hashed in 8-byte words");
 _Static_assert(CF_NDTYPES < 256, "dtypes fit a byte of the key");
+_Static_assert(CF_PLAN_SMALL_OPS >= UF_NOPS, "a small plan holds every operand of a launch");
 
 typedef struct uf_kernel {
     int used;
@@ -212,8 +214,6 @@ int cf_ufunc_kernel_count(const cf_ufunc *u)
     return n;
 }
 
-static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
-
 cf_status cf_ufunc_loop_types(const cf_ufunc *u, int loop, cf_dtype *types)
 {
     if (!u || !types || loop < 0 || loop >= u->nloops)
@@ -238,7 +238,7 @@ cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const ch
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_add_loop: NULL argument");
     int nargs = u->nin + u->nout;
     for (int i = 0; i < nargs; i++) {
-        if (!valid_dtype(types[i]))
+        if (!cf_dtype_valid(types[i]))
             return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i);
         if (types[i] == CF_FLOAT16)
             return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
@@ -270,87 +270,7 @@ cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const ch
     return CF_OK;
 }
 
-/* ---- casting and loop resolution ---------------------------------------------------------- */
-
-int cf_can_cast_safe(cf_dtype from, cf_dtype to)
-{
-    if (!valid_dtype(from) || !valid_dtype(to))
-        return 0;
-    if (from == to || from == CF_BOOL)
-        return 1;
-    char kf = cf_dtype_kind(from), kt = cf_dtype_kind(to);
-    size_t sf = cf_dtype_size(from), st = cf_dtype_size(to);
-    switch (kf) {
-    case 'i':
-        if (kt == 'i')
-            return st >= sf;
-        if (kt == 'f') /* int8 -> f2, int16 -> f4, int32/int64 -> f8 */
-            return sf == 8 ? st == 8 : st > sf;
-        if (kt == 'c')
-            return sf == 8 ? st == 16 : st > 2 * sf;
-        return 0;
-    case 'u':
-        if (kt == 'u')
-            return st >= sf;
-        if (kt == 'i')
-            return st > sf;
-        if (kt == 'f')
-            return sf == 8 ? st == 8 : st > sf;
-        if (kt == 'c')
-            return sf == 8 ? st == 16 : st > 2 * sf;
-        return 0;
-    case 'f':
-        if (kt == 'f')
-            return st >= sf;
-        if (kt == 'c')
-            return st >= 2 * sf;
-        return 0;
-    case 'c':
-        return kt == 'c' && st >= sf;
-    default:
-        return 0;
-    }
-}
-
-/* NumPy's kind order for same_kind casts: bool < unsigned < signed < float < complex. */
-static int kind_order(cf_dtype t)
-{
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'u': return 1;
-    case 'i': return 2;
-    case 'f': return 3;
-    default: return 4;
-    }
-}
-
-int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule)
-{
-    if (!valid_dtype(from) || !valid_dtype(to))
-        return 0;
-    if (from == to)
-        return 1;
-    switch (rule) {
-    case CF_CAST_NO:
-    case CF_CAST_EQUIV:
-        return 0;
-    case CF_CAST_SAFE:
-        return cf_can_cast_safe(from, to);
-    case CF_CAST_SAME_KIND:
-        return cf_can_cast_safe(from, to) || kind_order(from) <= kind_order(to);
-    case CF_CAST_UNSAFE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-const char *cf_casting_name(cf_casting rule)
-{
-    static const char *const names[] = {"no", "equiv", "safe", "same_kind", "unsafe"};
-    return (unsigned)rule <= CF_CAST_UNSAFE ? names[rule] : "?";
-}
-
+/* ---- loop resolution (casting rules: dtype.c) ---------------------------------------------------------- */
 
 /* The first loop the inputs reach in `passes` passes (loopfn.h). -1 if none. */
 static int find_loop(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak, int passes)
@@ -413,236 +333,6 @@ static void knobs_read(void)
                                            0, 1);
     knobs.pdl = (int)cf_env_long("CUFUNC_EW_PDL", UF_DEFAULT_PDL, 0, 1);
     knobs.pdl_min = cf_env_long("CUFUNC_EW_PDL_MIN", UF_DEFAULT_PDL_MIN, 0, (long)1 << 40);
-}
-
-/* ---- planning on the stack ---------------------------------------------------------------- */
-
-/* The loop axes of extent above 1 that the launch plans without the heap. */
-#define UF_PLAN_AXES 16
-
-/* cf_plan's fields that a launch uses, sized for UF_NOPS operands and UF_PLAN_AXES axes (about
- * 4 KiB, where cf_plan is 35 KiB). */
-typedef struct uf_plan {
-    int nops;
-    int ndim;
-    int index32;
-    int64_t size;
-    int64_t shape[UF_PLAN_AXES];
-    int64_t strides[UF_NOPS][UF_PLAN_AXES];
-    unsigned char contiguous[UF_NOPS];
-} uf_plan;
-
-static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
-
-/* As plan.c's outer_before. */
-static int plan_outer_before(const uf_plan *p, int a, int b)
-{
-    for (int i = 0; i < p->nops; i++) {
-        int64_t sa = abs64(p->strides[i][a]), sb = abs64(p->strides[i][b]);
-        if (sa && sb && sa != sb)
-            return sa > sb;
-    }
-    return a < b;
-}
-
-/* More than UF_PLAN_AXES axes to plan: cf_plan_elementwise on the heap, its result copied. */
-static cf_status plan_on_heap(uf_plan *p, int nops, const cf_array *const *ops, int ndim,
-                              const int64_t *shape)
-{
-    cf_plan *pl = cf_malloc(sizeof *pl);
-    cf_array *arrays = cf_malloc((size_t)(nops > 0 ? nops : 1) * sizeof *arrays);
-    cf_status st = CF_ERR_NOMEM;
-    if (!pl || !arrays)
-        goto done;
-    for (int i = 0; i < nops; i++)
-        arrays[i] = *ops[i];
-    st = cf_plan_elementwise(pl, nops, arrays, ndim, shape);
-    if (st)
-        goto done;
-    if (pl->ndim > CF_EW_MAX_NDIM) {
-        st = cf_error_set(CF_ERR_UNSUPPORTED, "the operands' layouts leave %d axes that cannot be "
-                          "merged; element-wise kernels handle at most %d (make an operand "
-                          "contiguous first)", pl->ndim, CF_EW_MAX_NDIM);
-        goto done;
-    }
-    p->nops = nops;
-    p->ndim = pl->ndim;
-    p->size = pl->size;
-    p->index32 = pl->index32;
-    for (int k = 0; k < pl->ndim; k++)
-        p->shape[k] = pl->shape[k];
-    for (int i = 0; i < nops; i++) {
-        for (int k = 0; k < pl->ndim; k++)
-            p->strides[i][k] = pl->strides[i][k];
-        p->contiguous[i] = pl->contiguous[i];
-    }
-done:
-    cf_free(arrays);
-    cf_free(pl);
-    return st;
-}
-
-/* cf_plan_elementwise (plan.c: the same steps, results and messages) over pointers to the
- * operands, into a uf_plan. Kept in step with plan.c by test_ufunc's comparison of the two
- * (cf_ufunc_plan_agrees_). */
-static cf_status plan_make(uf_plan *p, int nops, const cf_array *const *ops, int ndim,
-                           const int64_t *shape)
-{
-    p->nops = nops;
-    p->ndim = 0;
-    p->size = 1;
-    p->index32 = 1;
-    for (int k = 0; k < ndim; k++) {
-        if (shape[k] < 0)
-            return cf_error_set(CF_ERR_INVALID, "negative loop extent %lld", (long long)shape[k]);
-        p->size *= shape[k];
-    }
-    int axes[CF_MAX_DIMS], nax = 0;
-    for (int k = 0; k < ndim; k++)
-        if (shape[k] != 1)
-            axes[nax++] = k;
-    if (nax > UF_PLAN_AXES)
-        return plan_on_heap(p, nops, ops, ndim, shape);
-
-    /* 1. Broadcast every operand onto the loop shape, extent-1 axes dropped. */
-    for (int i = 0; i < nops; i++) {
-        const cf_array *a = ops[i];
-        if (a->ndim > ndim)
-            return cf_error_set(CF_ERR_INVALID, "operand %d has %d dimensions, more than the "
-                                "loop's %d", i, a->ndim, ndim);
-        int off = ndim - a->ndim;
-        for (int j = 0; j < nax; j++) {
-            int k = axes[j];
-            int64_t st = 0;
-            if (k >= off) {
-                int64_t e = a->shape[k - off];
-                if (e == shape[k])
-                    st = a->strides[k - off];
-                else if (e != 1)
-                    return cf_error_set(CF_ERR_INVALID, "operand %d (extent %lld in axis %d) does "
-                                        "not broadcast to the loop extent %lld", i, (long long)e,
-                                        k - off, (long long)shape[k]);
-            }
-            p->strides[i][j] = st;
-        }
-    }
-    for (int j = 0; j < nax; j++)
-        p->shape[j] = shape[axes[j]];
-    p->ndim = nax;
-    if (p->size <= 1) {
-        p->ndim = 0;
-        goto finish;
-    }
-
-    /* 2. Order axes outer-to-inner by memory order (stable insertion sort). */
-    for (int j = 1; j < p->ndim; j++) {
-        for (int m = j; m > 0 && plan_outer_before(p, m, m - 1); m--) {
-            int64_t t = p->shape[m];
-            p->shape[m] = p->shape[m - 1];
-            p->shape[m - 1] = t;
-            for (int i = 0; i < nops; i++) {
-                int64_t ts = p->strides[i][m];
-                p->strides[i][m] = p->strides[i][m - 1];
-                p->strides[i][m - 1] = ts;
-            }
-        }
-    }
-
-    /* 3. Merge an outer axis into the inner one where every operand steps through both as one. */
-    int w = p->ndim - 1;
-    for (int j = p->ndim - 2; j >= 0; j--) {
-        int mergeable = 1;
-        for (int i = 0; i < nops && mergeable; i++)
-            mergeable = p->strides[i][j] == p->strides[i][w] * p->shape[w];
-        if (mergeable) {
-            p->shape[w] *= p->shape[j];
-        } else {
-            w--;
-            p->shape[w] = p->shape[j];
-            for (int i = 0; i < nops; i++)
-                p->strides[i][w] = p->strides[i][j];
-        }
-    }
-    int kept = p->ndim - w;
-    if (w > 0) {
-        memmove(p->shape, p->shape + w, (size_t)kept * sizeof p->shape[0]);
-        for (int i = 0; i < nops; i++)
-            memmove(p->strides[i], p->strides[i] + w, (size_t)kept * sizeof p->strides[i][0]);
-    }
-    p->ndim = kept;
-
-finish:
-    /* 4. Contiguity and index width. */
-    p->index32 = p->size < ((int64_t)1 << 31);
-    for (int i = 0; i < nops; i++) {
-        int64_t item = (int64_t)cf_dtype_size(ops[i]->dtype);
-        p->contiguous[i] = (unsigned char)(p->ndim == 0 ||
-                                           (p->ndim == 1 && p->strides[i][0] == item));
-        int64_t reach = item;
-        for (int k = 0; k < p->ndim; k++)
-            reach += (p->shape[k] - 1) * abs64(p->strides[i][k]);
-        if (reach >= ((int64_t)1 << 31))
-            p->index32 = 0;
-    }
-    return CF_OK;
-}
-
-/* For tests (declared in tests/c/test_ufunc.c, not part of the API): plans `ops` with the
- * launch's planner and with cf_plan_elementwise; CF_OK when both fail with the same status or
- * agree on every field a launch uses, else CF_ERR_INVALID with the first difference. */
-cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape);
-cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape)
-{
-    if (nops < 1 || nops > UF_NOPS || !ops)
-        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_plan_agrees_: bad arguments");
-    const cf_array *ptrs[UF_NOPS];
-    for (int i = 0; i < nops; i++)
-        ptrs[i] = &ops[i];
-    uf_plan *a = cf_malloc(sizeof *a);
-    cf_plan *b = cf_malloc(sizeof *b);
-    cf_status st = CF_ERR_NOMEM;
-    if (!a || !b)
-        goto done;
-    cf_status sa = plan_make(a, nops, ptrs, ndim, shape);
-    cf_status sb = cf_plan_elementwise(b, nops, ops, ndim, shape);
-    /* the launch refuses plans of more axes than the kernels take */
-    if (sa == CF_OK && a->ndim > CF_EW_MAX_NDIM)
-        sa = CF_ERR_UNSUPPORTED;
-    if (sb == CF_OK && b->ndim > CF_EW_MAX_NDIM)
-        sb = CF_ERR_UNSUPPORTED;
-    if (sa != sb) {
-        st = cf_error_set(CF_ERR_INVALID, "plans differ: status %d vs %d", (int)sa, (int)sb);
-        goto done;
-    }
-    st = CF_OK;
-    if (sa)
-        goto done;
-    if (a->ndim != b->ndim || a->size != b->size || a->index32 != b->index32) {
-        st = cf_error_set(CF_ERR_INVALID, "plans differ: ndim %d/%d size %lld/%lld index32 %d/%d",
-                          a->ndim, b->ndim, (long long)a->size, (long long)b->size, a->index32,
-                          b->index32);
-        goto done;
-    }
-    for (int k = 0; k < a->ndim; k++)
-        if (a->shape[k] != b->shape[k]) {
-            st = cf_error_set(CF_ERR_INVALID, "plans differ in extent %d", k);
-            goto done;
-        }
-    for (int i = 0; i < nops; i++) {
-        if (a->contiguous[i] != b->contiguous[i]) {
-            st = cf_error_set(CF_ERR_INVALID, "plans differ in operand %d's contiguity", i);
-            goto done;
-        }
-        for (int k = 0; k < a->ndim; k++)
-            if (a->strides[i][k] != b->strides[i][k]) {
-                st = cf_error_set(CF_ERR_INVALID, "plans differ in operand %d's stride %d", i, k);
-                goto done;
-            }
-    }
-done:
-    cf_free(a);
-    cf_free(b);
-    return st;
 }
 
 /* ---- specialisation ---------------------------------------------------------------------- */
@@ -1130,7 +820,7 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
 /* Everything a launch derives from its operands: the plan, which plan operand each launch operand
  * is (-1 for scalars), the views (not copied), and the specialisation. */
 typedef struct uf_launch {
-    uf_plan plan;
+    cf_plan_small plan;
     int plan_of[UF_NOPS];
     const cf_array *array[UF_NOPS];
     uf_spec spec;
@@ -1139,7 +829,7 @@ typedef struct uf_launch {
 /* Row-vector preconditions (see the top of the file); on success the kinds and VEC are set. */
 static int choose_rowvec(uf_launch *L, int nin, int w)
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     uf_spec *sp = &L->spec;
     const int nd = pl->ndim;
     if (nd < 1)
@@ -1175,7 +865,7 @@ static int choose_rowvec(uf_launch *L, int nin, int w)
             int64_t bytes = vec * (int64_t)cf_dtype_size((cf_dtype)sp->dtype[i]);
             ok = L->array[i]->data % (uint64_t)bytes == 0;
             for (int k = 0; k < nd - 1 && ok; k++)
-                ok = abs64(pl->strides[L->plan_of[i]][k]) % bytes == 0;
+                ok = cf_abs64(pl->strides[L->plan_of[i]][k]) % bytes == 0;
         }
         if (ok) {
             memcpy(sp->kind, kind, (size_t)sp->nops);
@@ -1189,7 +879,7 @@ static int choose_rowvec(uf_launch *L, int nin, int w)
 /* Tile preconditions (see the top of the file); on success the kinds are set. */
 static int choose_tile(uf_launch *L, int nin, int w)
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     uf_spec *sp = &L->spec;
     const int nd = pl->ndim;
     /* both tile axes at least a tile long: otherwise most threads of a tile would idle */
@@ -1255,13 +945,13 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             if (!a) {
                 if (is_out)
                     return cf_error_set(CF_ERR_INVALID, "output %d must be an array", i - nin);
-                if (!valid_dtype(ops[i].scalar_dtype))
+                if (!cf_dtype_valid(ops[i].scalar_dtype))
                     return cf_error_set(CF_ERR_TYPE, "input %d: invalid scalar dtype", i);
                 sp->kind[i] = K_SCALAR;
                 sp->dtype[i] = (uint8_t)ops[i].scalar_dtype;
                 continue;
             }
-            if (!valid_dtype(a->dtype))
+            if (!cf_dtype_valid(a->dtype))
                 return cf_error_set(CF_ERR_TYPE, "operand %d: invalid dtype", i);
             if (a->dtype == CF_FLOAT16)
                 return cf_error_set(CF_ERR_UNSUPPORTED, "operand %d is float16, which ufuncs do "
@@ -1276,11 +966,11 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             L->plan_of[i] = np;
             plan_ops[np++] = a;
         }
-    cf_status st = plan_make(&L->plan, np, plan_ops, ndim, shape);
-    if (st)
+    cf_status st = cf_plan_small_make(&L->plan, np, plan_ops, ndim, shape);
+    const cf_plan_small *pl = &L->plan;
+    if (st && st != CF_ERR_UNSUPPORTED) /* unsupported: more axes than a small plan holds */
         return st;
-    const uf_plan *pl = &L->plan;
-    if (pl->ndim > CF_EW_MAX_NDIM)
+    if (st || pl->ndim > CF_EW_MAX_NDIM)
         return cf_error_set(CF_ERR_UNSUPPORTED, "the operands' layouts leave %d axes that cannot "
                             "be merged; element-wise kernels handle at most %d (make an operand "
                             "contiguous first)", pl->ndim, CF_EW_MAX_NDIM);
@@ -1476,7 +1166,7 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_k
 static int64_t pack_strided(const uf_launch *L, const cf_operand *ops, cf_ew_header *h,
                             cf_ew_operand *op)
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     const uf_spec *sp = &L->spec;
     const int nd = sp->ndim;
     int64_t items = pl->size;
@@ -1534,7 +1224,7 @@ typedef union uf_params {
 static size_t pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_resident,
                           uf_params *params, unsigned grid[3], unsigned block[3])
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     const uf_spec *sp = &L->spec;
     int64_t items;
     size_t nbytes;
@@ -1688,7 +1378,7 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     cf_status st = prepare(u, loop, ops, where, ndim, shape, &L);
     if (st)
         return st;
-    const uf_plan *pl = &L.plan;
+    const cf_plan_small *pl = &L.plan;
     uf_spec *sp = &L.spec;
     if (pl->size == 0) {
         *launched = 1; /* nothing to do, done */
@@ -1901,7 +1591,7 @@ cf_status cf_ufunc_from_expr(const char *name, const char *expr, int nin, const 
     for (int l = 0; !st && l < nloops; l++) {
         const cf_dtype *t = types + (size_t)l * (size_t)(nin + 1);
         for (int i = 0; i <= nin; i++)
-            if (!valid_dtype(t[i]))
+            if (!cf_dtype_valid(t[i]))
                 st = cf_error_set(CF_ERR_TYPE, "cf_ufunc_from_expr: loop %d, type %d is not a "
                                   "valid dtype", l, i);
         if (st)
