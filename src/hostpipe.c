@@ -839,3 +839,32 @@ out:
     cf_free(pc);
     return st;
 }
+
+/* cf_ufunc_call's host twin (include/cufunc/ufunc.h): contiguous 1-D host operands through the
+ * host pipeline. It lives here, not in ufunc.c, so that the engine never calls back into the host
+ * pipeline built on it (no call cycle between the files). */
+cf_status cf_ufunc_call_host(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
+                             void *const *args)
+{
+    if (!u || !types)
+        return cf_error_set(CF_ERR_INVALID, "ufunc call: NULL ufunc or types");
+    int loop = -1;
+    cf_status st = cf_ufunc_resolve(u, types, NULL, &loop);
+    if (st)
+        return st;
+    if (!args)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_call_host: NULL args");
+    cf_operand ops[32]; /* a ufunc's nin + nout is at most 32 (cf_ufunc_create) */
+    for (int i = 0; i < cf_ufunc_nin(u) + cf_ufunc_nout(u); i++) {
+        memset(&ops[i], 0, sizeof ops[i]);
+        if (cf_array_init_contiguous(&ops[i].array, (uint64_t)(uintptr_t)args[i], types[i], 1, &n,
+                                     'C', -1))
+            return cf_error_prefix("operand %d", i);
+    }
+    cf_stream *own = NULL;
+    if (!s && (st = cf_stream_default(0, &own)))
+        return st;
+    st = cf_ufunc_launch_host(u, loop, s ? s : own, ops, NULL, 1, &n, NULL);
+    cf_stream_free(own);
+    return st;
+}

@@ -1544,29 +1544,6 @@ cf_status cf_ufunc_call(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *ty
     return cf_ufunc_launch(u, loop, s, ops, NULL, 1, &n);
 }
 
-cf_status cf_ufunc_call_host(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
-                             void *const *args)
-{
-    int loop = -1;
-    cf_status st = resolve_types(u, types, &loop);
-    if (st)
-        return st;
-    if (!args)
-        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_call_host: NULL args");
-    uint64_t data[UF_MAX_ARGS];
-    for (int i = 0; i < u->nin + u->nout; i++)
-        data[i] = (uint64_t)(uintptr_t)args[i];
-    cf_operand ops[UF_MAX_ARGS];
-    if ((st = contiguous_ops(u, loop, types, n, -1, data, ops)))
-        return st;
-    cf_stream *own = NULL;
-    if (!s && (st = cf_stream_default(0, &own)))
-        return st;
-    st = cf_ufunc_launch_host(u, loop, s ? s : own, ops, NULL, 1, &n, NULL);
-    cf_stream_free(own);
-    return st;
-}
-
 /* Argument names of cf_ufunc_from_expr: x, y, z, w, then x4, x5, ... */
 static void arg_name(int i, char buf[16])
 {
