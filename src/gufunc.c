@@ -154,7 +154,7 @@ int cf_gufunc_kernel_count(const cf_gufunc *g)
     if (!g)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&g->lock);
-    int n = (int)g->table.count;
+    int n = (int)cf_ktable_count(&g->table);
     pthread_mutex_unlock((pthread_mutex_t *)&g->lock);
     return n;
 }

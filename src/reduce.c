@@ -88,7 +88,7 @@ int cf_reducer_kernel_count(const cf_reducer *r)
     if (!r)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&r->lock);
-    int n = (int)r->table.count;
+    int n = (int)cf_ktable_count(&r->table);
     pthread_mutex_unlock((pthread_mutex_t *)&r->lock);
     return n;
 }

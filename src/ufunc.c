@@ -52,9 +52,9 @@
  *
  * The launch path is kept short for small calls: the plan is made on the stack over pointers to
  * the operands (cf_plan_small_make, plan.h: no copy of cf_array views, no heap allocation) unless
- * the loop has more than CF_PLAN_SMALL_AXES axes of extent above 1, the kernel table is keyed by
- * a zero-filled binary struct (hashed word by word, compared with memcmp) and looked up under one
- * lock, and device properties are read only when a kernel is first entered. A repeat of a thread's previous launch (same
+ * the loop has more than CF_PLAN_SMALL_AXES axes of extent above 1, the kernel table (ktable.c) is
+ * keyed by a zero-filled binary struct (hashed 8 bytes at a time, compared with memcmp) and looked
+ * up under one lock, and device properties are read only when a kernel is first entered. A repeat of a thread's previous launch (same
  * ufunc, loop, stream, shapes, pointers, layouts and scalar values) skips all of that: see
  * "repeat launches" below.
  */
@@ -73,6 +73,7 @@
 #include "env.h"
 #include "error.h"
 #include "fastdiv.h"
+#include "ktable.h"
 #include "loopfn.h"
 #include "plan.h"
 #include "strbuf.h"
@@ -135,13 +136,6 @@ _Static_assert(sizeof(uf_spec) % 8 == 0, "uf_spec is hashed in 8-byte words");
 _Static_assert(CF_NDTYPES < 256, "dtypes fit a byte of the key");
 _Static_assert(CF_PLAN_SMALL_OPS >= UF_NOPS, "a small plan holds every operand of a launch");
 
-typedef struct uf_kernel {
-    int used;
-    uf_spec key;
-    cf_function *fn;
-    int64_t max_resident; /* grid cap: blocks resident on the whole device; 0 for no cap */
-} uf_kernel;
-
 struct cf_ufunc {
     uint64_t serial; /* unique for the process's lifetime: names the ufunc in repeat records */
     char *name;
@@ -149,8 +143,8 @@ struct cf_ufunc {
     uf_loop *loops;
     int nloops, loops_cap;
     pthread_mutex_t lock;
-    uf_kernel *table;
-    size_t table_cap, table_count;
+    cf_ktable table; /* compiled kernels by uf_spec (aux: the grid cap, resident blocks on the
+                        whole device; 0 for no cap) */
 };
 
 
@@ -194,7 +188,7 @@ void cf_ufunc_free(cf_ufunc *u)
     for (int i = 0; i < u->nloops; i++)
         loop_clear(&u->loops[i]);
     cf_free(u->loops);
-    cf_free(u->table);
+    cf_ktable_clear(&u->table);
     pthread_mutex_destroy(&u->lock);
     cf_free(u->name);
     cf_free(u);
@@ -209,7 +203,7 @@ int cf_ufunc_kernel_count(const cf_ufunc *u)
     if (!u)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&u->lock);
-    int n = (int)u->table_count;
+    int n = (int)cf_ktable_count(&u->table);
     pthread_mutex_unlock((pthread_mutex_t *)&u->lock);
     return n;
 }
@@ -1053,68 +1047,12 @@ cf_status cf_ufunc_kernel_source(cf_ufunc *u, int loop, const cf_operand *ops,
 
 /* ---- the kernel table --------------------------------------------------------------------- */
 
-static uint64_t spec_hash(const uf_spec *sp)
-{
-    const unsigned char *bytes = (const unsigned char *)sp;
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < sizeof *sp; i += 8) {
-        uint64_t w;
-        memcpy(&w, bytes + i, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    return h;
-}
-
-static uf_kernel *table_find(cf_ufunc *u, const uf_spec *key)
-{
-    if (!u->table_cap)
-        return NULL;
-    size_t mask = u->table_cap - 1;
-    for (size_t i = spec_hash(key) & mask;; i = (i + 1) & mask) {
-        if (!u->table[i].used)
-            return NULL;
-        if (memcmp(&u->table[i].key, key, sizeof *key) == 0)
-            return &u->table[i];
-    }
-}
-
-static cf_status table_insert(cf_ufunc *u, const uf_spec *key, cf_function *fn,
-                              int64_t max_resident)
-{
-    if ((u->table_count + 1) * 2 > u->table_cap) {
-        size_t cap = u->table_cap ? 2 * u->table_cap : 16;
-        uf_kernel *t = cf_calloc(cap, sizeof *t);
-        if (!t)
-            return CF_ERR_NOMEM;
-        for (size_t i = 0; i < u->table_cap; i++)
-            if (u->table[i].used) {
-                size_t j = spec_hash(&u->table[i].key) & (cap - 1);
-                while (t[j].used)
-                    j = (j + 1) & (cap - 1);
-                t[j] = u->table[i];
-            }
-        cf_free(u->table);
-        u->table = t;
-        u->table_cap = cap;
-    }
-    size_t j = spec_hash(key) & (u->table_cap - 1);
-    while (u->table[j].used)
-        j = (j + 1) & (u->table_cap - 1);
-    u->table[j].used = 1;
-    u->table[j].key = *key;
-    u->table[j].fn = fn;
-    u->table[j].max_resident = max_resident;
-    u->table_count++;
-    return CF_OK;
-}
-
 /* The kernel for a spec (its device set) from the table, else generated, compiled (through the
  * compile cache) and entered; one lock acquisition either way. */
-static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_kernel *out)
+static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, cf_kentry *out)
 {
     pthread_mutex_lock(&u->lock);
-    uf_kernel *k = table_find(u, sp);
+    const cf_kentry *k = cf_ktable_find_bytes(&u->table, sp, sizeof *sp);
     if (k || only_ready) {
         if (k)
             *out = *k;
@@ -1150,9 +1088,9 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_k
             per_sm = cap;
         /* no cap: one pass over the data (grid-stride loops run once) */
         int64_t resident = cap > 0 ? (int64_t)props.multiprocessor_count * per_sm : 0;
-        st = table_insert(u, sp, fn, resident);
+        st = cf_ktable_insert_bytes(&u->table, sp, sizeof *sp, fn, resident);
         if (!st)
-            *out = *table_find(u, sp);
+            *out = *cf_ktable_find_bytes(&u->table, sp, sizeof *sp);
     }
     pthread_mutex_unlock(&u->lock);
     cf_free(src);
@@ -1392,14 +1330,14 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
             return cf_error_set(CF_ERR_INVALID, "operand %d is on device %d, the launch on "
                                 "device %d", i, L.array[i]->device, device);
     sp->device = device;
-    uf_kernel k;
+    cf_kentry k;
     st = get_kernel(u, sp, only_ready, &k);
     if (st || !k.fn)
         return st;
 
     uf_params params;
     unsigned grid[3], block[3];
-    size_t nbytes = pack_launch(&L, ops, k.max_resident, &params, grid, block);
+    size_t nbytes = pack_launch(&L, ops, k.aux, &params, grid, block);
     void *args[1] = {params.bytes};
     /* large launches overlap the previous kernel's tail (every cf_ew kernel waits for it before
      * touching memory); small ones keep the cheaper plain launch */
