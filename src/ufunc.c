@@ -22,32 +22,8 @@
  * Scalars travel in the kernel parameters; an input array whose every stride is 0 after
  * broadcasting (a 0-d array, say) is "uniform": loaded once per thread, outside the loop.
  *
- * Tuning knobs, read once per process from the environment (invalid values are ignored):
- *   CUFUNC_EW_BLOCK          threads per block of the flat, row-vector and strided kernels
- *                            (a multiple of 32, 32..1024; default UF_DEFAULT_BLOCK)
- *   CUFUNC_EW_UNROLL         vectors per thread per iteration, flat and row-vector (1..16)
- *   CUFUNC_EW_PDL            1 (default): launches of at least CUFUNC_EW_PDL_MIN elements are
- *                            programmatic dependent launches (cf_launch_ex): on compute
- *                            capability 9.0 and up the kernel is scheduled while the previous
- *                            one in the stream drains, and waits for it before touching memory;
- *                            0: plain launches
- *   CUFUNC_EW_BLOCKS_PER_SM  grid cap per multiprocessor (within what occupancy allows);
- *                            0: no cap, one pass over the data (0..64)
- *   CUFUNC_EW_ROW_BLOCKS_PER_SM  the same for the row-vector kernel (default
- *                            UF_DEFAULT_ROW_BLOCKS_PER_SM)
- *   CUFUNC_EW_TILE_ROWS      tile kernel: threads along a tile's rows, 32 / it rows each
- *                            (1, 2, 4, 8, 16 or 32)
- *   CUFUNC_EW_TILE_BLOCKS_PER_SM  the tile kernel's grid cap per multiprocessor; 0: none, one
- *                            tile per block, so blocks waiting at a barrier leave room for
- *                            others (0..64)
- *   CUFUNC_EW_TILE_PIPELINE  tile kernel: 1: a grid of resident blocks (the tile grid cap, or
- *                            the occupancy) loops over tiles and issues the loads of its next
- *                            tile before it computes the current one (software pipelining
- *                            across tiles: loads stay in flight while a block computes and
- *                            stores); 0: one tile per block
- *   CUFUNC_EW_TILE_PRELOAD   tile kernel: 1 (default) loads the inputs read in place into
- *                            registers together with the staged ones, before the barrier, so a
- *                            tile waits for one memory latency instead of two; 0: after it
+ * Tuning knobs: the ten CUFUNC_EW_* variables, listed and read in one place (env.h,
+ * cf_ew_knobs_get).
  * Block size, unroll and tile rows are part of the generated source and of the specialisation.
  *
  * The launch path is kept short for small calls: the plan is made on the stack over pointers to
@@ -82,26 +58,7 @@
 #define UF_MAX_ARGS 32
 #define UF_NOPS (UF_MAX_ARGS + 1)       /* operands of a launch: arguments and the mask */
 #define UF_KEY_OPS 40                   /* UF_NOPS rounded up to 8 bytes, for the key struct */
-/* Defaults of the tuning knobs (see above). 4 blocks of 256 threads per multiprocessor with
- * 16-byte accesses is what reached the copy bandwidth on an H200 in a hand-written kernel. */
-/* Defaults from the sweeps of bench/bench_ew_variants.py on an H200 (2026-11-21): the flat kernel
- * with no grid cap (one pass, 4314 GB/s on the 2^26 hypot, PyTorch 4291), the row-vector kernel
- * capped at 8 blocks of 256 per SM (3408 GB/s on the (4096,1) x (1,4096) broadcast), one vector
- * per thread per iteration for both; for the transposed case the pipelined tile kernel with 8-row
- * blocks (256 threads) and as many resident blocks as fit (3800 GB/s = 91% of copy; one tile per
- * block without pipelining: 3171 with 4-row blocks, 2489 before the loads moved before the
- * barrier). */
-#define UF_DEFAULT_BLOCK 256
-#define UF_DEFAULT_UNROLL 1
-#define UF_DEFAULT_BLOCKS_PER_SM 0
-#define UF_DEFAULT_ROW_BLOCKS_PER_SM 8
-#define UF_DEFAULT_TILE_ROWS 8
-#define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
-#define UF_DEFAULT_TILE_PRELOAD 1
-#define UF_DEFAULT_TILE_PIPELINE 1
-#define UF_DEFAULT_PDL 1
-#define UF_DEFAULT_PDL_MIN 65536
-#define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
+#define UF_TILE CF_EW_TILE              /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
 typedef struct uf_loop {
@@ -293,40 +250,6 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
         return CF_OK;
     return cf_loops_no_match("ufunc", u->name, u->nloops ? u->loops[0].types : NULL,
                              sizeof(uf_loop), u->nloops, u->nin, u->nout, in, weak);
-}
-
-/* ---- tuning knobs ------------------------------------------------------------------------- */
-
-typedef struct uf_knobs {
-    int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
-    int tile_preload, tile_pipeline, pdl;
-    int64_t pdl_min;
-} uf_knobs;
-
-static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
-                         UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
-                         UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD,
-                         UF_DEFAULT_TILE_PIPELINE, UF_DEFAULT_PDL, UF_DEFAULT_PDL_MIN};
-static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
-
-static void knobs_read(void)
-{
-    int b = (int)cf_env_long("CUFUNC_EW_BLOCK", UF_DEFAULT_BLOCK, 32, 1024);
-    knobs.block = b % 32 == 0 ? b : UF_DEFAULT_BLOCK;
-    knobs.unroll = (int)cf_env_long("CUFUNC_EW_UNROLL", UF_DEFAULT_UNROLL, 1, 16);
-    knobs.blocks_per_sm = (int)cf_env_long("CUFUNC_EW_BLOCKS_PER_SM", UF_DEFAULT_BLOCKS_PER_SM,
-                                           0, 64);
-    knobs.row_blocks_per_sm = (int)cf_env_long("CUFUNC_EW_ROW_BLOCKS_PER_SM",
-                                               UF_DEFAULT_ROW_BLOCKS_PER_SM, 0, 64);
-    int tr = (int)cf_env_long("CUFUNC_EW_TILE_ROWS", UF_DEFAULT_TILE_ROWS, 1, UF_TILE);
-    knobs.tile_rows = (tr & (tr - 1)) == 0 ? tr : UF_DEFAULT_TILE_ROWS; /* divides UF_TILE */
-    knobs.tile_blocks_per_sm = (int)cf_env_long("CUFUNC_EW_TILE_BLOCKS_PER_SM",
-                                                UF_DEFAULT_TILE_BLOCKS_PER_SM, 0, 64);
-    knobs.tile_preload = (int)cf_env_long("CUFUNC_EW_TILE_PRELOAD", UF_DEFAULT_TILE_PRELOAD, 0, 1);
-    knobs.tile_pipeline = (int)cf_env_long("CUFUNC_EW_TILE_PIPELINE", UF_DEFAULT_TILE_PIPELINE,
-                                           0, 1);
-    knobs.pdl = (int)cf_env_long("CUFUNC_EW_PDL", UF_DEFAULT_PDL, 0, 1);
-    knobs.pdl_min = cf_env_long("CUFUNC_EW_PDL_MIN", UF_DEFAULT_PDL_MIN, 0, (long)1 << 40);
 }
 
 /* ---- specialisation ---------------------------------------------------------------------- */
@@ -916,7 +839,7 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: bad ufunc, loop or operands");
     if (ndim < 0 || ndim > CF_MAX_DIMS || (ndim && !shape))
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: bad loop shape (ndim %d)", ndim);
-    pthread_once(&knobs_once, knobs_read);
+    const cf_ew_knobs *knobs = cf_ew_knobs_get();
     int nin = u->nin, nout = u->nout, nops = nin + nout + (where ? 1 : 0);
     int w = where ? nin + nout : -1;
     uf_spec *sp = &L->spec;
@@ -988,8 +911,8 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             maxsize = (int)cf_dtype_size((cf_dtype)sp->dtype[i]);
     }
     sp->index32 = (uint8_t)pl->index32;
-    sp->block = (uint16_t)knobs.block;
-    sp->unroll = (uint8_t)knobs.unroll;
+    sp->block = (uint16_t)knobs->block;
+    sp->unroll = (uint8_t)knobs->unroll;
     if (flat) {
         sp->shape = SH_FLAT;
         int vec = 16 / maxsize;
@@ -1008,12 +931,12 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
     if (choose_tile(L, nin, w)) {
         sp->shape = SH_TILE;
         sp->unroll = 1;
-        sp->tile_rows = (uint8_t)knobs.tile_rows;
-        sp->tile_preload = (uint8_t)knobs.tile_preload;
-        sp->tile_pipeline = (uint8_t)knobs.tile_pipeline;
+        sp->tile_rows = (uint8_t)knobs->tile_rows;
+        sp->tile_preload = (uint8_t)knobs->tile_preload;
+        sp->tile_pipeline = (uint8_t)knobs->tile_pipeline;
         if (sp->tile_pipeline)
             sp->tile_preload = 1; /* its loads all go before the barrier */
-        sp->block = (uint16_t)(UF_TILE * knobs.tile_rows);
+        sp->block = (uint16_t)(UF_TILE * knobs->tile_rows);
         return CF_OK;
     }
     /* the strided kernel walks at least one axis, also when the plan merged all of them
@@ -1077,9 +1000,10 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, cf_k
     if (!st)
         st = cf_device_props_get(sp->device, &props);
     if (!st) {
-        int cap = sp->shape == SH_TILE     ? knobs.tile_blocks_per_sm
-                  : sp->shape == SH_ROWVEC ? knobs.row_blocks_per_sm
-                                           : knobs.blocks_per_sm;
+        const cf_ew_knobs *knobs = cf_ew_knobs_get();
+        int cap = sp->shape == SH_TILE     ? knobs->tile_blocks_per_sm
+                  : sp->shape == SH_ROWVEC ? knobs->row_blocks_per_sm
+                                           : knobs->blocks_per_sm;
         if (sp->shape == SH_TILE && sp->tile_pipeline && cap == 0)
             cap = per_sm > 0 ? per_sm : 1; /* the blocks that fit, each looping over tiles */
         if (per_sm < 1)
@@ -1341,7 +1265,8 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     void *args[1] = {params.bytes};
     /* large launches overlap the previous kernel's tail (every cf_ew kernel waits for it before
      * touching memory); small ones keep the cheaper plain launch */
-    int overlap = knobs.pdl && pl->size >= knobs.pdl_min;
+    const cf_ew_knobs *knobs = cf_ew_knobs_get();
+    int overlap = knobs->pdl && pl->size >= knobs->pdl_min;
     st = cf_launch_ex(k.fn, grid, block, 0, s, args, overlap);
     *launched = st == CF_OK;
     if (st != CF_OK || nbytes > CF_UFUNC_RECORD_PARAM_BYTES || (!key_bytes && !record))
