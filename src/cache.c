@@ -48,6 +48,7 @@
 #include "cufunc/compile.h"
 #include "error.h"
 #include "hash.h"
+#include "htab.h"
 #include "nvrtc_loader.h"
 
 #ifndef PATH_MAX
@@ -59,7 +60,6 @@ static const unsigned char MAGIC[8] = {'C', 'U', 'F', 'U', 'N', 'C', 'K', 0};
 /* ---- state (all under cache_lock) ------------------------------------------------------------ */
 
 typedef struct mem_entry {
-    struct mem_entry *next;
     unsigned char key[32];
     size_t size;
     int is_ptx;
@@ -77,8 +77,7 @@ static char dir_buf[PATH_MAX]; /* the folder in use; "" when the disk level is o
 /* Test hook (CUFUNC_TEST_CACHE_WRITE_PAUSE, read at configuration): a writer of an entry stops
  * halfway through, creates this file and sleeps until killed, so a test can kill -9 it then. */
 static char pause_marker[PATH_MAX];
-static mem_entry **buckets;
-static size_t n_buckets, n_entries;
+static cf_htab images; /* the memory level: mem_entry items by key */
 static cf_cache_stats stats;
 
 /* ---- configuration ------------------------------------------------------------------------- */
@@ -258,17 +257,9 @@ static void facts_forget(void);
 
 static void clear_memory_locked(void)
 {
-    for (size_t i = 0; i < n_buckets; i++) {
-        mem_entry *e = buckets[i];
-        while (e) {
-            mem_entry *next = e->next;
-            cf_free(e);
-            e = next;
-        }
-    }
-    cf_free(buckets);
-    buckets = NULL;
-    n_buckets = n_entries = 0;
+    for (size_t i = 0; i < images.cap; i++)
+        cf_free(images.slots[i].item);
+    cf_htab_clear(&images);
 }
 
 const char *cf_cache_dir(void)
@@ -366,21 +357,22 @@ cf_status cf_cache_key(const char *source, const char *const *options, int nopti
 
 /* ---- the memory level (cache_lock held) ----------------------------------------------------- */
 
-static size_t bucket_of(const unsigned char key[32], size_t n)
+/* The key is a SHA-256 digest: any 8 of its bytes are a uniform hash. */
+static uint64_t key_hash(const unsigned char key[32])
 {
     uint64_t v;
-    memcpy(&v, key, sizeof v); /* the key is a hash: any 8 bytes are uniform */
-    return (size_t)(v & (n - 1));
+    memcpy(&v, key, sizeof v);
+    return v;
+}
+
+static int same_key(const void *item, const void *key)
+{
+    return memcmp(((const mem_entry *)item)->key, key, 32) == 0;
 }
 
 static mem_entry *mem_find(const unsigned char key[32])
 {
-    if (!n_buckets)
-        return NULL;
-    for (mem_entry *e = buckets[bucket_of(key, n_buckets)]; e; e = e->next)
-        if (memcmp(e->key, key, 32) == 0)
-            return e;
-    return NULL;
+    return cf_htab_find(&images, key_hash(key), same_key, key);
 }
 
 /* Copy `image` into the map (no-op if the key is there already). CF_ERR_NOMEM leaves the map as
@@ -389,25 +381,6 @@ static cf_status mem_insert(const unsigned char key[32], const void *image, size
 {
     if (mem_find(key))
         return CF_OK;
-    if (n_entries + 1 > n_buckets) {
-        size_t nb = n_buckets ? 2 * n_buckets : 64;
-        mem_entry **grown = cf_calloc(nb, sizeof *grown);
-        if (!grown)
-            return CF_ERR_NOMEM;
-        for (size_t i = 0; i < n_buckets; i++) {
-            mem_entry *e = buckets[i];
-            while (e) {
-                mem_entry *next = e->next;
-                size_t b = bucket_of(e->key, nb);
-                e->next = grown[b];
-                grown[b] = e;
-                e = next;
-            }
-        }
-        cf_free(buckets);
-        buckets = grown;
-        n_buckets = nb;
-    }
     if (size > SIZE_MAX - sizeof(mem_entry))
         return cf_error_set(CF_ERR_NOMEM, "kernel image of %zu bytes is too large", size);
     mem_entry *e = cf_malloc(sizeof *e + size);
@@ -417,11 +390,10 @@ static cf_status mem_insert(const unsigned char key[32], const void *image, size
     e->size = size;
     e->is_ptx = is_ptx;
     memcpy(e->data, image, size);
-    size_t b = bucket_of(key, n_buckets);
-    e->next = buckets[b];
-    buckets[b] = e;
-    n_entries++;
-    return CF_OK;
+    cf_status st = cf_htab_insert(&images, key_hash(key), e);
+    if (st)
+        cf_free(e);
+    return st;
 }
 
 /* ---- disk entries ---------------------------------------------------------------------------- */

@@ -1,4 +1,6 @@
-/* dtype.c: the table of element types. One row per cf_dtype, in enum order. */
+/* dtype.c: the table of element types (one row per cf_dtype, in enum order) and the casting
+ * rules between them: the one home of NumPy's can_cast and of the kind order, for every engine
+ * (ufunc.c, gufunc.c, reduce.c, loopfn.c's loop search) and for numpy_ext (weak scalars). */
 #include <string.h>
 
 #include "cufunc/dtype.h"
@@ -29,12 +31,10 @@ static const dtype_info table[CF_NDTYPES] = {
     [CF_COMPLEX128] = {"complex128", "c16", "cf_complex128", 'c', 16},
 };
 
-static int valid(cf_dtype dt) { return (unsigned)dt < (unsigned)CF_NDTYPES; }
-
-size_t cf_dtype_size(cf_dtype dt) { return valid(dt) ? table[dt].size : 0; }
-const char *cf_dtype_name(cf_dtype dt) { return valid(dt) ? table[dt].name : "invalid"; }
-const char *cf_dtype_ctype(cf_dtype dt) { return valid(dt) ? table[dt].ctype : NULL; }
-char cf_dtype_kind(cf_dtype dt) { return valid(dt) ? table[dt].kind : '?'; }
+size_t cf_dtype_size(cf_dtype dt) { return cf_dtype_valid(dt) ? table[dt].size : 0; }
+const char *cf_dtype_name(cf_dtype dt) { return cf_dtype_valid(dt) ? table[dt].name : "invalid"; }
+const char *cf_dtype_ctype(cf_dtype dt) { return cf_dtype_valid(dt) ? table[dt].ctype : NULL; }
+char cf_dtype_kind(cf_dtype dt) { return cf_dtype_valid(dt) ? table[dt].kind : '?'; }
 
 cf_status cf_dtype_from_name(const char *name, cf_dtype *out)
 {
@@ -83,10 +83,104 @@ cf_status cf_dtype_from_typestr(const char *typestr, cf_dtype *out)
 
 void cf_dtype_typestr(cf_dtype dt, char buf[8])
 {
-    if (!valid(dt)) {
+    if (!cf_dtype_valid(dt)) {
         buf[0] = '\0';
         return;
     }
     buf[0] = table[dt].size == 1 ? '|' : '<';
     strcpy(buf + 1, table[dt].abbrev);
+}
+
+/* ---- casting ------------------------------------------------------------------------------- */
+
+int cf_can_cast_safe(cf_dtype from, cf_dtype to)
+{
+    if (!cf_dtype_valid(from) || !cf_dtype_valid(to))
+        return 0;
+    if (from == to || from == CF_BOOL)
+        return 1;
+    char kf = cf_dtype_kind(from), kt = cf_dtype_kind(to);
+    size_t sf = cf_dtype_size(from), st = cf_dtype_size(to);
+    switch (kf) {
+    case 'i':
+        if (kt == 'i')
+            return st >= sf;
+        if (kt == 'f') /* int8 -> f2, int16 -> f4, int32/int64 -> f8 */
+            return sf == 8 ? st == 8 : st > sf;
+        if (kt == 'c')
+            return sf == 8 ? st == 16 : st > 2 * sf;
+        return 0;
+    case 'u':
+        if (kt == 'u')
+            return st >= sf;
+        if (kt == 'i')
+            return st > sf;
+        if (kt == 'f')
+            return sf == 8 ? st == 8 : st > sf;
+        if (kt == 'c')
+            return sf == 8 ? st == 16 : st > 2 * sf;
+        return 0;
+    case 'f':
+        if (kt == 'f')
+            return st >= sf;
+        if (kt == 'c')
+            return st >= 2 * sf;
+        return 0;
+    case 'c':
+        return kt == 'c' && st >= sf;
+    default:
+        return 0;
+    }
+}
+
+int cf_dtype_kind_order(cf_dtype t)
+{
+    switch (cf_dtype_kind(t)) {
+    case 'b': return 0;
+    case 'u': return 1;
+    case 'i': return 2;
+    case 'f': return 3;
+    case 'c': return 4;
+    default: return -1;
+    }
+}
+
+int cf_weak_reaches(cf_dtype weak, cf_dtype to)
+{
+    if (!cf_dtype_valid(weak) || !cf_dtype_valid(to) || to == CF_BOOL)
+        return 0;
+    /* NEP 50: signed and unsigned integers are one kind for a Python int */
+    int rw = cf_dtype_kind_order(weak), rt = cf_dtype_kind_order(to);
+    if (rw == 2)
+        rw = 1;
+    if (rt == 2)
+        rt = 1;
+    return rt >= rw;
+}
+
+int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule)
+{
+    if (!cf_dtype_valid(from) || !cf_dtype_valid(to))
+        return 0;
+    if (from == to)
+        return 1;
+    switch (rule) {
+    case CF_CAST_NO:
+    case CF_CAST_EQUIV:
+        return 0;
+    case CF_CAST_SAFE:
+        return cf_can_cast_safe(from, to);
+    case CF_CAST_SAME_KIND:
+        return cf_can_cast_safe(from, to) || cf_dtype_kind_order(from) <= cf_dtype_kind_order(to);
+    case CF_CAST_UNSAFE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+const char *cf_casting_name(cf_casting rule)
+{
+    static const char *const names[] = {"no", "equiv", "safe", "same_kind", "unsafe"};
+    return (unsigned)rule <= CF_CAST_UNSAFE ? names[rule] : "?";
 }

@@ -32,6 +32,7 @@
 #include "cufunc/gufunc.cuh"
 #include "cufunc/gufunc.h"
 #include "error.h"
+#include "util.h"
 #include "fastdiv.h"
 #include "ktable.h"
 #include "loopfn.h"
@@ -65,7 +66,6 @@ struct cf_gufunc {
 };
 
 
-static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
 
 /* ---- gufunc objects ----------------------------------------------------------------------- */
 
@@ -154,7 +154,7 @@ int cf_gufunc_kernel_count(const cf_gufunc *g)
     if (!g)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&g->lock);
-    int n = (int)g->table.count;
+    int n = (int)cf_ktable_count(&g->table);
     pthread_mutex_unlock((pthread_mutex_t *)&g->lock);
     return n;
 }
@@ -188,7 +188,7 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_add_loop: NULL argument");
     int nargs = g->nin + g->nout;
     for (int i = 0; i < nargs; i++) {
-        if (!valid_dtype(types[i]))
+        if (!cf_dtype_valid(types[i]))
             return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i + 1);
         if (types[i] == CF_FLOAT16)
             return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
@@ -257,7 +257,7 @@ cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsign
     if (!g || !in || !loop)
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_resolve: NULL argument");
     for (int i = 0; i < g->nin; i++)
-        if (!valid_dtype(in[i]))
+        if (!cf_dtype_valid(in[i]))
             return cf_error_set(CF_ERR_TYPE, "cf_gufunc_resolve: input %d has an invalid dtype",
                                 i + 1);
     if (g->nloops &&
@@ -444,7 +444,6 @@ static int is_c_compact(int c, const int64_t *shape, const int64_t *strides, int
     return 1;
 }
 
-static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 /* Element (or, for complex, component) size: the unit an element copy moves in one access and
@@ -631,7 +630,7 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
                                   g->name, i + 1, g->signature, c);
                 goto done;
             }
-            if (!valid_dtype(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16) {
+            if (!cf_dtype_valid(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16) {
                 st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
                                   g->name, i + 1);
                 goto done;
@@ -643,7 +642,7 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
             continue;
         }
         const cf_array *a = &ops[i].array;
-        if (!valid_dtype(a->dtype) || a->dtype == CF_FLOAT16) {
+        if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16) {
             st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
                               "not support", g->name, i + 1, cf_dtype_name(a->dtype));
             goto done;
@@ -724,12 +723,12 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
         int all_zero = p->loop_ndim > 0;
         for (int k = 0; k < p->loop_ndim; k++) {
             p->loop_strides[i][k] = pl->strides[j][k];
-            reach += (p->loop_shape[k] - 1) * abs64(pl->strides[j][k]);
+            reach += (p->loop_shape[k] - 1) * cf_abs64(pl->strides[j][k]);
             all_zero &= pl->strides[j][k] == 0;
         }
         for (int k = 0; k < p->core_ndim[i]; k++)
             if (p->core_shape[i][k] > 0)
-                reach += (p->core_shape[i][k] - 1) * abs64(p->core_strides[i][k]);
+                reach += (p->core_shape[i][k] - 1) * cf_abs64(p->core_strides[i][k]);
         if (reach >= ((int64_t)1 << 31))
             p->index32 = 0;
         if (i >= g->nin && all_zero) {
@@ -1101,7 +1100,7 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
         if (ops[i].is_scalar || l->arg_ndim[i] == 0 || ops[i].array.dtype == l->types[i])
             continue;
         const cf_array *a = &ops[i].array;
-        if (!valid_dtype(a->dtype) || a->dtype == CF_FLOAT16) {
+        if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16) {
             st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs "
                               "do not support", g->name, i + 1, cf_dtype_name(a->dtype));
             goto done;

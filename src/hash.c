@@ -136,3 +136,27 @@ void cf_sha256_hex(const void *data, size_t n, char hex[65])
     cf_sha256_final(&h, d);
     cf_hex_encode(d, 32, hex);
 }
+
+uint64_t cf_hash64(const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, b + i, n - i);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    /* final mix: the table uses the low bits */
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    h ^= h >> 32;
+    return h;
+}

@@ -39,6 +39,7 @@
 #include "driver.h"
 #include "env.h"
 #include "error.h"
+#include "util.h"
 #include "testing.h"
 #include "threadpool.h"
 
@@ -53,7 +54,6 @@
 
 /* ==== the planner (pure) ===================================================================== */
 
-static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 
 static size_t align_up(size_t n)
 {
@@ -279,9 +279,9 @@ size_t cf_hostpipe_slab(const cf_hostpipe_plan *p, int i, int64_t rows, int64_t 
         if (cf_hostpipe_stride(p, i, p->split + a) == 0)
             continue;
         /* insertion by increasing |stride| (innermost first); on ties the later axis is inner */
-        int64_t s = abs64(cf_hostpipe_stride(p, i, p->split + a));
+        int64_t s = cf_abs64(cf_hostpipe_stride(p, i, p->split + a));
         int at = m++;
-        while (at > 0 && abs64(cf_hostpipe_stride(p, i, p->split + order[at - 1])) > s) {
+        while (at > 0 && cf_abs64(cf_hostpipe_stride(p, i, p->split + order[at - 1])) > s) {
             order[at] = order[at - 1];
             at--;
         }
@@ -837,5 +837,34 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
         *info = done;
 out:
     cf_free(pc);
+    return st;
+}
+
+/* cf_ufunc_call's host twin (include/cufunc/ufunc.h): contiguous 1-D host operands through the
+ * host pipeline. It lives here, not in ufunc.c, so that the engine never calls back into the host
+ * pipeline built on it (no call cycle between the files). */
+cf_status cf_ufunc_call_host(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
+                             void *const *args)
+{
+    if (!u || !types)
+        return cf_error_set(CF_ERR_INVALID, "ufunc call: NULL ufunc or types");
+    int loop = -1;
+    cf_status st = cf_ufunc_resolve(u, types, NULL, &loop);
+    if (st)
+        return st;
+    if (!args)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_call_host: NULL args");
+    cf_operand ops[32]; /* a ufunc's nin + nout is at most 32 (cf_ufunc_create) */
+    for (int i = 0; i < cf_ufunc_nin(u) + cf_ufunc_nout(u); i++) {
+        memset(&ops[i], 0, sizeof ops[i]);
+        if (cf_array_init_contiguous(&ops[i].array, (uint64_t)(uintptr_t)args[i], types[i], 1, &n,
+                                     'C', -1))
+            return cf_error_prefix("operand %d", i);
+    }
+    cf_stream *own = NULL;
+    if (!s && (st = cf_stream_default(0, &own)))
+        return st;
+    st = cf_ufunc_launch_host(u, loop, s ? s : own, ops, NULL, 1, &n, NULL);
+    cf_stream_free(own);
     return st;
 }

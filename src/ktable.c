@@ -1,66 +1,52 @@
-/* ktable.c: see ktable.h. Open addressing, linear probing, at most half full. */
+/* ktable.c: see ktable.h. */
 #include "ktable.h"
 
 #include <string.h>
 
 #include "alloc.h"
+#include "hash.h"
 
-static uint64_t fnv1a(const char *s)
+typedef struct key_ref {
+    const void *bytes;
+    size_t len;
+} key_ref;
+
+static int same_key(const void *item, const void *key)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    const cf_kentry *e = item;
+    const key_ref *k = key;
+    return e->len == k->len && memcmp(e->key, k->bytes, k->len) == 0;
 }
 
-const cf_kentry *cf_ktable_find(const cf_ktable *t, const char *key)
+const cf_kentry *cf_ktable_find_bytes(const cf_ktable *t, const void *key, size_t len)
 {
-    if (!t->cap)
-        return NULL;
-    size_t mask = t->cap - 1;
-    for (size_t i = fnv1a(key) & mask;; i = (i + 1) & mask) {
-        if (!t->slots[i].key)
-            return NULL;
-        if (strcmp(t->slots[i].key, key) == 0)
-            return &t->slots[i];
-    }
+    key_ref k = {key, len};
+    return cf_htab_find(&t->map, cf_hash64(key, len), same_key, &k);
 }
 
-cf_status cf_ktable_insert(cf_ktable *t, const char *key, cf_function *fn, int64_t aux)
+cf_status cf_ktable_insert_bytes(cf_ktable *t, const void *key, size_t len, cf_function *fn,
+                                 int64_t aux)
 {
-    if ((t->count + 1) * 2 > t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        cf_kentry *s = cf_calloc(cap, sizeof *s);
-        if (!s)
-            return CF_ERR_NOMEM;
-        for (size_t i = 0; i < t->cap; i++)
-            if (t->slots[i].key) {
-                size_t j = fnv1a(t->slots[i].key) & (cap - 1);
-                while (s[j].key)
-                    j = (j + 1) & (cap - 1);
-                s[j] = t->slots[i];
-            }
-        cf_free(t->slots);
-        t->slots = s;
-        t->cap = cap;
-    }
-    char *k = cf_strdup(key);
-    if (!k)
+    if (len > SIZE_MAX - sizeof(cf_kentry))
         return CF_ERR_NOMEM;
-    size_t j = fnv1a(key) & (t->cap - 1);
-    while (t->slots[j].key)
-        j = (j + 1) & (t->cap - 1);
-    t->slots[j].key = k;
-    t->slots[j].fn = fn;
-    t->slots[j].aux = aux;
-    t->count++;
-    return CF_OK;
+    /* one allocation: the entry, then the key's bytes */
+    cf_kentry *e = cf_malloc(sizeof *e + len);
+    if (!e)
+        return CF_ERR_NOMEM;
+    memcpy(e + 1, key, len);
+    e->key = e + 1;
+    e->len = len;
+    e->fn = fn;
+    e->aux = aux;
+    cf_status st = cf_htab_insert(&t->map, cf_hash64(key, len), e);
+    if (st)
+        cf_free(e);
+    return st;
 }
 
 void cf_ktable_clear(cf_ktable *t)
 {
-    for (size_t i = 0; i < t->cap; i++)
-        cf_free(t->slots[i].key);
-    cf_free(t->slots);
-    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < t->map.cap; i++)
+        cf_free(t->map.slots[i].item);
+    cf_htab_clear(&t->map);
 }

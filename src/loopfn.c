@@ -2,7 +2,6 @@
 #include "loopfn.h"
 
 #include "cufunc/runtime.h"
-#include "cufunc/ufunc.h" /* cf_can_cast_safe */
 
 #include <ctype.h>
 #include <stdio.h>
@@ -179,16 +178,6 @@ nomem:
     return CF_ERR_NOMEM;
 }
 
-static int kind_rank(cf_dtype t)
-{
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'i': case 'u': return 1;
-    case 'f': return 2;
-    default: return 3;
-    }
-}
-
 static const cf_dtype *row(const cf_dtype *types, size_t stride, int l)
 {
     return (const cf_dtype *)((const char *)types + (size_t)l * stride);
@@ -203,7 +192,7 @@ int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, con
             int ok = 1;
             for (int i = 0; i < nin && ok; i++) {
                 if (weak && weak[i])
-                    ok = t[i] != CF_BOOL && kind_rank(t[i]) >= kind_rank(in[i]);
+                    ok = cf_weak_reaches(in[i], t[i]);
                 else
                     ok = pass == 0 ? in[i] == t[i] : cf_can_cast_safe(in[i], t[i]);
             }

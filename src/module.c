@@ -25,6 +25,7 @@
 #include "driver.h"
 #include "error.h"
 #include "hash.h"
+#include "htab.h"
 
 #define MODULE_MAGIC 0x6d6f64756c65cf01ull
 #define FUNCTION_MAGIC 0x66756e6374cf0002ull
@@ -40,7 +41,6 @@ struct cf_function {
 
 struct cf_module {
     uint64_t magic;
-    cf_module *next; /* in its bucket of the module map */
     int device;
     unsigned char key[32];
     CUmodule mod;
@@ -52,54 +52,38 @@ struct cf_module {
 };
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-static cf_module **buckets;
-static size_t n_buckets, n_modules;
+static cf_htab modules; /* the module map: cf_module items by (device, key) */
 
-static size_t bucket_of(int device, const unsigned char key[32], size_t n)
+static uint64_t map_hash(int device, const unsigned char key[32])
 {
     uint64_t v;
-    memcpy(&v, key, sizeof v);
-    return (size_t)((v ^ (uint64_t)(unsigned)device * 0x9e3779b97f4a7c15ull) & (n - 1));
+    memcpy(&v, key, sizeof v); /* the key is a SHA-256 digest */
+    return v ^ (uint64_t)(unsigned)device * 0x9e3779b97f4a7c15ull;
+}
+
+typedef struct map_key_ref {
+    int device;
+    const unsigned char *key;
+} map_key_ref;
+
+static int same_module(const void *item, const void *key)
+{
+    const cf_module *m = item;
+    const map_key_ref *k = key;
+    return m->device == k->device && memcmp(m->key, k->key, 32) == 0;
 }
 
 /* map_lock held. */
 static cf_module *map_find(int device, const unsigned char key[32])
 {
-    if (!n_buckets)
-        return NULL;
-    for (cf_module *m = buckets[bucket_of(device, key, n_buckets)]; m; m = m->next)
-        if (m->device == device && memcmp(m->key, key, 32) == 0)
-            return m;
-    return NULL;
+    map_key_ref k = {device, key};
+    return cf_htab_find(&modules, map_hash(device, key), same_module, &k);
 }
 
-/* map_lock held. Grows the table first, so a failure leaves the map as it was. */
+/* map_lock held. A failure (CF_ERR_NOMEM) leaves the map as it was. */
 static cf_status map_insert(cf_module *m)
 {
-    if (n_modules + 1 > n_buckets) {
-        size_t nb = n_buckets ? 2 * n_buckets : 32;
-        cf_module **grown = cf_calloc(nb, sizeof *grown);
-        if (!grown)
-            return CF_ERR_NOMEM;
-        for (size_t i = 0; i < n_buckets; i++) {
-            cf_module *e = buckets[i];
-            while (e) {
-                cf_module *next = e->next;
-                size_t b = bucket_of(e->device, e->key, nb);
-                e->next = grown[b];
-                grown[b] = e;
-                e = next;
-            }
-        }
-        cf_free(buckets);
-        buckets = grown;
-        n_buckets = nb;
-    }
-    size_t b = bucket_of(m->device, m->key, n_buckets);
-    m->next = buckets[b];
-    buckets[b] = m;
-    n_modules++;
-    return CF_OK;
+    return cf_htab_insert(&modules, map_hash(m->device, m->key), m);
 }
 
 static int is_jit_failure(CUresult r)

@@ -20,6 +20,7 @@
 #include "context.h"
 #include "env.h"
 #include "error.h"
+#include "util.h"
 #include "fastdiv.h"
 #include "ktable.h"
 #include "loopfn.h"
@@ -42,7 +43,6 @@ struct cf_reducer {
 
 /* ---- reducer objects ---------------------------------------------------------------------- */
 
-static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
 
 cf_status cf_reducer_create(const char *name, cf_reducer **out)
 {
@@ -89,7 +89,7 @@ int cf_reducer_kernel_count(const cf_reducer *r)
     if (!r)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&r->lock);
-    int n = (int)r->table.count;
+    int n = (int)cf_ktable_count(&r->table);
     pthread_mutex_unlock((pthread_mutex_t *)&r->lock);
     return n;
 }
@@ -123,7 +123,7 @@ cf_status cf_reducer_add_loop_globals(cf_reducer *r, cf_dtype acc, const char *s
 {
     if (!r || !source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "cf_reducer_add_loop: NULL argument");
-    if (!valid_dtype(acc))
+    if (!cf_dtype_valid(acc))
         return cf_error_set(CF_ERR_TYPE, "cf_reducer_add_loop: invalid accumulator dtype");
     if (acc == CF_FLOAT16)
         return cf_error_set(CF_ERR_UNSUPPORTED, "float16 reductions are not supported yet");
@@ -156,7 +156,6 @@ cf_status cf_reducer_add_loop_globals(cf_reducer *r, cf_dtype acc, const char *s
 
 /* ---- planning ------------------------------------------------------------------------------ */
 
-static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 
 
 static int check_view(const cf_array *a, const char *what)
@@ -164,7 +163,7 @@ static int check_view(const cf_array *a, const char *what)
     if (a->ndim < 0 || a->ndim > CF_MAX_DIMS)
         return cf_error_set(CF_ERR_INVALID, "%s has %d dimensions (at most %d)", what, a->ndim,
                             CF_MAX_DIMS);
-    if (!valid_dtype(a->dtype))
+    if (!cf_dtype_valid(a->dtype))
         return cf_error_set(CF_ERR_TYPE, "%s has an invalid dtype", what);
     if (a->dtype == CF_FLOAT16)
         return cf_error_set(CF_ERR_UNSUPPORTED, "%s is float16, which reductions do not support "
@@ -232,9 +231,9 @@ static int fits32(const cf_reduce_plan *p, int nops)
     for (int i = 0; i < nops; i++) {
         int64_t reach = 16;
         for (int k = 0; k < p->kept_ndim; k++)
-            reach += (p->kept_shape[k] - 1) * abs64(kept[i][k]);
+            reach += (p->kept_shape[k] - 1) * cf_abs64(kept[i][k]);
         for (int k = 0; k < p->red_ndim; k++)
-            reach += (p->red_shape[k] > 0 ? p->red_shape[k] - 1 : 0) * abs64(red[i][k]);
+            reach += (p->red_shape[k] > 0 ? p->red_shape[k] - 1 : 0) * cf_abs64(red[i][k]);
         if (reach >= ((int64_t)1 << 31))
             return 0;
     }
@@ -338,8 +337,8 @@ cf_status cf_reduce_plan_axes(cf_reduce_plan *p, const cf_array *in, const unsig
         p->kind = CF_REDUCE_COLS; /* one element per output: a thread per output reads coalesced */
     } else {
         /* the layout whose innermost axis is the least strided in the input reads coalesced */
-        int64_t s_red = abs64(p->in_red[p->red_ndim - 1]);
-        int64_t s_kept = p->kept_ndim ? abs64(p->in_kept[p->kept_ndim - 1]) : INT64_MAX;
+        int64_t s_red = cf_abs64(p->in_red[p->red_ndim - 1]);
+        int64_t s_kept = p->kept_ndim ? cf_abs64(p->in_kept[p->kept_ndim - 1]) : INT64_MAX;
         p->kind = s_red <= s_kept ? CF_REDUCE_ROWS : CF_REDUCE_COLS;
     }
 done:
@@ -530,7 +529,7 @@ static int unroll_of(int vec)
 cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtype acc,
                              uint64_t in_data, int sms, int blocks_per_sm, cf_reduce_geom *g)
 {
-    if (!p || !g || !valid_dtype(in_dtype) || !valid_dtype(acc) || sms < 1)
+    if (!p || !g || !cf_dtype_valid(in_dtype) || !cf_dtype_valid(acc) || sms < 1)
         return cf_error_set(CF_ERR_INVALID, "cf_reduce_geometry: bad arguments");
     memset(g, 0, sizeof *g);
     g->grid[0] = g->grid[1] = g->grid[2] = 1;
@@ -959,7 +958,7 @@ static cf_status check_aligned(const cf_array *a, const char *what)
         al /= 2;
     int bad = a->data % al != 0;
     for (int k = 0; k < a->ndim && !bad; k++)
-        bad = a->shape[k] > 1 && (uint64_t)abs64(a->strides[k]) % al != 0;
+        bad = a->shape[k] > 1 && (uint64_t)cf_abs64(a->strides[k]) % al != 0;
     if (bad)
         return cf_error_set(CF_ERR_UNSUPPORTED, "%s is not aligned to its element size; make an "
                             "aligned copy first", what);
@@ -1130,7 +1129,7 @@ cf_status cf_reduce_all(cf_reducer *r, int loop, cf_stream *s, const cf_array *i
     cf_status st = check_loop(r, loop, s);
     if (st)
         return st;
-    if (!in || !valid_dtype(out_dtype))
+    if (!in || !cf_dtype_valid(out_dtype))
         return cf_error_set(CF_ERR_INVALID, "cf_reduce_all: bad arguments");
     if ((st = check_view(in, "the array")))
         return st;

@@ -22,39 +22,15 @@
  * Scalars travel in the kernel parameters; an input array whose every stride is 0 after
  * broadcasting (a 0-d array, say) is "uniform": loaded once per thread, outside the loop.
  *
- * Tuning knobs, read once per process from the environment (invalid values are ignored):
- *   CUFUNC_EW_BLOCK          threads per block of the flat, row-vector and strided kernels
- *                            (a multiple of 32, 32..1024; default UF_DEFAULT_BLOCK)
- *   CUFUNC_EW_UNROLL         vectors per thread per iteration, flat and row-vector (1..16)
- *   CUFUNC_EW_PDL            1 (default): launches of at least CUFUNC_EW_PDL_MIN elements are
- *                            programmatic dependent launches (cf_launch_ex): on compute
- *                            capability 9.0 and up the kernel is scheduled while the previous
- *                            one in the stream drains, and waits for it before touching memory;
- *                            0: plain launches
- *   CUFUNC_EW_BLOCKS_PER_SM  grid cap per multiprocessor (within what occupancy allows);
- *                            0: no cap, one pass over the data (0..64)
- *   CUFUNC_EW_ROW_BLOCKS_PER_SM  the same for the row-vector kernel (default
- *                            UF_DEFAULT_ROW_BLOCKS_PER_SM)
- *   CUFUNC_EW_TILE_ROWS      tile kernel: threads along a tile's rows, 32 / it rows each
- *                            (1, 2, 4, 8, 16 or 32)
- *   CUFUNC_EW_TILE_BLOCKS_PER_SM  the tile kernel's grid cap per multiprocessor; 0: none, one
- *                            tile per block, so blocks waiting at a barrier leave room for
- *                            others (0..64)
- *   CUFUNC_EW_TILE_PIPELINE  tile kernel: 1: a grid of resident blocks (the tile grid cap, or
- *                            the occupancy) loops over tiles and issues the loads of its next
- *                            tile before it computes the current one (software pipelining
- *                            across tiles: loads stay in flight while a block computes and
- *                            stores); 0: one tile per block
- *   CUFUNC_EW_TILE_PRELOAD   tile kernel: 1 (default) loads the inputs read in place into
- *                            registers together with the staged ones, before the barrier, so a
- *                            tile waits for one memory latency instead of two; 0: after it
+ * Tuning knobs: the ten CUFUNC_EW_* variables, listed and read in one place (env.h,
+ * cf_ew_knobs_get).
  * Block size, unroll and tile rows are part of the generated source and of the specialisation.
  *
  * The launch path is kept short for small calls: the plan is made on the stack over pointers to
- * the operands (no copy of cf_array views, no heap allocation) unless the loop has more than
- * UF_PLAN_AXES axes of extent above 1, the kernel table is keyed by a zero-filled binary struct
- * (hashed word by word, compared with memcmp) and looked up under one lock, and device properties
- * are read only when a kernel is first entered. A repeat of a thread's previous launch (same
+ * the operands (cf_plan_small_make, plan.h: no copy of cf_array views, no heap allocation) unless
+ * the loop has more than CF_PLAN_SMALL_AXES axes of extent above 1, the kernel table (ktable.c) is
+ * keyed by a zero-filled binary struct (hashed 8 bytes at a time, compared with memcmp) and looked
+ * up under one lock, and device properties are read only when a kernel is first entered. A repeat of a thread's previous launch (same
  * ufunc, loop, stream, shapes, pointers, layouts and scalar values) skips all of that: see
  * "repeat launches" below.
  */
@@ -73,33 +49,16 @@
 #include "env.h"
 #include "error.h"
 #include "fastdiv.h"
+#include "ktable.h"
 #include "loopfn.h"
+#include "plan.h"
 #include "strbuf.h"
-#include "hash.h"
+#include "util.h"
 
 #define UF_MAX_ARGS 32
 #define UF_NOPS (UF_MAX_ARGS + 1)       /* operands of a launch: arguments and the mask */
 #define UF_KEY_OPS 40                   /* UF_NOPS rounded up to 8 bytes, for the key struct */
-/* Defaults of the tuning knobs (see above). 4 blocks of 256 threads per multiprocessor with
- * 16-byte accesses is what reached the copy bandwidth on an H200 in a hand-written kernel. */
-/* Defaults from the sweeps of bench/bench_ew_variants.py on an H200 (2026-11-21): the flat kernel
- * with no grid cap (one pass, 4314 GB/s on the 2^26 hypot, PyTorch 4291), the row-vector kernel
- * capped at 8 blocks of 256 per SM (3408 GB/s on the (4096,1) x (1,4096) broadcast), one vector
- * per thread per iteration for both; for the transposed case the pipelined tile kernel with 8-row
- * blocks (256 threads) and as many resident blocks as fit (3800 GB/s = 91% of copy; one tile per
- * block without pipelining: 3171 with 4-row blocks, 2489 before the loads moved before the
- * barrier). */
-#define UF_DEFAULT_BLOCK 256
-#define UF_DEFAULT_UNROLL 1
-#define UF_DEFAULT_BLOCKS_PER_SM 0
-#define UF_DEFAULT_ROW_BLOCKS_PER_SM 8
-#define UF_DEFAULT_TILE_ROWS 8
-#define UF_DEFAULT_TILE_BLOCKS_PER_SM 0
-#define UF_DEFAULT_TILE_PRELOAD 1
-#define UF_DEFAULT_TILE_PIPELINE 1
-#define UF_DEFAULT_PDL 1
-#define UF_DEFAULT_PDL_MIN 65536
-#define UF_TILE 32                      /* tile kernel: a tile is UF_TILE x UF_TILE elements */
+#define UF_TILE CF_EW_TILE              /* tile kernel: a tile is UF_TILE x UF_TILE elements */
 #define UF_TILE_SMEM_MAX 32768          /* shared bytes of staged tiles, at most */
 
 typedef struct uf_loop {
@@ -132,13 +91,7 @@ typedef struct uf_spec {
 } uf_spec;
 _Static_assert(sizeof(uf_spec) % 8 == 0, "uf_spec is hashed in 8-byte words");
 _Static_assert(CF_NDTYPES < 256, "dtypes fit a byte of the key");
-
-typedef struct uf_kernel {
-    int used;
-    uf_spec key;
-    cf_function *fn;
-    int64_t max_resident; /* grid cap: blocks resident on the whole device; 0 for no cap */
-} uf_kernel;
+_Static_assert(CF_PLAN_SMALL_OPS >= UF_NOPS, "a small plan holds every operand of a launch");
 
 struct cf_ufunc {
     uint64_t serial; /* unique for the process's lifetime: names the ufunc in repeat records */
@@ -147,8 +100,8 @@ struct cf_ufunc {
     uf_loop *loops;
     int nloops, loops_cap;
     pthread_mutex_t lock;
-    uf_kernel *table;
-    size_t table_cap, table_count;
+    cf_ktable table; /* compiled kernels by uf_spec (aux: the grid cap, resident blocks on the
+                        whole device; 0 for no cap) */
 };
 
 
@@ -192,7 +145,7 @@ void cf_ufunc_free(cf_ufunc *u)
     for (int i = 0; i < u->nloops; i++)
         loop_clear(&u->loops[i]);
     cf_free(u->loops);
-    cf_free(u->table);
+    cf_ktable_clear(&u->table);
     pthread_mutex_destroy(&u->lock);
     cf_free(u->name);
     cf_free(u);
@@ -207,12 +160,10 @@ int cf_ufunc_kernel_count(const cf_ufunc *u)
     if (!u)
         return 0;
     pthread_mutex_lock((pthread_mutex_t *)&u->lock);
-    int n = (int)u->table_count;
+    int n = (int)cf_ktable_count(&u->table);
     pthread_mutex_unlock((pthread_mutex_t *)&u->lock);
     return n;
 }
-
-static int valid_dtype(cf_dtype t) { return (unsigned)t < (unsigned)CF_NDTYPES; }
 
 cf_status cf_ufunc_loop_types(const cf_ufunc *u, int loop, cf_dtype *types)
 {
@@ -238,7 +189,7 @@ cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const ch
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_add_loop: NULL argument");
     int nargs = u->nin + u->nout;
     for (int i = 0; i < nargs; i++) {
-        if (!valid_dtype(types[i]))
+        if (!cf_dtype_valid(types[i]))
             return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i);
         if (types[i] == CF_FLOAT16)
             return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
@@ -270,87 +221,7 @@ cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const ch
     return CF_OK;
 }
 
-/* ---- casting and loop resolution ---------------------------------------------------------- */
-
-int cf_can_cast_safe(cf_dtype from, cf_dtype to)
-{
-    if (!valid_dtype(from) || !valid_dtype(to))
-        return 0;
-    if (from == to || from == CF_BOOL)
-        return 1;
-    char kf = cf_dtype_kind(from), kt = cf_dtype_kind(to);
-    size_t sf = cf_dtype_size(from), st = cf_dtype_size(to);
-    switch (kf) {
-    case 'i':
-        if (kt == 'i')
-            return st >= sf;
-        if (kt == 'f') /* int8 -> f2, int16 -> f4, int32/int64 -> f8 */
-            return sf == 8 ? st == 8 : st > sf;
-        if (kt == 'c')
-            return sf == 8 ? st == 16 : st > 2 * sf;
-        return 0;
-    case 'u':
-        if (kt == 'u')
-            return st >= sf;
-        if (kt == 'i')
-            return st > sf;
-        if (kt == 'f')
-            return sf == 8 ? st == 8 : st > sf;
-        if (kt == 'c')
-            return sf == 8 ? st == 16 : st > 2 * sf;
-        return 0;
-    case 'f':
-        if (kt == 'f')
-            return st >= sf;
-        if (kt == 'c')
-            return st >= 2 * sf;
-        return 0;
-    case 'c':
-        return kt == 'c' && st >= sf;
-    default:
-        return 0;
-    }
-}
-
-/* NumPy's kind order for same_kind casts: bool < unsigned < signed < float < complex. */
-static int kind_order(cf_dtype t)
-{
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'u': return 1;
-    case 'i': return 2;
-    case 'f': return 3;
-    default: return 4;
-    }
-}
-
-int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule)
-{
-    if (!valid_dtype(from) || !valid_dtype(to))
-        return 0;
-    if (from == to)
-        return 1;
-    switch (rule) {
-    case CF_CAST_NO:
-    case CF_CAST_EQUIV:
-        return 0;
-    case CF_CAST_SAFE:
-        return cf_can_cast_safe(from, to);
-    case CF_CAST_SAME_KIND:
-        return cf_can_cast_safe(from, to) || kind_order(from) <= kind_order(to);
-    case CF_CAST_UNSAFE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-const char *cf_casting_name(cf_casting rule)
-{
-    static const char *const names[] = {"no", "equiv", "safe", "same_kind", "unsafe"};
-    return (unsigned)rule <= CF_CAST_UNSAFE ? names[rule] : "?";
-}
-
+/* ---- loop resolution (casting rules: dtype.c) ---------------------------------------------------------- */
 
 /* The first loop the inputs reach in `passes` passes (loopfn.h). -1 if none. */
 static int find_loop(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak, int passes)
@@ -379,270 +250,6 @@ cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned
         return CF_OK;
     return cf_loops_no_match("ufunc", u->name, u->nloops ? u->loops[0].types : NULL,
                              sizeof(uf_loop), u->nloops, u->nin, u->nout, in, weak);
-}
-
-/* ---- tuning knobs ------------------------------------------------------------------------- */
-
-typedef struct uf_knobs {
-    int block, unroll, blocks_per_sm, row_blocks_per_sm, tile_rows, tile_blocks_per_sm;
-    int tile_preload, tile_pipeline, pdl;
-    int64_t pdl_min;
-} uf_knobs;
-
-static uf_knobs knobs = {UF_DEFAULT_BLOCK, UF_DEFAULT_UNROLL, UF_DEFAULT_BLOCKS_PER_SM,
-                         UF_DEFAULT_ROW_BLOCKS_PER_SM, UF_DEFAULT_TILE_ROWS,
-                         UF_DEFAULT_TILE_BLOCKS_PER_SM, UF_DEFAULT_TILE_PRELOAD,
-                         UF_DEFAULT_TILE_PIPELINE, UF_DEFAULT_PDL, UF_DEFAULT_PDL_MIN};
-static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
-
-static void knobs_read(void)
-{
-    int b = (int)cf_env_long("CUFUNC_EW_BLOCK", UF_DEFAULT_BLOCK, 32, 1024);
-    knobs.block = b % 32 == 0 ? b : UF_DEFAULT_BLOCK;
-    knobs.unroll = (int)cf_env_long("CUFUNC_EW_UNROLL", UF_DEFAULT_UNROLL, 1, 16);
-    knobs.blocks_per_sm = (int)cf_env_long("CUFUNC_EW_BLOCKS_PER_SM", UF_DEFAULT_BLOCKS_PER_SM,
-                                           0, 64);
-    knobs.row_blocks_per_sm = (int)cf_env_long("CUFUNC_EW_ROW_BLOCKS_PER_SM",
-                                               UF_DEFAULT_ROW_BLOCKS_PER_SM, 0, 64);
-    int tr = (int)cf_env_long("CUFUNC_EW_TILE_ROWS", UF_DEFAULT_TILE_ROWS, 1, UF_TILE);
-    knobs.tile_rows = (tr & (tr - 1)) == 0 ? tr : UF_DEFAULT_TILE_ROWS; /* divides UF_TILE */
-    knobs.tile_blocks_per_sm = (int)cf_env_long("CUFUNC_EW_TILE_BLOCKS_PER_SM",
-                                                UF_DEFAULT_TILE_BLOCKS_PER_SM, 0, 64);
-    knobs.tile_preload = (int)cf_env_long("CUFUNC_EW_TILE_PRELOAD", UF_DEFAULT_TILE_PRELOAD, 0, 1);
-    knobs.tile_pipeline = (int)cf_env_long("CUFUNC_EW_TILE_PIPELINE", UF_DEFAULT_TILE_PIPELINE,
-                                           0, 1);
-    knobs.pdl = (int)cf_env_long("CUFUNC_EW_PDL", UF_DEFAULT_PDL, 0, 1);
-    knobs.pdl_min = cf_env_long("CUFUNC_EW_PDL_MIN", UF_DEFAULT_PDL_MIN, 0, (long)1 << 40);
-}
-
-/* ---- planning on the stack ---------------------------------------------------------------- */
-
-/* The loop axes of extent above 1 that the launch plans without the heap. */
-#define UF_PLAN_AXES 16
-
-/* cf_plan's fields that a launch uses, sized for UF_NOPS operands and UF_PLAN_AXES axes (about
- * 4 KiB, where cf_plan is 35 KiB). */
-typedef struct uf_plan {
-    int nops;
-    int ndim;
-    int index32;
-    int64_t size;
-    int64_t shape[UF_PLAN_AXES];
-    int64_t strides[UF_NOPS][UF_PLAN_AXES];
-    unsigned char contiguous[UF_NOPS];
-} uf_plan;
-
-static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
-
-/* As plan.c's outer_before. */
-static int plan_outer_before(const uf_plan *p, int a, int b)
-{
-    for (int i = 0; i < p->nops; i++) {
-        int64_t sa = abs64(p->strides[i][a]), sb = abs64(p->strides[i][b]);
-        if (sa && sb && sa != sb)
-            return sa > sb;
-    }
-    return a < b;
-}
-
-/* More than UF_PLAN_AXES axes to plan: cf_plan_elementwise on the heap, its result copied. */
-static cf_status plan_on_heap(uf_plan *p, int nops, const cf_array *const *ops, int ndim,
-                              const int64_t *shape)
-{
-    cf_plan *pl = cf_malloc(sizeof *pl);
-    cf_array *arrays = cf_malloc((size_t)(nops > 0 ? nops : 1) * sizeof *arrays);
-    cf_status st = CF_ERR_NOMEM;
-    if (!pl || !arrays)
-        goto done;
-    for (int i = 0; i < nops; i++)
-        arrays[i] = *ops[i];
-    st = cf_plan_elementwise(pl, nops, arrays, ndim, shape);
-    if (st)
-        goto done;
-    if (pl->ndim > CF_EW_MAX_NDIM) {
-        st = cf_error_set(CF_ERR_UNSUPPORTED, "the operands' layouts leave %d axes that cannot be "
-                          "merged; element-wise kernels handle at most %d (make an operand "
-                          "contiguous first)", pl->ndim, CF_EW_MAX_NDIM);
-        goto done;
-    }
-    p->nops = nops;
-    p->ndim = pl->ndim;
-    p->size = pl->size;
-    p->index32 = pl->index32;
-    for (int k = 0; k < pl->ndim; k++)
-        p->shape[k] = pl->shape[k];
-    for (int i = 0; i < nops; i++) {
-        for (int k = 0; k < pl->ndim; k++)
-            p->strides[i][k] = pl->strides[i][k];
-        p->contiguous[i] = pl->contiguous[i];
-    }
-done:
-    cf_free(arrays);
-    cf_free(pl);
-    return st;
-}
-
-/* cf_plan_elementwise (plan.c: the same steps, results and messages) over pointers to the
- * operands, into a uf_plan. Kept in step with plan.c by test_ufunc's comparison of the two
- * (cf_ufunc_plan_agrees_). */
-static cf_status plan_make(uf_plan *p, int nops, const cf_array *const *ops, int ndim,
-                           const int64_t *shape)
-{
-    p->nops = nops;
-    p->ndim = 0;
-    p->size = 1;
-    p->index32 = 1;
-    for (int k = 0; k < ndim; k++) {
-        if (shape[k] < 0)
-            return cf_error_set(CF_ERR_INVALID, "negative loop extent %lld", (long long)shape[k]);
-        p->size *= shape[k];
-    }
-    int axes[CF_MAX_DIMS], nax = 0;
-    for (int k = 0; k < ndim; k++)
-        if (shape[k] != 1)
-            axes[nax++] = k;
-    if (nax > UF_PLAN_AXES)
-        return plan_on_heap(p, nops, ops, ndim, shape);
-
-    /* 1. Broadcast every operand onto the loop shape, extent-1 axes dropped. */
-    for (int i = 0; i < nops; i++) {
-        const cf_array *a = ops[i];
-        if (a->ndim > ndim)
-            return cf_error_set(CF_ERR_INVALID, "operand %d has %d dimensions, more than the "
-                                "loop's %d", i, a->ndim, ndim);
-        int off = ndim - a->ndim;
-        for (int j = 0; j < nax; j++) {
-            int k = axes[j];
-            int64_t st = 0;
-            if (k >= off) {
-                int64_t e = a->shape[k - off];
-                if (e == shape[k])
-                    st = a->strides[k - off];
-                else if (e != 1)
-                    return cf_error_set(CF_ERR_INVALID, "operand %d (extent %lld in axis %d) does "
-                                        "not broadcast to the loop extent %lld", i, (long long)e,
-                                        k - off, (long long)shape[k]);
-            }
-            p->strides[i][j] = st;
-        }
-    }
-    for (int j = 0; j < nax; j++)
-        p->shape[j] = shape[axes[j]];
-    p->ndim = nax;
-    if (p->size <= 1) {
-        p->ndim = 0;
-        goto finish;
-    }
-
-    /* 2. Order axes outer-to-inner by memory order (stable insertion sort). */
-    for (int j = 1; j < p->ndim; j++) {
-        for (int m = j; m > 0 && plan_outer_before(p, m, m - 1); m--) {
-            int64_t t = p->shape[m];
-            p->shape[m] = p->shape[m - 1];
-            p->shape[m - 1] = t;
-            for (int i = 0; i < nops; i++) {
-                int64_t ts = p->strides[i][m];
-                p->strides[i][m] = p->strides[i][m - 1];
-                p->strides[i][m - 1] = ts;
-            }
-        }
-    }
-
-    /* 3. Merge an outer axis into the inner one where every operand steps through both as one. */
-    int w = p->ndim - 1;
-    for (int j = p->ndim - 2; j >= 0; j--) {
-        int mergeable = 1;
-        for (int i = 0; i < nops && mergeable; i++)
-            mergeable = p->strides[i][j] == p->strides[i][w] * p->shape[w];
-        if (mergeable) {
-            p->shape[w] *= p->shape[j];
-        } else {
-            w--;
-            p->shape[w] = p->shape[j];
-            for (int i = 0; i < nops; i++)
-                p->strides[i][w] = p->strides[i][j];
-        }
-    }
-    int kept = p->ndim - w;
-    if (w > 0) {
-        memmove(p->shape, p->shape + w, (size_t)kept * sizeof p->shape[0]);
-        for (int i = 0; i < nops; i++)
-            memmove(p->strides[i], p->strides[i] + w, (size_t)kept * sizeof p->strides[i][0]);
-    }
-    p->ndim = kept;
-
-finish:
-    /* 4. Contiguity and index width. */
-    p->index32 = p->size < ((int64_t)1 << 31);
-    for (int i = 0; i < nops; i++) {
-        int64_t item = (int64_t)cf_dtype_size(ops[i]->dtype);
-        p->contiguous[i] = (unsigned char)(p->ndim == 0 ||
-                                           (p->ndim == 1 && p->strides[i][0] == item));
-        int64_t reach = item;
-        for (int k = 0; k < p->ndim; k++)
-            reach += (p->shape[k] - 1) * abs64(p->strides[i][k]);
-        if (reach >= ((int64_t)1 << 31))
-            p->index32 = 0;
-    }
-    return CF_OK;
-}
-
-/* For tests (declared in tests/c/test_ufunc.c, not part of the API): plans `ops` with the
- * launch's planner and with cf_plan_elementwise; CF_OK when both fail with the same status or
- * agree on every field a launch uses, else CF_ERR_INVALID with the first difference. */
-cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape);
-cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape)
-{
-    if (nops < 1 || nops > UF_NOPS || !ops)
-        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_plan_agrees_: bad arguments");
-    const cf_array *ptrs[UF_NOPS];
-    for (int i = 0; i < nops; i++)
-        ptrs[i] = &ops[i];
-    uf_plan *a = cf_malloc(sizeof *a);
-    cf_plan *b = cf_malloc(sizeof *b);
-    cf_status st = CF_ERR_NOMEM;
-    if (!a || !b)
-        goto done;
-    cf_status sa = plan_make(a, nops, ptrs, ndim, shape);
-    cf_status sb = cf_plan_elementwise(b, nops, ops, ndim, shape);
-    /* the launch refuses plans of more axes than the kernels take */
-    if (sa == CF_OK && a->ndim > CF_EW_MAX_NDIM)
-        sa = CF_ERR_UNSUPPORTED;
-    if (sb == CF_OK && b->ndim > CF_EW_MAX_NDIM)
-        sb = CF_ERR_UNSUPPORTED;
-    if (sa != sb) {
-        st = cf_error_set(CF_ERR_INVALID, "plans differ: status %d vs %d", (int)sa, (int)sb);
-        goto done;
-    }
-    st = CF_OK;
-    if (sa)
-        goto done;
-    if (a->ndim != b->ndim || a->size != b->size || a->index32 != b->index32) {
-        st = cf_error_set(CF_ERR_INVALID, "plans differ: ndim %d/%d size %lld/%lld index32 %d/%d",
-                          a->ndim, b->ndim, (long long)a->size, (long long)b->size, a->index32,
-                          b->index32);
-        goto done;
-    }
-    for (int k = 0; k < a->ndim; k++)
-        if (a->shape[k] != b->shape[k]) {
-            st = cf_error_set(CF_ERR_INVALID, "plans differ in extent %d", k);
-            goto done;
-        }
-    for (int i = 0; i < nops; i++) {
-        if (a->contiguous[i] != b->contiguous[i]) {
-            st = cf_error_set(CF_ERR_INVALID, "plans differ in operand %d's contiguity", i);
-            goto done;
-        }
-        for (int k = 0; k < a->ndim; k++)
-            if (a->strides[i][k] != b->strides[i][k]) {
-                st = cf_error_set(CF_ERR_INVALID, "plans differ in operand %d's stride %d", i, k);
-                goto done;
-            }
-    }
-done:
-    cf_free(a);
-    cf_free(b);
-    return st;
 }
 
 /* ---- specialisation ---------------------------------------------------------------------- */
@@ -1130,7 +737,7 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
 /* Everything a launch derives from its operands: the plan, which plan operand each launch operand
  * is (-1 for scalars), the views (not copied), and the specialisation. */
 typedef struct uf_launch {
-    uf_plan plan;
+    cf_plan_small plan;
     int plan_of[UF_NOPS];
     const cf_array *array[UF_NOPS];
     uf_spec spec;
@@ -1139,7 +746,7 @@ typedef struct uf_launch {
 /* Row-vector preconditions (see the top of the file); on success the kinds and VEC are set. */
 static int choose_rowvec(uf_launch *L, int nin, int w)
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     uf_spec *sp = &L->spec;
     const int nd = pl->ndim;
     if (nd < 1)
@@ -1175,7 +782,7 @@ static int choose_rowvec(uf_launch *L, int nin, int w)
             int64_t bytes = vec * (int64_t)cf_dtype_size((cf_dtype)sp->dtype[i]);
             ok = L->array[i]->data % (uint64_t)bytes == 0;
             for (int k = 0; k < nd - 1 && ok; k++)
-                ok = abs64(pl->strides[L->plan_of[i]][k]) % bytes == 0;
+                ok = cf_abs64(pl->strides[L->plan_of[i]][k]) % bytes == 0;
         }
         if (ok) {
             memcpy(sp->kind, kind, (size_t)sp->nops);
@@ -1189,7 +796,7 @@ static int choose_rowvec(uf_launch *L, int nin, int w)
 /* Tile preconditions (see the top of the file); on success the kinds are set. */
 static int choose_tile(uf_launch *L, int nin, int w)
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     uf_spec *sp = &L->spec;
     const int nd = pl->ndim;
     /* both tile axes at least a tile long: otherwise most threads of a tile would idle */
@@ -1232,7 +839,7 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: bad ufunc, loop or operands");
     if (ndim < 0 || ndim > CF_MAX_DIMS || (ndim && !shape))
         return cf_error_set(CF_ERR_INVALID, "ufunc launch: bad loop shape (ndim %d)", ndim);
-    pthread_once(&knobs_once, knobs_read);
+    const cf_ew_knobs *knobs = cf_ew_knobs_get();
     int nin = u->nin, nout = u->nout, nops = nin + nout + (where ? 1 : 0);
     int w = where ? nin + nout : -1;
     uf_spec *sp = &L->spec;
@@ -1255,13 +862,13 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             if (!a) {
                 if (is_out)
                     return cf_error_set(CF_ERR_INVALID, "output %d must be an array", i - nin);
-                if (!valid_dtype(ops[i].scalar_dtype))
+                if (!cf_dtype_valid(ops[i].scalar_dtype))
                     return cf_error_set(CF_ERR_TYPE, "input %d: invalid scalar dtype", i);
                 sp->kind[i] = K_SCALAR;
                 sp->dtype[i] = (uint8_t)ops[i].scalar_dtype;
                 continue;
             }
-            if (!valid_dtype(a->dtype))
+            if (!cf_dtype_valid(a->dtype))
                 return cf_error_set(CF_ERR_TYPE, "operand %d: invalid dtype", i);
             if (a->dtype == CF_FLOAT16)
                 return cf_error_set(CF_ERR_UNSUPPORTED, "operand %d is float16, which ufuncs do "
@@ -1276,11 +883,11 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             L->plan_of[i] = np;
             plan_ops[np++] = a;
         }
-    cf_status st = plan_make(&L->plan, np, plan_ops, ndim, shape);
-    if (st)
+    cf_status st = cf_plan_small_make(&L->plan, np, plan_ops, ndim, shape);
+    const cf_plan_small *pl = &L->plan;
+    if (st && st != CF_ERR_UNSUPPORTED) /* unsupported: more axes than a small plan holds */
         return st;
-    const uf_plan *pl = &L->plan;
-    if (pl->ndim > CF_EW_MAX_NDIM)
+    if (st || pl->ndim > CF_EW_MAX_NDIM)
         return cf_error_set(CF_ERR_UNSUPPORTED, "the operands' layouts leave %d axes that cannot "
                             "be merged; element-wise kernels handle at most %d (make an operand "
                             "contiguous first)", pl->ndim, CF_EW_MAX_NDIM);
@@ -1304,8 +911,8 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             maxsize = (int)cf_dtype_size((cf_dtype)sp->dtype[i]);
     }
     sp->index32 = (uint8_t)pl->index32;
-    sp->block = (uint16_t)knobs.block;
-    sp->unroll = (uint8_t)knobs.unroll;
+    sp->block = (uint16_t)knobs->block;
+    sp->unroll = (uint8_t)knobs->unroll;
     if (flat) {
         sp->shape = SH_FLAT;
         int vec = 16 / maxsize;
@@ -1324,12 +931,12 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
     if (choose_tile(L, nin, w)) {
         sp->shape = SH_TILE;
         sp->unroll = 1;
-        sp->tile_rows = (uint8_t)knobs.tile_rows;
-        sp->tile_preload = (uint8_t)knobs.tile_preload;
-        sp->tile_pipeline = (uint8_t)knobs.tile_pipeline;
+        sp->tile_rows = (uint8_t)knobs->tile_rows;
+        sp->tile_preload = (uint8_t)knobs->tile_preload;
+        sp->tile_pipeline = (uint8_t)knobs->tile_pipeline;
         if (sp->tile_pipeline)
             sp->tile_preload = 1; /* its loads all go before the barrier */
-        sp->block = (uint16_t)(UF_TILE * knobs.tile_rows);
+        sp->block = (uint16_t)(UF_TILE * knobs->tile_rows);
         return CF_OK;
     }
     /* the strided kernel walks at least one axis, also when the plan merged all of them
@@ -1363,68 +970,12 @@ cf_status cf_ufunc_kernel_source(cf_ufunc *u, int loop, const cf_operand *ops,
 
 /* ---- the kernel table --------------------------------------------------------------------- */
 
-static uint64_t spec_hash(const uf_spec *sp)
-{
-    const unsigned char *bytes = (const unsigned char *)sp;
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < sizeof *sp; i += 8) {
-        uint64_t w;
-        memcpy(&w, bytes + i, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    return h;
-}
-
-static uf_kernel *table_find(cf_ufunc *u, const uf_spec *key)
-{
-    if (!u->table_cap)
-        return NULL;
-    size_t mask = u->table_cap - 1;
-    for (size_t i = spec_hash(key) & mask;; i = (i + 1) & mask) {
-        if (!u->table[i].used)
-            return NULL;
-        if (memcmp(&u->table[i].key, key, sizeof *key) == 0)
-            return &u->table[i];
-    }
-}
-
-static cf_status table_insert(cf_ufunc *u, const uf_spec *key, cf_function *fn,
-                              int64_t max_resident)
-{
-    if ((u->table_count + 1) * 2 > u->table_cap) {
-        size_t cap = u->table_cap ? 2 * u->table_cap : 16;
-        uf_kernel *t = cf_calloc(cap, sizeof *t);
-        if (!t)
-            return CF_ERR_NOMEM;
-        for (size_t i = 0; i < u->table_cap; i++)
-            if (u->table[i].used) {
-                size_t j = spec_hash(&u->table[i].key) & (cap - 1);
-                while (t[j].used)
-                    j = (j + 1) & (cap - 1);
-                t[j] = u->table[i];
-            }
-        cf_free(u->table);
-        u->table = t;
-        u->table_cap = cap;
-    }
-    size_t j = spec_hash(key) & (u->table_cap - 1);
-    while (u->table[j].used)
-        j = (j + 1) & (u->table_cap - 1);
-    u->table[j].used = 1;
-    u->table[j].key = *key;
-    u->table[j].fn = fn;
-    u->table[j].max_resident = max_resident;
-    u->table_count++;
-    return CF_OK;
-}
-
 /* The kernel for a spec (its device set) from the table, else generated, compiled (through the
  * compile cache) and entered; one lock acquisition either way. */
-static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_kernel *out)
+static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, cf_kentry *out)
 {
     pthread_mutex_lock(&u->lock);
-    uf_kernel *k = table_find(u, sp);
+    const cf_kentry *k = cf_ktable_find_bytes(&u->table, sp, sizeof *sp);
     if (k || only_ready) {
         if (k)
             *out = *k;
@@ -1449,9 +1000,10 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_k
     if (!st)
         st = cf_device_props_get(sp->device, &props);
     if (!st) {
-        int cap = sp->shape == SH_TILE     ? knobs.tile_blocks_per_sm
-                  : sp->shape == SH_ROWVEC ? knobs.row_blocks_per_sm
-                                           : knobs.blocks_per_sm;
+        const cf_ew_knobs *knobs = cf_ew_knobs_get();
+        int cap = sp->shape == SH_TILE     ? knobs->tile_blocks_per_sm
+                  : sp->shape == SH_ROWVEC ? knobs->row_blocks_per_sm
+                                           : knobs->blocks_per_sm;
         if (sp->shape == SH_TILE && sp->tile_pipeline && cap == 0)
             cap = per_sm > 0 ? per_sm : 1; /* the blocks that fit, each looping over tiles */
         if (per_sm < 1)
@@ -1460,9 +1012,9 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_k
             per_sm = cap;
         /* no cap: one pass over the data (grid-stride loops run once) */
         int64_t resident = cap > 0 ? (int64_t)props.multiprocessor_count * per_sm : 0;
-        st = table_insert(u, sp, fn, resident);
+        st = cf_ktable_insert_bytes(&u->table, sp, sizeof *sp, fn, resident);
         if (!st)
-            *out = *table_find(u, sp);
+            *out = *cf_ktable_find_bytes(&u->table, sp, sizeof *sp);
     }
     pthread_mutex_unlock(&u->lock);
     cf_free(src);
@@ -1476,7 +1028,7 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, uf_k
 static int64_t pack_strided(const uf_launch *L, const cf_operand *ops, cf_ew_header *h,
                             cf_ew_operand *op)
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     const uf_spec *sp = &L->spec;
     const int nd = sp->ndim;
     int64_t items = pl->size;
@@ -1534,7 +1086,7 @@ typedef union uf_params {
 static size_t pack_launch(const uf_launch *L, const cf_operand *ops, int64_t max_resident,
                           uf_params *params, unsigned grid[3], unsigned block[3])
 {
-    const uf_plan *pl = &L->plan;
+    const cf_plan_small *pl = &L->plan;
     const uf_spec *sp = &L->spec;
     int64_t items;
     size_t nbytes;
@@ -1688,7 +1240,7 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
     cf_status st = prepare(u, loop, ops, where, ndim, shape, &L);
     if (st)
         return st;
-    const uf_plan *pl = &L.plan;
+    const cf_plan_small *pl = &L.plan;
     uf_spec *sp = &L.spec;
     if (pl->size == 0) {
         *launched = 1; /* nothing to do, done */
@@ -1702,18 +1254,19 @@ static cf_status launch(cf_ufunc *u, int loop, cf_stream *s, const cf_operand *o
             return cf_error_set(CF_ERR_INVALID, "operand %d is on device %d, the launch on "
                                 "device %d", i, L.array[i]->device, device);
     sp->device = device;
-    uf_kernel k;
+    cf_kentry k;
     st = get_kernel(u, sp, only_ready, &k);
     if (st || !k.fn)
         return st;
 
     uf_params params;
     unsigned grid[3], block[3];
-    size_t nbytes = pack_launch(&L, ops, k.max_resident, &params, grid, block);
+    size_t nbytes = pack_launch(&L, ops, k.aux, &params, grid, block);
     void *args[1] = {params.bytes};
     /* large launches overlap the previous kernel's tail (every cf_ew kernel waits for it before
      * touching memory); small ones keep the cheaper plain launch */
-    int overlap = knobs.pdl && pl->size >= knobs.pdl_min;
+    const cf_ew_knobs *knobs = cf_ew_knobs_get();
+    int overlap = knobs->pdl && pl->size >= knobs->pdl_min;
     st = cf_launch_ex(k.fn, grid, block, 0, s, args, overlap);
     *launched = st == CF_OK;
     if (st != CF_OK || nbytes > CF_UFUNC_RECORD_PARAM_BYTES || (!key_bytes && !record))
@@ -1854,29 +1407,6 @@ cf_status cf_ufunc_call(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *ty
     return cf_ufunc_launch(u, loop, s, ops, NULL, 1, &n);
 }
 
-cf_status cf_ufunc_call_host(cf_ufunc *u, cf_stream *s, int64_t n, const cf_dtype *types,
-                             void *const *args)
-{
-    int loop = -1;
-    cf_status st = resolve_types(u, types, &loop);
-    if (st)
-        return st;
-    if (!args)
-        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_call_host: NULL args");
-    uint64_t data[UF_MAX_ARGS];
-    for (int i = 0; i < u->nin + u->nout; i++)
-        data[i] = (uint64_t)(uintptr_t)args[i];
-    cf_operand ops[UF_MAX_ARGS];
-    if ((st = contiguous_ops(u, loop, types, n, -1, data, ops)))
-        return st;
-    cf_stream *own = NULL;
-    if (!s && (st = cf_stream_default(0, &own)))
-        return st;
-    st = cf_ufunc_launch_host(u, loop, s ? s : own, ops, NULL, 1, &n, NULL);
-    cf_stream_free(own);
-    return st;
-}
-
 /* Argument names of cf_ufunc_from_expr: x, y, z, w, then x4, x5, ... */
 static void arg_name(int i, char buf[16])
 {
@@ -1901,7 +1431,7 @@ cf_status cf_ufunc_from_expr(const char *name, const char *expr, int nin, const 
     for (int l = 0; !st && l < nloops; l++) {
         const cf_dtype *t = types + (size_t)l * (size_t)(nin + 1);
         for (int i = 0; i <= nin; i++)
-            if (!valid_dtype(t[i]))
+            if (!cf_dtype_valid(t[i]))
                 st = cf_error_set(CF_ERR_TYPE, "cf_ufunc_from_expr: loop %d, type %d is not a "
                                   "valid dtype", l, i);
         if (st)

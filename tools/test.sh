@@ -14,6 +14,8 @@ PY=${PYTHON:-python3}
 cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build/cmake -j "$(nproc)"
 ctest --test-dir build/cmake --output-on-failure
+# No call cycle between the files of src/ (issue 14), read from the objects just built.
+"$PY" tools/check_cycles.py build/cmake/CMakeFiles/cufunc_objects.dir/src
 # ctest does not print a skipped test's output: say why each skipped (tests/c/check.h's SKIP lines,
 # the examples' "needs a GPU").
 awk '/^[0-9]+\/[0-9]+ Testing: /{t=$3} /SKIP: | needs a GPU| needs NVRTC/{sub(/^ +/, ""); print t ": " $0}' \

@@ -36,6 +36,31 @@ CF_API cf_status cf_dtype_from_typestr(const char *typestr, cf_dtype *out);
 /* Write the little-endian typestr ("<f4", "|b1") into buf (at least 8 bytes). */
 CF_API void cf_dtype_typestr(cf_dtype dt, char buf[8]);
 
+/* Whether dt is one of the dtypes above. */
+static inline int cf_dtype_valid(cf_dtype dt) { return (unsigned)dt < (unsigned)CF_NDTYPES; }
+
+/* ---- casting rules (NumPy's, for the dtypes cufunc supports, native byte order) ---- */
+
+/* NumPy's can_cast(from, to, 'safe'). */
+CF_API int cf_can_cast_safe(cf_dtype from, cf_dtype to);
+
+/* NumPy's casting rules, in NumPy's order. */
+typedef enum cf_casting {
+    CF_CAST_NO, CF_CAST_EQUIV, CF_CAST_SAFE, CF_CAST_SAME_KIND, CF_CAST_UNSAFE
+} cf_casting;
+/* NumPy's can_cast(from, to, rule) for the dtypes cufunc supports (native byte order). */
+CF_API int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule);
+/* "no", "equiv", "safe", "same_kind", "unsafe"; "?" for an invalid rule. */
+CF_API const char *cf_casting_name(cf_casting rule);
+/* NumPy's kind order of same_kind casts: bool 0 < unsigned 1 < signed 2 < float 3 < complex 4;
+ * -1 for an invalid dtype. */
+CF_API int cf_dtype_kind_order(cf_dtype dt);
+/* NEP 50: whether a weak Python scalar, classified as `weak` (bool, int64, float64 or
+ * complex128: only its kind counts), reaches a loop type `to`: a type of its kind or a higher
+ * one, never bool; signed and unsigned integers count as one kind. The caller checks that the
+ * value fits. */
+CF_API int cf_weak_reaches(cf_dtype weak, cf_dtype to);
+
 #ifdef __cplusplus
 }
 #endif

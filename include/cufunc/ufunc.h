@@ -62,17 +62,7 @@ CF_API int cf_ufunc_nloops(const cf_ufunc *u);
 /* The nin + nout types of a loop. */
 CF_API cf_status cf_ufunc_loop_types(const cf_ufunc *u, int loop, cf_dtype *types);
 
-/* NumPy's can_cast(from, to, 'safe'). */
-CF_API int cf_can_cast_safe(cf_dtype from, cf_dtype to);
-
-/* NumPy's casting rules, in NumPy's order. */
-typedef enum cf_casting {
-    CF_CAST_NO, CF_CAST_EQUIV, CF_CAST_SAFE, CF_CAST_SAME_KIND, CF_CAST_UNSAFE
-} cf_casting;
-/* NumPy's can_cast(from, to, rule) for the dtypes cufunc supports (native byte order). */
-CF_API int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule);
-/* "no", "equiv", "safe", "same_kind", "unsafe"; "?" for an invalid rule. */
-CF_API const char *cf_casting_name(cf_casting rule);
+/* Casting rules (cf_can_cast, cf_casting): cufunc/dtype.h. */
 
 /* Pick a loop for these input dtypes: an exact match first, then the first loop (in the order they
  * were added) every input reaches by safe casting. weak[i] (may be NULL) marks a Python scalar

@@ -206,9 +206,32 @@ static void test_has_shape(void)
     CHECK(cf_array_has_shape(&a, 0, NULL));
 }
 
+static void test_kind_order_and_weak(void)
+{
+    /* NumPy's same_kind order: bool < unsigned < signed < float < complex */
+    CHECK(cf_dtype_kind_order(CF_BOOL) == 0 && cf_dtype_kind_order(CF_UINT64) == 1);
+    CHECK(cf_dtype_kind_order(CF_INT8) == 2 && cf_dtype_kind_order(CF_FLOAT16) == 3);
+    CHECK(cf_dtype_kind_order(CF_COMPLEX64) == 4 && cf_dtype_kind_order(CF_NDTYPES) == -1);
+    CHECK(cf_can_cast(CF_UINT8, CF_INT8, CF_CAST_SAME_KIND));
+    CHECK(!cf_can_cast(CF_INT8, CF_UINT64, CF_CAST_SAME_KIND));
+    CHECK(!cf_can_cast(CF_FLOAT64, CF_INT64, CF_CAST_SAME_KIND));
+    /* NEP 50 weak scalars: their kind or a higher one, never bool; int reaches unsigned too */
+    static const struct { cf_dtype weak, to; int ok; } cases[] = {
+        {CF_INT64, CF_UINT8, 1},    {CF_INT64, CF_INT8, 1},      {CF_INT64, CF_FLOAT32, 1},
+        {CF_INT64, CF_BOOL, 0},     {CF_BOOL, CF_BOOL, 0},       {CF_BOOL, CF_UINT8, 1},
+        {CF_FLOAT64, CF_INT64, 0},  {CF_FLOAT64, CF_FLOAT16, 1}, {CF_FLOAT64, CF_COMPLEX64, 1},
+        {CF_COMPLEX128, CF_FLOAT64, 0}, {CF_COMPLEX128, CF_COMPLEX64, 1},
+        {CF_NDTYPES, CF_COMPLEX64, 0}, {CF_INT64, CF_NDTYPES, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(cf_weak_reaches(cases[i].weak, cases[i].to) == cases[i].ok);
+    CHECK(cf_dtype_valid(CF_COMPLEX128) && !cf_dtype_valid(CF_NDTYPES) && !cf_dtype_valid(-1));
+}
+
 int main(void)
 {
     RUN(test_dtype_table);
+    RUN(test_kind_order_and_weak);
     RUN(test_contiguous_init);
     RUN(test_contiguity_flags);
     RUN(test_bounds_and_overlap);

@@ -1,5 +1,11 @@
-/* Unit tests of the element-wise planner: broadcasting, axis order, coalescing, index width. */
+/* Unit tests of the element-wise planner: broadcasting, axis order, coalescing, index width; its
+ * two entry points (cf_plan_elementwise, the launch path's cf_plan_small_make) agree, and a plan
+ * visits exactly the elements of the loop it was made for. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "check.h"
+#include "plan.h"
 
 static cf_array view(cf_dtype dt, int ndim, const int64_t *shape, const int64_t *strides_elems)
 {
@@ -167,6 +173,210 @@ static void test_index_width(void)
     CHECK(!p.index32);
 }
 
+/* ---- random layouts: the two entry points agree, and a plan means its loop ----------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static unsigned rnd(unsigned n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state % n);
+}
+
+/* cf_plan_small_make and cf_plan_elementwise on the same operands: both fail with the same status
+ * or agree on every field a launch uses. 0 when they agree, else the message in `why`. */
+static int plans_agree(int nops, const cf_array *ops, int ndim, const int64_t *shape, char *why,
+                       size_t cap)
+{
+    const cf_array *ptrs[8];
+    for (int i = 0; i < nops; i++)
+        ptrs[i] = &ops[i];
+    static cf_plan_small a;
+    static cf_plan b;
+    cf_status sa = cf_plan_small_make(&a, nops, ptrs, ndim, shape);
+    cf_status sb = cf_plan_elementwise(&b, nops, ops, ndim, shape);
+    /* the small plan refuses what it cannot hold: more than CF_PLAN_SMALL_AXES merged axes */
+    if (sb == CF_OK && b.ndim > CF_PLAN_SMALL_AXES)
+        sb = CF_ERR_UNSUPPORTED;
+    if (sa != sb)
+        return snprintf(why, cap, "status %d vs %d", (int)sa, (int)sb);
+    if (sa == CF_ERR_UNSUPPORTED && a.ndim != b.ndim)
+        return snprintf(why, cap, "unsupported with ndim %d vs %d", a.ndim, b.ndim);
+    if (sa)
+        return 0;
+    if (a.ndim != b.ndim || a.size != b.size || a.index32 != b.index32)
+        return snprintf(why, cap, "ndim %d/%d size %lld/%lld index32 %d/%d", a.ndim, b.ndim,
+                        (long long)a.size, (long long)b.size, a.index32, b.index32);
+    for (int k = 0; k < a.ndim; k++)
+        if (a.shape[k] != b.shape[k])
+            return snprintf(why, cap, "extent %d", k);
+    for (int i = 0; i < nops; i++) {
+        if (a.contiguous[i] != b.contiguous[i])
+            return snprintf(why, cap, "operand %d's contiguity", i);
+        for (int k = 0; k < a.ndim; k++)
+            if (a.strides[i][k] != b.strides[i][k])
+                return snprintf(why, cap, "operand %d's stride %d", i, k);
+    }
+    return 0;
+}
+
+static int nops_cmp;
+static int cmp_tuple(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y;
+    for (int i = 0; i < nops_cmp; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* The offsets (one per operand) of every element of an iteration over `nd` axes of `shape` with
+ * the strides of operand i at strides[i * pitch + k], in `out` (size x nops). */
+static void offsets(int nops, int nd, const int64_t *shape, const int64_t *strides, int pitch,
+                    int64_t size, int64_t *out)
+{
+    int64_t idx[CF_MAX_DIMS] = {0};
+    for (int64_t e = 0; e < size; e++) {
+        for (int i = 0; i < nops; i++) {
+            int64_t o = 0;
+            for (int k = 0; k < nd; k++)
+                o += idx[k] * strides[i * pitch + k];
+            out[e * nops + i] = o;
+        }
+        for (int k = nd - 1; k >= 0 && ++idx[k] == shape[k]; k--)
+            idx[k] = 0;
+    }
+}
+
+/* The plan visits the same (offset of operand 0, ..., offset of operand n-1) tuples as the loop
+ * it was made for, each once: as sorted lists, equal. */
+static int plan_means_loop(int nops, const cf_array *ops, int ndim, const int64_t *shape,
+                           const cf_plan *p)
+{
+    int64_t size = p->size;
+    int64_t bstr[8 * CF_MAX_DIMS];
+    for (int i = 0; i < nops; i++) {
+        int off = ndim - ops[i].ndim;
+        for (int k = 0; k < ndim; k++)
+            bstr[i * CF_MAX_DIMS + k] =
+                k < off || ops[i].shape[k - off] == 1 ? 0 : ops[i].strides[k - off];
+    }
+    int64_t *want = malloc((size_t)(size ? size : 1) * (size_t)nops * sizeof *want);
+    int64_t *got = malloc((size_t)(size ? size : 1) * (size_t)nops * sizeof *got);
+    offsets(nops, ndim, shape, bstr, CF_MAX_DIMS, size, want);
+    offsets(nops, p->ndim, p->shape, &p->strides[0][0], CF_MAX_DIMS, size, got);
+    nops_cmp = nops;
+    qsort(want, (size_t)size, (size_t)nops * sizeof *want, cmp_tuple);
+    qsort(got, (size_t)size, (size_t)nops * sizeof *got, cmp_tuple);
+    int same = memcmp(want, got, (size_t)size * (size_t)nops * sizeof *want) == 0;
+    free(want);
+    free(got);
+    return same;
+}
+
+/* Random operands over random loops: C and F orders, broadcast axes, transposes, steps,
+ * reversals, zero strides, empty loops, operands that do not broadcast, and (every 50th) more
+ * axes than a small plan holds, so the heap fallback is compared too. */
+static void test_random_layouts(void)
+{
+    static const cf_dtype dts[4] = {CF_BOOL, CF_INT16, CF_FLOAT32, CF_COMPLEX128};
+    int disagreements = 0, wrong = 0, checked = 0;
+    static cf_plan p;
+    for (int trial = 0; trial < 3000; trial++) {
+        int ndim = (int)rnd(6), nops = 1 + (int)rnd(4);
+        int64_t shape[CF_MAX_DIMS];
+        if (trial % 50 == 0)
+            ndim = 20 + (int)rnd(10); /* more axes than the small plan holds */
+        for (int k = 0; k < ndim; k++)
+            shape[k] = ndim > 10 ? 1 + rnd(2) : rnd(8) == 0 ? 1 : 1 + rnd(6);
+        if (trial % 97 == 0 && ndim)
+            shape[rnd((unsigned)ndim)] = 0;
+        cf_array ops[4];
+        for (int i = 0; i < nops; i++) {
+            cf_dtype dt = dts[rnd(4)];
+            int nd = ndim ? (int)rnd((unsigned)ndim + 1) : 0;
+            if (i == 0)
+                nd = ndim;
+            int64_t sh[CF_MAX_DIMS];
+            for (int k = 0; k < nd; k++) {
+                sh[k] = shape[ndim - nd + k];
+                if (rnd(5) == 0)
+                    sh[k] = 1;                  /* broadcast */
+                if (trial % 211 == 0 && rnd(3) == 0)
+                    sh[k] = 9;                  /* does not broadcast */
+            }
+            cf_array_init_contiguous(&ops[i], 0x100000, dt, nd, sh, rnd(2) ? 'C' : 'F', 0);
+            int kind = (int)rnd(4);
+            if (kind == 1 && nd >= 2) {          /* swap two axes' strides: a transpose */
+                int a = (int)rnd((unsigned)nd), b = (int)rnd((unsigned)nd);
+                int64_t t = ops[i].strides[a];
+                ops[i].strides[a] = ops[i].strides[b];
+                ops[i].strides[b] = t;
+            } else if (kind == 2 && nd >= 1) {   /* a step or a reversal */
+                int a = (int)rnd((unsigned)nd);
+                ops[i].strides[a] *= rnd(2) ? -1 : 3;
+            } else if (kind == 3 && nd >= 1) {   /* a zero stride */
+                ops[i].strides[rnd((unsigned)nd)] = 0;
+            }
+        }
+        char why[256];
+        if (plans_agree(nops, ops, ndim, shape, why, sizeof why) && disagreements++ < 5)
+            fprintf(stderr, "  trial %d: plans differ: %s\n", trial, why);
+        if (cf_plan_elementwise(&p, nops, ops, ndim, shape) == CF_OK && p.size <= 8192) {
+            checked++;
+            if (!plan_means_loop(nops, ops, ndim, shape, &p) && wrong++ < 5)
+                fprintf(stderr, "  trial %d: the plan visits other elements\n", trial);
+        }
+    }
+    CHECK(disagreements == 0);
+    CHECK(wrong == 0);
+    CHECK(checked > 2000); /* the oracle really ran */
+
+    /* a known answer: a transposed operand keeps two axes, in both entry points */
+    int64_t sq[2] = {64, 48};
+    cf_array two[2];
+    cf_array_init_contiguous(&two[0], 0x1000, CF_FLOAT32, 2, sq, 'C', 0);
+    cf_array_init_contiguous(&two[1], 0x1000, CF_FLOAT32, 2, sq, 'F', 0);
+    char why[256];
+    CHECK(plans_agree(2, two, 2, sq, why, sizeof why) == 0);
+    const cf_array *ptrs[2] = {&two[0], &two[1]};
+    static cf_plan_small s;
+    CHECK_OK(cf_plan_small_make(&s, 2, ptrs, 2, sq));
+    CHECK(s.ndim == 2 && s.shape[0] == 64 && s.shape[1] == 48 && s.strides[1][0] == 4);
+}
+
+/* The small plan's limits: operands, and more merged axes than it holds (the count reported). */
+static void test_small_limits(void)
+{
+    static cf_plan_small s;
+    cf_array a;
+    int64_t one[1] = {5};
+    cf_array_init_contiguous(&a, 0x1000, CF_FLOAT32, 1, one, 'C', 0);
+    const cf_array *ptrs[CF_PLAN_SMALL_OPS + 1];
+    for (int i = 0; i <= CF_PLAN_SMALL_OPS; i++)
+        ptrs[i] = &a;
+    CHECK_OK(cf_plan_small_make(&s, CF_PLAN_SMALL_OPS, ptrs, 1, one));
+    CHECK(s.ndim == 1 && s.shape[0] == 5 && s.contiguous[CF_PLAN_SMALL_OPS - 1]);
+    CHECK_STATUS(cf_plan_small_make(&s, CF_PLAN_SMALL_OPS + 1, ptrs, 1, one), CF_ERR_INVALID);
+    CHECK_STATUS(cf_plan_small_make(NULL, 1, ptrs, 1, one), CF_ERR_INVALID);
+    /* 20 axes of extent 2 with strides that never merge (every other element of each axis) */
+    int64_t shape[20], strides[20], st = 2;
+    for (int k = 19; k >= 0; k--, st *= 4) {
+        shape[k] = 2;
+        strides[k] = st;
+    }
+    cf_array w = view(CF_INT8, 20, shape, strides);
+    const cf_array *wp[1] = {&w};
+    CHECK_STATUS(cf_plan_small_make(&s, 1, wp, 20, shape), CF_ERR_UNSUPPORTED);
+    CHECK(s.ndim == 20);
+    /* the same loop contiguous: planned on the heap, merged to one axis */
+    cf_array c = view(CF_INT8, 20, shape, NULL);
+    const cf_array *cp[1] = {&c};
+    CHECK_OK(cf_plan_small_make(&s, 1, cp, 20, shape));
+    CHECK(s.ndim == 1 && s.shape[0] == 1 << 20 && s.contiguous[0]);
+}
+
 static void test_grid(void)
 {
     CHECK(cf_plan_grid(0, 256, 1000) == 1);
@@ -185,6 +395,8 @@ int main(void)
     RUN(test_negative_and_sliced);
     RUN(test_degenerate);
     RUN(test_index_width);
+    RUN(test_random_layouts);
+    RUN(test_small_limits);
     RUN(test_grid);
     return SUMMARY();
 }

@@ -1,5 +1,5 @@
 /* Unit tests of the element-wise engine: casting table, loop resolution, kernel specialisation
- * (flat, row-vector, tile and strided kernels), the launch's planner against plan.c's.
+ * (flat, row-vector, tile and strided kernels; the planner itself: test_plan.c).
  * Every generated kernel is compiled with NVRTC (no GPU needed); launches run behind NEED_GPU(),
  * each case against a host loop with poisoned outputs and guard bytes. */
 #include <math.h>
@@ -403,73 +403,6 @@ static void test_case_sources(void)
     cf_ufunc_free(dm);
 }
 
-/* ---- the launch planner agrees with cf_plan_elementwise ----------------------------------- */
-
-cf_status cf_ufunc_plan_agrees_(int nops, const cf_array *ops, int ndim, const int64_t *shape);
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static unsigned rnd(unsigned n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (unsigned)(rng_state % n);
-}
-
-static void test_plan_agrees(void)
-{
-    static const cf_dtype dts[4] = {CF_BOOL, CF_INT16, CF_FLOAT32, CF_COMPLEX128};
-    int disagreements = 0;
-    for (int trial = 0; trial < 3000; trial++) {
-        int ndim = (int)rnd(6), nops = 1 + (int)rnd(4);
-        int64_t shape[CF_MAX_DIMS];
-        if (trial % 50 == 0)
-            ndim = 20 + (int)rnd(10); /* more axes than the stack planner holds */
-        for (int k = 0; k < ndim; k++)
-            shape[k] = ndim > 10 ? 1 + rnd(2) : rnd(8) == 0 ? 1 : 1 + rnd(6);
-        if (trial % 97 == 0 && ndim)
-            shape[rnd((unsigned)ndim)] = 0;
-        cf_array ops[4];
-        for (int i = 0; i < nops; i++) {
-            cf_dtype dt = dts[rnd(4)];
-            int nd = ndim ? (int)rnd((unsigned)ndim + 1) : 0;
-            if (i == 0)
-                nd = ndim;
-            int64_t sh[CF_MAX_DIMS];
-            for (int k = 0; k < nd; k++) {
-                sh[k] = shape[ndim - nd + k];
-                if (rnd(5) == 0)
-                    sh[k] = 1;                  /* broadcast */
-                if (trial % 211 == 0 && rnd(3) == 0)
-                    sh[k] = 9;                  /* does not broadcast */
-            }
-            cf_array_init_contiguous(&ops[i], 0x100000, dt, nd, sh, rnd(2) ? 'C' : 'F', 0);
-            int kind = (int)rnd(4);
-            if (kind == 1 && nd >= 2) {          /* swap two axes' strides: a transpose */
-                int a = (int)rnd((unsigned)nd), b = (int)rnd((unsigned)nd);
-                int64_t t = ops[i].strides[a];
-                ops[i].strides[a] = ops[i].strides[b];
-                ops[i].strides[b] = t;
-            } else if (kind == 2 && nd >= 1) {   /* a step or a reversal */
-                int a = (int)rnd((unsigned)nd);
-                ops[i].strides[a] *= rnd(2) ? -1 : 3;
-            } else if (kind == 3 && nd >= 1) {   /* a zero stride */
-                ops[i].strides[rnd((unsigned)nd)] = 0;
-            }
-        }
-        cf_status st = cf_ufunc_plan_agrees_(nops, ops, ndim, shape);
-        if (st != CF_OK && disagreements++ < 5)
-            fprintf(stderr, "  trial %d: %s\n", trial, cf_last_error());
-    }
-    CHECK(disagreements == 0);
-    /* a known answer: a transposed operand keeps two axes */
-    int64_t sq[2] = {64, 48};
-    cf_array two[2];
-    cf_array_init_contiguous(&two[0], 0x1000, CF_FLOAT32, 2, sq, 'C', 0);
-    cf_array_init_contiguous(&two[1], 0x1000, CF_FLOAT32, 2, sq, 'F', 0);
-    CHECK_OK(cf_ufunc_plan_agrees_(2, two, 2, sq));
-}
-
 static void test_two_outputs(void)
 {
     cf_ufunc *u = NULL;
@@ -793,7 +726,6 @@ int main(void)
     RUN(test_kernel_shapes);
     RUN(test_two_outputs);
     RUN(test_case_sources);
-    RUN(test_plan_agrees);
     RUN(test_launch_on_gpu);
     RUN(test_cases_on_gpu);
     return SUMMARY();
