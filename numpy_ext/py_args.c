@@ -293,15 +293,12 @@ int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const ch
 
 /* ---- NEP 50: which Python scalars stay weak (shared by every engine's loop resolution) ---- */
 
-/* 0 bool, 1 integer (signed or unsigned), 2 float, 3 complex: NumPy's kinds, ordered. */
+/* 0 bool, 1 integer (signed or unsigned), 2 float, 3 complex: NumPy's kinds, ordered (dtype.c's
+ * kind order with signed and unsigned integers as one kind, as NEP 50 treats a Python int). */
 static int nep50_kind(cf_dtype t)
 {
-    switch (cf_dtype_kind(t)) {
-    case 'b': return 0;
-    case 'i': case 'u': return 1;
-    case 'f': return 2;
-    default: return 3;
-    }
+    int k = cf_dtype_kind_order(t);
+    return k >= 2 ? k - 1 : k;
 }
 
 void cf_py_args_nep50(cf_py_arg *in, int n)
@@ -322,9 +319,4 @@ void cf_py_args_nep50(cf_py_arg *in, int n)
         if (strong_kind < 0 || (k > strong_kind && !(k == 3 && strong_kind == 2)))
             in[i].weak = 0; /* dtype is already int64, float64 or complex128 */
     }
-}
-
-int cf_py_args_weak_reaches(cf_dtype weak, cf_dtype t)
-{
-    return t != CF_BOOL && nep50_kind(t) >= nep50_kind(weak);
 }

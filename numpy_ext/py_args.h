@@ -74,9 +74,5 @@ int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const ch
  * the typed inputs' precision (a float32 array + 2.0 is float32). Call it after classifying the
  * inputs and before resolving the loop, in every engine. */
 void cf_py_args_nep50(cf_py_arg *in, int n);
-/* Whether a weak Python scalar of default type `weak` reaches loop type `t`: a type of its kind
- * or a higher one (bool < integer < float < complex; signed and unsigned are one kind), never
- * bool. The rule cf_ufunc_resolve applies; for searches of their own (a ufunc's dtype=). */
-int cf_py_args_weak_reaches(cf_dtype weak, cf_dtype t);
 
 #endif

@@ -48,7 +48,7 @@ static int find_for_dtype(const CfPyUFunc *self, const cf_dtype *in, const unsig
         for (int o = 0; o < self->nout && ok; o++)
             ok = types[self->nin + o] == out_dtype;
         for (int i = 0; i < self->nin && ok; i++)
-            ok = weak[i] ? cf_py_args_weak_reaches(in[i], types[i])
+            ok = weak[i] ? cf_weak_reaches(in[i], types[i])
                          : cf_can_cast(in[i], types[i], casting);
         if (ok)
             return l;
