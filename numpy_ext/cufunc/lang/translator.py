@@ -16,95 +16,20 @@ temporaries are declared at the top of the C function.
 
 import ast
 import builtins
-import cmath
 import hashlib
-import math
 import operator
-import sys
-import warnings
 
 import numpy as np
 
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from .cgen import PRELUDE, c_ident, c_literal, sanitize
+from . import calls
+from .cgen import PRELUDE, c_ident, c_literal, sanitize, tuple_struct_name
+from . import fold
+from .fold import fits, int_range_message
+from .ir import NOCONST, RefVarVal, StaticVal, TupleVal, Val, _Bottom
 from .source import get_source, located_error
-
-NOCONST = object()
-
-
-class _Bottom(Exception):
-    """An expression whose type is not known yet (collect mode only)."""
-
-
-class Val:
-    """A scalar or array value: its type, C expression text and, for constants, the value."""
-
-    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref", "widened")
-
-    def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None,
-                 widened=None):
-        self.type = type_
-        self.c = c
-        self.const = const
-        self.nonneg = nonneg
-        self.simple = simple or const is not NOCONST
-        self.ref = ref   # (C array name, constant shape) of a table or local array
-        self.widened = widened  # the narrower Val this one is an exact widening of
-
-    @property
-    def is_const(self):
-        return self.const is not NOCONST
-
-
-class RefVarVal(Val):
-    """A variable holding a local array or table, indexed directly through its storage; its C
-    variable is only kept when the value itself is used (passed on, copied)."""
-
-    __slots__ = ("_c", "_used", "_name")
-
-    def __init__(self, type_, c, used, name, **kw):
-        Val.__init__(self, type_, None, **kw)
-        self._c, self._used, self._name = c, used, name
-
-    @property
-    def c(self):
-        self._used.add(self._name)
-        return self._c
-
-    @c.setter
-    def c(self, value):
-        pass
-
-
-class TupleVal:
-    """A tuple: its items (Vals) and an optional C expression to evaluate before them."""
-
-    __slots__ = ("items", "setup")
-
-    def __init__(self, items, setup=None):
-        self.items = list(items)
-        self.setup = setup
-
-    @property
-    def type(self):
-        return T.Tuple(v.type for v in self.items)
-
-
-class StaticVal:
-    """A compile-time Python object: a module, a function, a type, a namespace."""
-
-    __slots__ = ("obj", "name")
-
-    def __init__(self, obj, name):
-        self.obj = obj
-        self.name = name
-
-    @property
-    def type(self):
-        raise _Bottom()
-
 
 _BINOPS = {
     ast.Add: (operator.add, "+", "add"), ast.Sub: (operator.sub, "-", "sub"),
@@ -119,82 +44,6 @@ _CMPOPS = {
     ast.GtE: (operator.ge, ">="), ast.Eq: (operator.eq, "=="), ast.NotEq: (operator.ne, "!="),
 }
 
-# Math functions of the runtime (cf_<name>), one real argument.
-_MATH1 = ["sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-          "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor",
-          "ceil", "trunc", "fabs", "erf", "erfc", "gamma", "lgamma", "degrees", "radians"]
-_MATH2 = ["atan2", "hypot", "fmod", "remainder", "copysign", "pow"]
-_CMATH1 = ["sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-           "cosh", "tanh", "asinh", "acosh", "atanh"]
-_COMPLEX_FUNCS = set(_CMATH1)
-
-# numpy function -> (runtime name or special tag, number of arguments)
-_NP_FUNCS = {}
-
-
-def _np_table():
-    if _NP_FUNCS:
-        return _NP_FUNCS
-    one = {"sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
-           "log2": "log2", "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos",
-           "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",
-           "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
-           "arctanh": "atanh", "floor": "@floor", "ceil": "@ceil", "trunc": "@trunc",
-           "rint": "@round", "fabs": "fabs", "degrees": "degrees", "radians": "radians",
-           "rad2deg": "degrees", "deg2rad": "radians", "absolute": "@abs",
-           "isnan": "@isnan", "isinf": "@isinf", "isfinite": "@isfinite",
-           "conjugate": "@conj", "real": "@real", "imag": "@imag", "square": "@square",
-           "negative": "@neg", "positive": "@pos", "round": "@round", "around": "@round",
-           "frexp": "@frexp", "modf": "@modf"}
-    two = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
-           "remainder": "@mod", "mod": "@mod", "power": "@pow", "floor_divide": "@floordiv",
-           "true_divide": "@truediv", "divide": "@truediv", "add": "@add", "subtract": "@sub",
-           "multiply": "@mul", "ldexp": "@ldexp", "left_shift": "@lshift",
-           "right_shift": "@rshift", "bitwise_and": "@and", "bitwise_or": "@or",
-           "bitwise_xor": "@xor"}
-    for table, n in ((one, 1), (two, 2)):
-        for name, tag in table.items():
-            f = getattr(np, name, None)
-            if f is not None and f not in _NP_FUNCS:
-                _NP_FUNCS[f] = (tag, n, name)
-    return _NP_FUNCS
-
-
-def _math_table():
-    tab = {}
-    for n in _MATH1:
-        f = getattr(math, n, None)
-        if f is not None:
-            tab[f] = ("m1", n)
-    for n in _MATH2:
-        tab[getattr(math, n)] = ("m2", n)
-    for n in ("isnan", "isinf", "isfinite"):
-        tab[getattr(math, n)] = ("mpred", n)
-        tab[getattr(cmath, n)] = ("cpred", n)
-    tab[math.ldexp] = ("ldexp", "ldexp")
-    tab[math.frexp] = ("frexp", "frexp")
-    tab[math.modf] = ("modf", "modf")
-    for n in _CMATH1:
-        tab[getattr(cmath, n)] = ("c1", n)
-    tab[cmath.phase] = ("phase", "phase")
-    tab[cmath.polar] = ("polar", "polar")
-    tab[cmath.rect] = ("rect", "rect")
-    return tab
-
-
-_MATH = _math_table()
-
-
-def _numba_objects():
-    """numba.cuda.local.array and numba's type module, if numba is already imported (we never
-    import it ourselves)."""
-    nc = sys.modules.get("numba.cuda")
-    out = []
-    if nc is not None:
-        loc = getattr(nc, "local", None)
-        if loc is not None and hasattr(loc, "array"):
-            out.append(loc.array)
-    return out
 
 
 class Unit:
@@ -214,14 +63,6 @@ class FuncResult:
     def __init__(self):
         self.deps = []
 
-
-def _is_device_function(obj):
-    from .device import DeviceFunction
-    return isinstance(obj, DeviceFunction)
-
-
-def _tuple_struct_name(tt):
-    return "cf_tuple_" + "_".join(t.name for t in tt.types)
 
 
 class FunctionTranslator:
@@ -519,41 +360,10 @@ class FunctionTranslator:
     # ----------------------------------------------------------------- casts and constants
     def convert_const(self, value, src, dst, explicit, node):
         """NumPy's conversion of a constant; None when it is left to the runtime cast."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                if dst.kind == "b":
-                    return bool(value)
-                if isinstance(src, TS.Weak) and not explicit:
-                    if src.kind in "bi" and dst.kind in "iu":
-                        v = int(value)
-                        info = np.iinfo(dst.dtype)
-                        if not info.min <= v <= info.max:
-                            raise self._fail(node, "Python integer %d out of bounds for %s "
-                                             "(NumPy raises OverflowError here)" % (v, dst.name))
-                    out = np.array(value, dtype=dst.dtype)[()]
-                else:
-                    if src.kind == "c" and dst.kind != "c":
-                        value = complex(value).real
-                        src = T.float64
-                    if src.kind == "f" and dst.kind in "iu":
-                        f = float(value)
-                        info = np.iinfo(dst.dtype)
-                        if not math.isfinite(f) or not info.min <= math.trunc(f) <= info.max:
-                            return None
-                    if isinstance(src, TS.Weak) and src.kind == "i":
-                        if not -2 ** 63 <= int(value) < 2 ** 64:
-                            return None
-                        value = int(value) % 2 ** 64
-                        if value >= 2 ** 63:
-                            value -= 2 ** 64
-                        src = T.int64
-                    out = np.array(value, dtype=TS.concrete(src).dtype).astype(dst.dtype)[()]
-            except OverflowError as e:
-                raise self._fail(node, str(e))
-        if isinstance(dst, TS.Weak):
-            return {"b": bool, "i": int, "f": float, "c": complex}[dst.kind](out)
-        return out
+        try:
+            return fold.convert(value, src, dst, explicit)
+        except fold.ConstError as e:
+            raise self._fail(node, str(e))
 
     def const_val(self, value, t, node):
         """A Val for the constant `value` of type t."""
@@ -578,7 +388,7 @@ class FunctionTranslator:
                     isinstance(t, T.Scalar) and t.kind != "i" and not isinstance(t, TS.Weak))):
             # One rule with literals (LANGUAGE.md): a constant used as a value must fit in 64
             # bits, whatever it is converted to; [2**63, 2**64) only as an unsigned or float.
-            raise self._fail(node, _int_range_message(v.const, _fits(v.const)))
+            raise self._fail(node, int_range_message(v.const, fits(v.const)))
         if v.type == t:
             return v
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
@@ -596,7 +406,7 @@ class FunctionTranslator:
         if v.type.cname == t.cname:
             return Val(t, v.c, nonneg=v.nonneg, simple=v.simple)
         if v.c == "cf_int64_out_of_range":
-            raise self._fail(node, _int_range_message(v.const, "int64"))
+            raise self._fail(node, int_range_message(v.const, "int64"))
         if v.widened is not None and v.widened.type.cname == t.cname:
             # narrowing back what was exactly widened (float32 -> float64 -> float32)
             w = v.widened
@@ -1004,7 +814,7 @@ class FunctionTranslator:
         self.line("return %s;" % v2.c)
 
     def struct(self, tt):
-        name = _tuple_struct_name(tt)
+        name = tuple_struct_name(tt)
         if name not in self.unit.structs:
             fields = "".join("    %s f%d;\n" % (t.cname, i) for i, t in enumerate(tt.types))
             self.unit.structs[name] = (
@@ -1027,7 +837,7 @@ class FunctionTranslator:
             return self.const_val(v, TS.WEAK_BOOL, node)
         if isinstance(v, int):
             if not -2 ** 63 <= v < 2 ** 64:
-                raise self.err(node, _int_range_message(v))
+                raise self.err(node, int_range_message(v))
             return self.const_val(v, TS.WEAK_INT, node)
         if isinstance(v, float):
             return self.const_val(v, TS.WEAK_FLOAT, node)
@@ -1077,7 +887,7 @@ class FunctionTranslator:
             return self.const_val(obj, TS.WEAK_BOOL, node)
         if isinstance(obj, int):
             if not -2 ** 63 <= obj < 2 ** 64:
-                raise self.err(node, _int_range_message(obj, name=name))
+                raise self.err(node, int_range_message(obj, name=name))
             return self.const_val(obj, TS.WEAK_INT, node)
         if isinstance(obj, float):
             return self.const_val(obj, TS.WEAK_FLOAT, node)
@@ -1298,7 +1108,7 @@ class FunctionTranslator:
                 # the one rule for integer constants: what is used must fit its C type (the
                 # constant is written into the index arithmetic as an int64 literal)
                 ic = int(v.const)
-                raise self._fail(e, _int_range_message(ic, _fits(ic), "an array index"))
+                raise self._fail(e, int_range_message(ic, fits(ic), "an array index"))
             out.append(v)
         return out
 
@@ -1416,26 +1226,9 @@ class FunctionTranslator:
         return self.arith(name, a, b, R, node)
 
     def fold(self, fn, args, R, node):
-        vals = []
-        for a in args:
-            v = a.const
-            if isinstance(a.type, TS.Weak):
-                v = {"b": bool, "i": int, "f": float, "c": complex}[a.type.kind](v)
-            vals.append(v)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with np.errstate(all="ignore"):
-                try:
-                    r = fn(*vals)
-                except Exception:
-                    return None
-        try:
-            rt = TS.type_of_value(r)
-        except TS.OracleError:
-            return None
-        if rt != R:
-            return None
-        return self.const_val(r, R, node)
+        """The constant Val of fn(*args) when NumPy gives exactly type R for it, else None."""
+        r = fold.apply(fn, [(a.const, a.type) for a in args], R)
+        return None if r is None else self.const_val(r, R, node)
 
     def arith(self, name, a, b, R, node):
         k = R.kind
@@ -1683,567 +1476,8 @@ class FunctionTranslator:
 
     # calls ------------------------------------------------------------------
     def expr_Call(self, node):
-        f = node.func
-        if isinstance(f, ast.Attribute) and self.static(f.value) is None:
-            base = self.expr(f.value)
-            if isinstance(base, Val) and isinstance(base.type, T.Scalar):
-                if f.attr in ("conjugate", "conj") and not node.args and not node.keywords:
-                    t = base.type
-                    if t.kind == "c":
-                        return Val(t, "cf_conj(%s)" % base.c)
-                    return self.cast(base, TS.oracle(lambda x: x.conjugate(), t), node)
-            raise self._fail(node, "method call .%s() is not supported" % f.attr,
-                             UnsupportedError)
-        fv = self.static(f)
-        if fv is None:
-            v = self.expr(f)
-            raise self._fail(node, "%s is not callable" % getattr(v, "type", "this value"))
-        obj = fv.obj
-        if any(obj is x for x in _local_array_objects()):
-            return self.local_array(node)
-        if node.keywords:
-            raise self._fail(node, "keyword arguments are not supported in calls to %s"
-                             % fv.name, UnsupportedError)
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.unsupported(node, "*args in calls")
-        handler = _BUILTIN_HANDLERS.get(id(obj))
-        if handler is not None:
-            return getattr(self, handler)(node, fv.name)
-        try:
-            mt = _MATH.get(obj)
-        except TypeError:
-            mt = None
-        if mt is not None:
-            return self.math_call(mt[0], mt[1], node, fv.name)
-        try:
-            npf = _np_table().get(obj)
-        except TypeError:
-            npf = None
-        if npf is not None:
-            return self.np_call(obj, npf, node, fv.name)
-        target = _cast_target(obj)
-        if target is not None:
-            return self.type_call(target, node, fv.name)
-        if _is_device_function(obj):
-            return self.device_call(obj.py_func, obj.signatures, node, fv.name)
-        if obj is range:
-            raise self.err(node, "range() can only be used as the iterable of a for loop",
-                           UnsupportedError)
-        import types as pytypes
-        if isinstance(obj, pytypes.FunctionType):
-            return self.device_call(obj, None, node, fv.name)
-        py = getattr(obj, "py_func", None)
-        if isinstance(py, pytypes.FunctionType):   # e.g. numba.cuda.jit(device=True)
-            return self.device_call(py, None, node, fv.name)
-        raise self.err(node, "calling %s (%s) is not supported in kernel functions"
-                       % (fv.name, type(obj).__name__), UnsupportedError)
+        return calls.call(self, node)
 
-    def args(self, node, n, name):
-        if isinstance(n, int):
-            n = (n,)
-        if len(node.args) not in n:
-            raise self._fail(node, "%s() takes %s argument(s), %d given"
-                             % (name, " or ".join(str(x) for x in n), len(node.args)))
-        return [self.expr(a) for a in node.args]
-
-    def real_arg(self, v, node, fname, allow_complex=False):
-        v = self.scalar(v, node, "an argument of %s()" % fname)
-        if v.type.kind == "c" and not allow_complex:
-            raise self._fail(node, "%s() needs a real number, not %s" % (fname, v.type))
-        return v
-
-    def b_abs(self, node, name):
-        (a,) = self.args(node, 1, "abs")
-        a = self.scalar(a, node, "an argument of abs()")
-        return self.unop_abs(a, TS.oracle(abs, a.type), node)
-
-    def unop_abs(self, a, R, node):
-        self.check_scalar_type(R, node)
-        if a.is_const:
-            f = self.fold(abs, (a,), R, node)
-            if f is not None:
-                return f
-        if a.type.kind == "c":
-            return self.cast(Val(T.float32 if a.type.bits == 64 else T.float64,
-                                 "cf_abs(%s)" % a.c), R, node)
-        if R.kind == "b":
-            return self.cast(a, R, node)
-        ca = self.cast(a, R, node)
-        if R.kind == "u":
-            return ca
-        return Val(R, "cf_abs(%s)" % ca.c)
-
-    def b_minmax(self, node, name):
-        if len(node.args) < 2:
-            raise self._fail(node, "%s() needs two or more arguments here (iterables are not "
-                             "supported)" % name, UnsupportedError)
-        vals = [self.scalar(self.expr(a), a, "an argument of %s()" % name) for a in node.args]
-        R = None
-        for v in vals:
-            R = TS.join(R, v.type)
-        self.check_scalar_type(R, node)
-        fn = min if name == "min" else max
-        if all(v.is_const for v in vals):
-            cv = [self.cast(v, R, node) for v in vals]
-            if all(v.is_const for v in cv):
-                return self.const_val(fn(v.const for v in cv), R, node)
-        if R.kind == "c":
-            try:   # CPython needs the operands to be ordered (NumPy complex are; Python's not)
-                TS.oracle(operator.lt, *[v.type for v in vals[:2]])
-            except TS.OracleError as e:
-                raise self._fail(node, "%s() of these values: %s" % (name, e))
-        helper = ("cf_lang_c" if R.kind == "c" else "cf_") + name
-        acc = self.cast(vals[0], R, node)
-        for v in vals[1:]:
-            acc = Val(R, "%s(%s, %s)" % (helper, acc.c, self.cast(v, R, node).c))
-        return acc
-
-    def b_round(self, node, name):
-        if len(node.args) != 1:
-            raise self._fail(node, "round() with ndigits is not supported", UnsupportedError)
-        (a,) = self.args(node, 1, "round")
-        a = self.real_arg(a, node, "round")
-        try:
-            R = TS.oracle(round, a.type)
-        except TS.OracleError as e:
-            raise self._fail(node, "round() of %s: %s" % (a.type, e))
-        if a.is_const:
-            f = self.fold(round, (a,), R, node)
-            if f is not None:
-                return f
-        if a.type.kind == "f":
-            return self.cast(Val(a.type if not isinstance(a.type, TS.Weak) else T.float64,
-                                 "cf_round(%s)" % a.c), R, node, explicit=True)
-        return self.cast(a, R, node)
-
-    def b_pow(self, node, name):
-        if len(node.args) != 2:
-            raise self._fail(node, "pow() takes 2 arguments here (the 3-argument form is not "
-                             "supported)", UnsupportedError)
-        a, b = self.args(node, 2, "pow")
-        return self.binop(pow, "pow", "**", a, b, node)
-
-    def b_divmod(self, node, name):
-        a, b = self.args(node, 2, "divmod")
-        a = self.scalar(a, node, "an argument of divmod()")
-        b = self.scalar(b, node, "an argument of divmod()")
-        sa, a = self.ensure_simple(a)
-        sb, b = self.ensure_simple(b)
-        q = self.binop(operator.floordiv, "floordiv", "//", a, b, node)
-        r = self.binop(operator.mod, "mod", "%", a, b, node)
-        setup = ", ".join(s for s in (sa, sb) if s) or None
-        return TupleVal([q, r], setup)
-
-    def b_int(self, node, name):
-        return self._py_cast(node, name, TS.WEAK_INT, int)
-
-    def b_float(self, node, name):
-        return self._py_cast(node, name, TS.WEAK_FLOAT, float)
-
-    def b_bool(self, node, name):
-        if not node.args:
-            return self.const_val(False, TS.WEAK_BOOL, node)
-        (a,) = self.args(node, 1, "bool")
-        t = self.truthy(a, node)
-        if t in ("true", "false"):
-            return self.const_val(t == "true", TS.WEAK_BOOL, node)
-        return Val(TS.WEAK_BOOL, t)
-
-    def _py_cast(self, node, name, R, pyt):
-        if not node.args:
-            return self.const_val(pyt(), R, node)
-        (a,) = self.args(node, 1, name)
-        a = self.scalar(a, node, "an argument of %s()" % name)
-        try:
-            TS.oracle(pyt, a.type)
-        except TS.OracleError as e:
-            raise self._fail(node, "%s() of %s: %s" % (name, a.type, e))
-        return self.cast(a, R, node, explicit=True)
-
-    def b_complex(self, node, name):
-        if not node.args:
-            return self.const_val(0j, TS.WEAK_COMPLEX, node)
-        vals = self.args(node, (1, 2), "complex")
-        return self._make_complex(vals, TS.WEAK_COMPLEX, node)
-
-    def _make_complex(self, vals, R, node):
-        if len(vals) == 1:
-            a = self.scalar(vals[0], node, "an argument of complex()")
-            return self.cast(a, R, node, explicit=True)
-        a, b = [self.real_arg(v, node, "complex") for v in vals]
-        ft = T.float32 if R.bits == 64 else T.float64
-        ca, cb = self.cast(a, ft, node, explicit=True), self.cast(b, ft, node, explicit=True)
-        if ca.is_const and cb.is_const:
-            return self.const_val(complex(float(ca.const), float(cb.const)), R, node)
-        return Val(R, "%s(%s, %s)" % (R.cname, ca.c, cb.c))
-
-    def b_len(self, node, name):
-        (a,) = self.args(node, 1, "len")
-        if isinstance(a, TupleVal):
-            return self.const_val(len(a.items), TS.WEAK_INT, node)
-        if isinstance(a, Val) and isinstance(a.type, T.Array):
-            return self.extent(a, 0)
-        raise self._fail(node, "len() of %s is not supported" % getattr(a, "type", "this"))
-
-    def b_unsupported(self, node, name):
-        raise self.err(node, "calling %s() is not supported in kernel functions" % name,
-                       UnsupportedError)
-
-    # math / cmath -----------------------------------------------------------
-    def _math_ct(self, vals, node, fname):
-        """Compute type of a math.* call: float32 when every typed argument is float32 (Python
-        numbers adapt), else float64."""
-        ct = None
-        for v in vals:
-            v = self.real_arg(v, node, "math." + fname)
-            t = v.type
-            if isinstance(t, TS.Weak):
-                continue
-            ct = T.float32 if (t == T.float32 and ct in (None, T.float32)) else T.float64
-        return ct or T.float64
-
-    def math_call(self, kind, fname, node, shown):
-        if kind == "m1":
-            nargs = (1, 2) if fname == "log" else 1
-            vals = self.args(node, nargs, shown)
-            ct = self._math_ct(vals, node, fname)
-            if fname == "log" and len(vals) == 2:
-                x, base = [self.cast(v, ct, node) for v in vals]
-                r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
-                return self.cast(r, TS.WEAK_FLOAT, node)
-            (x,) = vals
-            if fname in ("floor", "ceil", "trunc"):
-                if x.type.kind in "biu":
-                    if (not isinstance(x.type, TS.Weak) and x.type.bits == 64
-                            and fname != "trunc"):
-                        # CPython converts a NumPy int64/uint64 to float first (no __floor__).
-                        # (It raises for math.trunc, which has no float fallback: the trunc of
-                        # an integer is the integer, exactly.)
-                        x = self.cast(x, T.float64, node)
-                    return self.cast(x, TS.WEAK_INT, node, explicit=True)
-                if x.is_const:
-                    f = self.fold(getattr(math, fname), (x,), TS.WEAK_INT, node)
-                    if f is not None:
-                        return f
-                cx = self.cast(x, ct, node)
-                return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_INT, node,
-                                 explicit=True)
-            if x.is_const:
-                f = self.fold(getattr(math, fname), (x,), TS.WEAK_FLOAT, node)
-                if f is not None:
-                    return f
-            cx = self.cast(x, ct, node)
-            return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_FLOAT, node)
-        if kind == "m2":
-            vals = self.args(node, 2, shown)
-            ct = self._math_ct(vals, node, fname)
-            if all(v.is_const for v in vals):
-                f = self.fold(getattr(math, fname), tuple(vals), TS.WEAK_FLOAT, node)
-                if f is not None:
-                    return f
-            a, b = [self.cast(v, ct, node) for v in vals]
-            return self.cast(Val(ct, "cf_%s(%s, %s)" % (fname, a.c, b.c)), TS.WEAK_FLOAT, node)
-        if kind in ("mpred", "cpred"):
-            (x,) = self.args(node, 1, shown)
-            x = self.real_arg(x, node, shown, allow_complex=(kind == "cpred"))
-            if x.type.kind in "biu":
-                return self.const_val(fname == "isfinite", TS.WEAK_BOOL, node)
-            if x.is_const:
-                f = self.fold(getattr(math if kind == "mpred" else cmath, fname), (x,),
-                              TS.WEAK_BOOL, node)
-                if f is not None:
-                    return f
-            return Val(TS.WEAK_BOOL, "cf_%s(%s)" % (fname, x.c))
-        if kind == "ldexp":
-            x, e = self.args(node, 2, shown)
-            self._math_ct([x], node, fname)
-            ct = T.float64   # exact in double; float32 would overflow where Python does not
-            e = self.scalar(e, node, "an argument of math.ldexp()")
-            if e.type.kind not in "biu":
-                raise self._fail(node, "math.ldexp() exponent must be an integer, not %s"
-                                 % e.type)
-            cx = self.cast(x, ct, node)
-            ce = self.cast(e, T.int64, node, explicit=True)
-            return self.cast(Val(ct, "cf_ldexp(%s, %s)" % (cx.c, ce.c)), TS.WEAK_FLOAT, node)
-        if kind == "frexp":
-            (x,) = self.args(node, 1, shown)
-            ct = self._math_ct([x], node, fname)
-            cx = self.cast(x, ct, node)
-            m, e = self.temp(ct), self.temp("cf_int64")
-            return TupleVal([self.cast(Val(ct, m, simple=True), TS.WEAK_FLOAT, node),
-                             Val(TS.WEAK_INT, e, simple=True)],
-                            "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
-        if kind == "modf":
-            (x,) = self.args(node, 1, shown)
-            ct = self._math_ct([x], node, fname)
-            cx = self.cast(x, ct, node)
-            fr, ip = self.temp(ct), self.temp(ct)
-            return TupleVal([self.cast(Val(ct, fr, simple=True), TS.WEAK_FLOAT, node),
-                             self.cast(Val(ct, ip, simple=True), TS.WEAK_FLOAT, node)],
-                            "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
-        # cmath
-        if kind == "c1":
-            nargs = (1, 2) if fname == "log" else 1
-            vals = self.args(node, nargs, shown)
-            ct = self._cmath_ct(vals, node)
-            if fname == "log" and len(vals) == 2:
-                x, base = [self.cast(v, ct, node) for v in vals]
-                r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
-                return self.cast(r, TS.WEAK_COMPLEX, node)
-            cx = self.cast(vals[0], ct, node)
-            return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_COMPLEX, node)
-        if kind == "phase":
-            (x,) = self.args(node, 1, shown)
-            ct = self._cmath_ct([x], node)
-            cx = self.cast(x, ct, node)
-            rt = T.float32 if ct == T.complex64 else T.float64
-            return self.cast(Val(rt, "cf_phase(%s)" % cx.c), TS.WEAK_FLOAT, node)
-        if kind == "polar":
-            (x,) = self.args(node, 1, shown)
-            ct = self._cmath_ct([x], node)
-            cx = self.cast(x, ct, node)
-            rt = T.float32 if ct == T.complex64 else T.float64
-            st, sx = self.ensure_simple(cx)
-            r = self.cast(Val(rt, "cf_abs(%s)" % sx.c), TS.WEAK_FLOAT, node)
-            p = self.cast(Val(rt, "cf_phase(%s)" % sx.c), TS.WEAK_FLOAT, node)
-            return TupleVal([r, p], st)
-        if kind == "rect":
-            r, phi = self.args(node, 2, shown)
-            ct = self._math_ct([r, phi], node, fname)
-            cr, cp = self.cast(r, ct, node), self.cast(phi, ct, node)
-            cty = T.complex64 if ct == T.float32 else T.complex128
-            return self.cast(Val(cty, "cf_rect(%s, %s)" % (cr.c, cp.c)), TS.WEAK_COMPLEX, node)
-        raise self.err(node, "internal: math kind %s" % kind)
-
-    def _cmath_ct(self, vals, node):
-        single = True
-        for v in vals:
-            v = self.scalar(v, node, "a cmath argument")
-            t = v.type
-            if isinstance(t, TS.Weak):
-                continue
-            if t not in (T.float32, T.complex64):
-                single = False
-        if all(isinstance(self.scalar(v, node, "x").type, TS.Weak) for v in vals):
-            single = False
-        return T.complex64 if single else T.complex128
-
-    # numpy functions ----------------------------------------------------------
-    def np_call(self, obj, entry, node, shown):
-        tag, n, npname = entry
-        vals = [self.scalar(v, node, "an argument of %s()" % shown)
-                for v in self.args(node, n, shown)]
-        try:
-            R = TS.oracle(obj, *[v.type for v in vals])
-        except TS.OracleError as e:
-            raise self._fail(node, "%s() does not accept %s (%s)"
-                             % (shown, ", ".join(str(v.type) for v in vals), e))
-        if isinstance(R, T.Tuple):
-            for t in R.types:
-                self.check_scalar_type(t, node)
-        else:
-            self.check_scalar_type(R, node)
-        if tag.startswith("@"):
-            op = tag[1:]
-            if op in _BIN_NAMES:
-                r = self.binop(obj, op, _BIN_NAMES[op], vals[0], vals[1], node, rtype=R)
-                if op == "pow" and R.kind == "f" and r.c.startswith("cf_pow("):
-                    # numpy.power, not **: its float loops take sqrt for an exponent of 0.5
-                    r = Val(r.type, "cf_np_power(" + r.c[len("cf_pow("):])
-                return r
-            if op == "neg":
-                return self.unop(obj, "-", vals[0], node, rtype=R)
-            if op == "pos":
-                return self.cast(vals[0], R, node)
-            (x,) = vals[:1]
-            if op in ("floor", "ceil", "trunc", "round"):
-                if R.kind in "biu":
-                    return self.cast(x, R, node)
-                if R.kind == "c":
-                    raise self._fail(node, "%s() of complex numbers is not supported" % shown,
-                                     UnsupportedError)
-                cx = self.cast(x, R, node)
-                return Val(R, "cf_%s(%s)" % (op, cx.c))
-            if op == "abs":
-                return self.unop_abs(x, R, node)
-            if op in ("isnan", "isinf", "isfinite"):
-                if x.type.kind in "biu":
-                    return self.const_val(op == "isfinite", R, node)
-                return self.cast(Val(T.bool_, "cf_%s(%s)" % (op, x.c)), R, node)
-            if op == "conj":
-                if x.type.kind == "c":
-                    return self.cast(Val(x.type, "cf_conj(%s)" % x.c), R, node)
-                return self.cast(x, R, node)
-            if op in ("real", "imag"):
-                return self.cast(self.real_imag(x, op, node), R, node)
-            if op == "square":
-                return self.binop(np.multiply, "mul", "*", x, x, node, rtype=R) \
-                    if x.simple else self._square(x, R, node)
-            if op == "ldexp":
-                cx = self.cast(vals[0], R, node)
-                ce = self.cast(vals[1], T.int64, node, explicit=True)
-                return Val(R, "cf_ldexp(%s, %s)" % (cx.c, ce.c))
-            if op == "frexp":
-                ct = R.types[0]
-                cx = self.cast(x, ct, node)
-                m, e = self.temp(ct), self.temp("cf_int64")
-                return TupleVal([Val(ct, m, simple=True),
-                                 self.cast(Val(T.int64, e, simple=True), R.types[1], node)],
-                                "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
-            if op == "modf":
-                ct = R.types[0]
-                cx = self.cast(x, ct, node)
-                fr, ip = self.temp(ct), self.temp(ct)
-                return TupleVal([Val(ct, fr, simple=True), Val(ct, ip, simple=True)],
-                                "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
-            raise self.err(node, "internal: numpy op %s" % op)
-        if R.kind == "c" and tag not in _COMPLEX_FUNCS:
-            raise self._fail(node, "%s() of complex numbers is not supported" % shown,
-                             UnsupportedError)
-        if R.kind not in "fc":
-            raise self._fail(node, "%s() gives %s here, which is not supported" % (shown, R),
-                             UnsupportedError)
-        if tag == "fmod" and R.kind != "f":
-            raise self._fail(node, "np.fmod() of integers is not supported", UnsupportedError)
-        cv = [self.cast(v, R, node) for v in vals]
-        return Val(R, "cf_%s(%s)" % (tag, ", ".join(v.c for v in cv)))
-
-    def _square(self, x, R, node):
-        st, sx = self.ensure_simple(x)
-        return self.with_setup(st, self.binop(np.multiply, "mul", "*", sx, sx, node, rtype=R))
-
-    # casts ----------------------------------------------------------------------
-    def type_call(self, target, node, shown):
-        if isinstance(target, T.Array) or isinstance(target, T.Void):
-            raise self.err(node, "%s cannot be called in a kernel function" % shown,
-                           UnsupportedError)
-        self.check_scalar_type(target, node)
-        if not node.args:
-            return self.const_val(target.dtype.type(0), target, node)
-        vals = self.args(node, (1, 2) if target.kind == "c" else 1, shown)
-        if target.kind == "c":
-            return self._make_complex(vals, target, node)
-        (a,) = vals
-        a = self.scalar(a, node, "an argument of %s()" % shown)
-        return self.cast(a, target, node, explicit=True)
-
-    # local arrays -------------------------------------------------------------
-    def local_array(self, node):
-        args = list(node.args)
-        kw = {k.arg: k.value for k in node.keywords}
-        if set(kw) - {"shape", "dtype"} or len(args) + len(kw) != 2:
-            raise self.err(node, "cuda.local.array(shape, dtype) takes exactly a shape and a "
-                           "dtype")
-        shape_node = args[0] if args else kw.get("shape")
-        dtype_node = args[1] if len(args) > 1 else kw.get("dtype")
-        if shape_node is None or dtype_node is None:
-            raise self.err(node, "cuda.local.array(shape, dtype) takes exactly a shape and a "
-                           "dtype")
-        sv = self.expr(shape_node)
-        if isinstance(sv, TupleVal):
-            items = sv.items
-        else:
-            items = [sv]
-        shape = []
-        for it in items:
-            if not (isinstance(it, Val) and it.is_const and it.type.kind in "iu"):
-                raise self.err(shape_node, "the shape of a local array must be a constant "
-                               "integer or tuple of constant integers")
-            if int(it.const) < 0:
-                raise self.err(shape_node, "negative dimension in a local array shape")
-            if int(it.const) >= 2 ** 63:
-                raise self.err(shape_node, _int_range_message(int(it.const), _fits(it.const),
-                                                              "a local array extent"))
-            shape.append(int(it.const))
-        if not shape:
-            raise self.err(shape_node, "a local array needs at least one dimension",
-                           UnsupportedError)
-        dt = self.static(dtype_node)
-        target = _cast_target(dt.obj) if dt is not None else None
-        if target is None:
-            try:
-                target = T.to_type(dt.obj) if dt is not None else None
-            except TypeError:
-                target = None
-        if not isinstance(target, T.Scalar):
-            raise self.err(dtype_node, "the dtype of a local array must be a scalar type such "
-                           "as float32 or np.float32")
-        self.check_scalar_type(target, dtype_node)
-        n = 1
-        for d in shape:
-            n *= d
-        if n * target.itemsize > _LOCAL_ARRAY_LIMIT:
-            raise self.err(node, "a local array of %d bytes is larger than the %d bytes of local "
-                           "memory a CUDA thread can have" % (n * target.itemsize,
-                                                              _LOCAL_ARRAY_LIMIT),
-                           UnsupportedError)
-        storage = "cf_loc%d" % len(self.local_storage)
-        self.local_storage.append("%s %s[%d];" % (target.cname, storage, max(n, 1)))
-        at = T.Array(target, len(shape), "C")
-        return self.ref_val(at, storage, shape, node)
-
-    # device functions ----------------------------------------------------------
-    def device_call(self, pyfunc, signatures, node, shown):
-        vals = []
-        for a, n in zip(self.args(node, len(node.args), shown), node.args):
-            if isinstance(a, StaticVal):
-                raise self._fail(n, "%s cannot be passed to a function" % a.name,
-                                 UnsupportedError)
-            if isinstance(a, TupleVal):
-                raise self._fail(n, "tuples cannot be passed to device functions",
-                                 UnsupportedError)
-            vals.append(a)
-        types = [v.type for v in vals]
-        ret = None
-        if signatures:
-            sig = _choose_signature(signatures, types)
-            if sig is None:
-                raise self._fail(node, "%s has no signature accepting (%s)"
-                                 % (shown, ", ".join(str(t) for t in types)))
-            ret, argt = sig
-            if len(argt) != len(vals):
-                raise self._fail(node, "%s takes %d argument(s), %d given"
-                                 % (shown, len(argt), len(vals)))
-            vals = [self.cast(v, t, node) for v, t in zip(vals, argt)]
-            types = list(argt)
-        if pyfunc in self.unit.stack:
-            chain = " -> ".join(f.__qualname__ for f in self.unit.stack + [pyfunc])
-            raise self._fail(node, "recursion is not supported (%s)" % chain, UnsupportedError)
-        try:
-            res = translate_function(self.unit, pyfunc, types, ret)
-        except (TypingError, UnsupportedError) as e:
-            if not self.strict:
-                raise _Bottom()
-            err = type(e)("%s\n(in %s, called from:)\n%s"
-                          % (e, pyfunc.__qualname__, self.src.location(node)))
-            # the construct's own file and line (in the called function), as every error has
-            err.cufunc_location = getattr(e, "cufunc_location", None) or (
-                self.src.filename, self.src.file_line(node))
-            raise err from None
-        if res.name not in self.deps:
-            self.deps.append(res.name)
-        cargs = [v.c for v in vals]
-        for obj, at, cn in res.garrays:
-            mine = None
-            for o2, at2, cn2 in self.garrays:
-                if o2 is obj:
-                    mine = cn2
-            if mine is None:
-                mine = "cf_garr%d_%s" % (len(self.garrays), cn.split("_", 2)[-1])
-                self.garrays.append((obj, at, mine))
-            cargs.append(mine)
-        c = "%s(%s)" % (res.name, ", ".join(cargs))
-        rt = res.ret_type
-        if isinstance(rt, T.Void):
-            return Val(T.void, c)
-        if isinstance(rt, T.Tuple):
-            tmp = self.temp(_tuple_struct_name(TS.concrete(rt)))
-            self.struct(TS.concrete(rt))
-            return TupleVal([Val(t, "%s.f%d" % (tmp, i), simple=True)
-                             for i, t in enumerate(rt.types)], "(%s = %s)" % (tmp, c))
-        return Val(rt, c)
-
-    # ----------------------------------------------------------------- output
     def _finish(self):
         rt = self.final_return_type()
         ret_c = TS.concrete(rt)
@@ -2316,25 +1550,6 @@ class FunctionTranslator:
         return res
 
 
-# CUDA's limit on a thread's local memory (512 KiB on every supported architecture)
-_LOCAL_ARRAY_LIMIT = 512 * 1024
-
-
-def _fits(value):
-    """What an int64 value out of range does not fit in: 64 bits at all, or just int64."""
-    return "int64" if -2 ** 63 <= int(value) < 2 ** 64 else "64 bits"
-
-
-def _int_range_message(value, fits="64 bits", role=None, name=None):
-    """The one message for an integer constant (literal, global, folded result, index) that does
-    not fit where it is used: LANGUAGE.md allows integers of at most 64 bits."""
-    text = "the integer %d does not fit in %s" % (value, fits)
-    if name is not None:
-        text = "the global '%s' = %d does not fit in %s" % (name, value, fits)
-    if role is not None:
-        text += " (%s is an int64)" % role
-    return text
-
 
 def translate_function(unit, pyfunc, argtypes, return_type):
     key = (pyfunc, tuple(argtypes), return_type)
@@ -2351,62 +1566,12 @@ def translate_function(unit, pyfunc, argtypes, return_type):
     return res
 
 
-def _choose_signature(signatures, types):
-    for ret, args in signatures:
-        if len(args) == len(types) and all(a == TS.concrete(t) or a == t
-                                           for a, t in zip(args, types)):
-            return ret, args
-    for ret, args in signatures:
-        if len(args) == len(types):
-            return ret, args
-    return None
-
 
 def _is_value_object(obj):
     return isinstance(obj, (bool, int, float, complex, np.generic, np.ndarray, tuple)) or \
         hasattr(obj, "__cuda_array_interface__")
 
 
-
-_BUILTIN_HANDLERS = {
-    id(abs): "b_abs", id(min): "b_minmax", id(max): "b_minmax", id(round): "b_round",
-    id(pow): "b_pow", id(divmod): "b_divmod", id(int): "b_int", id(float): "b_float",
-    id(bool): "b_bool", id(complex): "b_complex", id(len): "b_len",
-    id(print): "b_unsupported", id(sum): "b_unsupported", id(map): "b_unsupported",
-    id(zip): "b_unsupported", id(enumerate): "b_unsupported", id(sorted): "b_unsupported",
-    id(iter): "b_unsupported", id(next): "b_unsupported", id(isinstance): "b_unsupported",
-    id(getattr): "b_unsupported", id(list): "b_unsupported", id(tuple): "b_unsupported",
-    id(dict): "b_unsupported", id(set): "b_unsupported", id(str): "b_unsupported",
-    id(any): "b_unsupported", id(all): "b_unsupported", id(hash): "b_unsupported",
-    id(id): "b_unsupported", id(type): "b_unsupported", id(open): "b_unsupported",
-}
-
-_BIN_NAMES = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
-              "mod": "%", "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&",
-              "or": "|", "xor": "^"}
-
-
-def _cast_target(obj):
-    """The scalar type a callable names as a cast (np.float32, cufunc.float32, numba types)."""
-    if isinstance(obj, (T.Scalar, T.Array, T.Void)):
-        return obj
-    if isinstance(obj, type) and issubclass(obj, np.generic):
-        try:
-            return T.from_dtype(obj)
-        except TypeError:
-            return None
-    mod = type(obj).__module__ or ""
-    if mod.startswith("numba"):
-        try:
-            return T.to_type(obj)
-        except TypeError:
-            return None
-    return None
-
-
-def _local_array_objects():
-    from . import device
-    return [device.local.array] + _numba_objects()
 
 
 _STMT_NAMES = {
