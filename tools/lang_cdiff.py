@@ -144,11 +144,16 @@ def main(argv):
             continue
         diff += 1
         print("DIFF %s" % k)
-        import difflib
-        a = json.dumps(old[k], indent=1).splitlines()
-        b = json.dumps(new[k], indent=1).splitlines()
-        for line in list(difflib.unified_diff(a, b, lineterm=""))[:40]:
-            print("   " + line)
+        for a, b in zip(old[k], new[k]):
+            for field in sorted(set(a) | set(b)):
+                x, y = str(a.get(field)), str(b.get(field))
+                if x != y:
+                    i = next((j for j in range(min(len(x), len(y))) if x[j] != y[j]),
+                             min(len(x), len(y)))
+                    print("   %s: old ...%s\n   %s  new ...%s" % (field, x[max(0, i - 80):i + 80],
+                                                              " " * len(field),
+                                                              y[max(0, i - 80):i + 80]))
+                    break
     only_old = sorted(set(old) - set(new))
     only_new = sorted(set(new) - set(old))
     for k in only_old:

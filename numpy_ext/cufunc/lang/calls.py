@@ -20,6 +20,7 @@ from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
 from .cgen import tuple_struct_name
 from .fold import fits, int_range_message
+from . import ir
 from .ir import StaticVal, TupleVal, Val, _Bottom
 
 # Math functions of the runtime (cf_<name>), one real argument.
@@ -127,7 +128,7 @@ def call(tr, node):
             if f.attr in ("conjugate", "conj") and not node.args and not node.keywords:
                 t = base.type
                 if t.kind == "c":
-                    return Val(t, "cf_conj(%s)" % base.c)
+                    return ir.Call(t, "cf_conj", [base])
                 return tr.cast(base, TS.oracle(lambda x: x.conjugate(), t), node)
         raise tr._fail(node, "method call .%s() is not supported" % f.attr,
                          UnsupportedError)
@@ -200,14 +201,14 @@ def unop_abs(tr, a, R, node):
         if f is not None:
             return f
     if a.type.kind == "c":
-        return tr.cast(Val(T.float32 if a.type.bits == 64 else T.float64,
-                             "cf_abs(%s)" % a.c), R, node)
+        return tr.cast(ir.Call(T.float32 if a.type.bits == 64 else T.float64, "cf_abs", [a]),
+                       R, node)
     if R.kind == "b":
         return tr.cast(a, R, node)
     ca = tr.cast(a, R, node)
     if R.kind == "u":
         return ca
-    return Val(R, "cf_abs(%s)" % ca.c)
+    return ir.Call(R, "cf_abs", [ca])
 
 def b_minmax(tr, node, name):
     if len(node.args) < 2:
@@ -231,7 +232,7 @@ def b_minmax(tr, node, name):
     helper = ("cf_lang_c" if R.kind == "c" else "cf_") + name
     acc = tr.cast(vals[0], R, node)
     for v in vals[1:]:
-        acc = Val(R, "%s(%s, %s)" % (helper, acc.c, tr.cast(v, R, node).c))
+        acc = ir.Call(R, helper, [acc, tr.cast(v, R, node)])
     return acc
 
 def b_round(tr, node, name):
@@ -248,8 +249,8 @@ def b_round(tr, node, name):
         if f is not None:
             return f
     if a.type.kind == "f":
-        return tr.cast(Val(a.type if not isinstance(a.type, TS.Weak) else T.float64,
-                             "cf_round(%s)" % a.c), R, node, explicit=True)
+        return tr.cast(ir.Call(a.type if not isinstance(a.type, TS.Weak) else T.float64,
+                               "cf_round", [a]), R, node, explicit=True)
     return tr.cast(a, R, node)
 
 def b_pow(tr, node, name):
@@ -267,7 +268,8 @@ def b_divmod(tr, node, name):
     sb, b = tr.ensure_simple(b)
     q = tr.binop(operator.floordiv, "floordiv", "//", a, b, node)
     r = tr.binop(operator.mod, "mod", "%", a, b, node)
-    setup = ", ".join(s for s in (sa, sb) if s) or None
+    parts = [s for s in (sa, sb) if s]
+    setup = ir.Seq(None, parts) if parts else None
     return TupleVal([q, r], setup)
 
 def b_int(tr, node, name):
@@ -281,9 +283,9 @@ def b_bool(tr, node, name):
         return tr.const_val(False, TS.WEAK_BOOL, node)
     (a,) = args(tr, node, 1, "bool")
     t = tr.truthy(a, node)
-    if t in ("true", "false"):
-        return tr.const_val(t == "true", TS.WEAK_BOOL, node)
-    return Val(TS.WEAK_BOOL, t)
+    if type(t) is ir.Const:
+        return tr.const_val(t.const, TS.WEAK_BOOL, node)
+    return ir.Retype(TS.WEAK_BOOL, t)
 
 def _py_cast(tr, node, name, R, pyt):
     if not node.args:
@@ -311,7 +313,7 @@ def _make_complex(tr, vals, R, node):
     ca, cb = tr.cast(a, ft, node, explicit=True), tr.cast(b, ft, node, explicit=True)
     if ca.is_const and cb.is_const:
         return tr.const_val(complex(float(ca.const), float(cb.const)), R, node)
-    return Val(R, "%s(%s, %s)" % (R.cname, ca.c, cb.c))
+    return ir.Call(R, R.cname, [ca, cb])
 
 def b_len(tr, node, name):
     (a,) = args(tr, node, 1, "len")
@@ -345,7 +347,7 @@ def math_call(tr, kind, fname, node, shown):
         ct = _math_ct(tr, vals, node, fname)
         if fname == "log" and len(vals) == 2:
             x, base = [tr.cast(v, ct, node) for v in vals]
-            r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
+            r = ir.Infix(ct, "/", [ir.Call(ct, "cf_log", [x]), ir.Call(ct, "cf_log", [base])])
             return tr.cast(r, TS.WEAK_FLOAT, node)
         (x,) = vals
         if fname in ("floor", "ceil", "trunc"):
@@ -362,14 +364,14 @@ def math_call(tr, kind, fname, node, shown):
                 if f is not None:
                     return f
             cx = tr.cast(x, ct, node)
-            return tr.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_INT, node,
+            return tr.cast(ir.Call(ct, "cf_" + fname, [cx]), TS.WEAK_INT, node,
                              explicit=True)
         if x.is_const:
             f = tr.fold(getattr(math, fname), (x,), TS.WEAK_FLOAT, node)
             if f is not None:
                 return f
         cx = tr.cast(x, ct, node)
-        return tr.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_FLOAT, node)
+        return tr.cast(ir.Call(ct, "cf_" + fname, [cx]), TS.WEAK_FLOAT, node)
     if kind == "m2":
         vals = args(tr, node, 2, shown)
         ct = _math_ct(tr, vals, node, fname)
@@ -378,7 +380,7 @@ def math_call(tr, kind, fname, node, shown):
             if f is not None:
                 return f
         a, b = [tr.cast(v, ct, node) for v in vals]
-        return tr.cast(Val(ct, "cf_%s(%s, %s)" % (fname, a.c, b.c)), TS.WEAK_FLOAT, node)
+        return tr.cast(ir.Call(ct, "cf_" + fname, [a, b]), TS.WEAK_FLOAT, node)
     if kind in ("mpred", "cpred"):
         (x,) = args(tr, node, 1, shown)
         x = real_arg(tr, x, node, shown, allow_complex=(kind == "cpred"))
@@ -389,7 +391,7 @@ def math_call(tr, kind, fname, node, shown):
                           TS.WEAK_BOOL, node)
             if f is not None:
                 return f
-        return Val(TS.WEAK_BOOL, "cf_%s(%s)" % (fname, x.c))
+        return ir.Call(TS.WEAK_BOOL, "cf_" + fname, [x])
     if kind == "ldexp":
         x, e = args(tr, node, 2, shown)
         _math_ct(tr, [x], node, fname)
@@ -400,7 +402,7 @@ def math_call(tr, kind, fname, node, shown):
                              % e.type)
         cx = tr.cast(x, ct, node)
         ce = tr.cast(e, T.int64, node, explicit=True)
-        return tr.cast(Val(ct, "cf_ldexp(%s, %s)" % (cx.c, ce.c)), TS.WEAK_FLOAT, node)
+        return tr.cast(ir.Call(ct, "cf_ldexp", [cx, ce]), TS.WEAK_FLOAT, node)
     if kind == "frexp":
         (x,) = args(tr, node, 1, shown)
         ct = _math_ct(tr, [x], node, fname)
@@ -408,7 +410,7 @@ def math_call(tr, kind, fname, node, shown):
         m, e = tr.temp(ct), tr.temp("cf_int64")
         return TupleVal([tr.cast(Val(ct, m, simple=True), TS.WEAK_FLOAT, node),
                          Val(TS.WEAK_INT, e, simple=True)],
-                        "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
+                        ir.SetTemp(ct, m, ir.Call(ct, "cf_frexp", [cx, Val(None, "&" + e)])))
     if kind == "modf":
         (x,) = args(tr, node, 1, shown)
         ct = _math_ct(tr, [x], node, fname)
@@ -416,7 +418,7 @@ def math_call(tr, kind, fname, node, shown):
         fr, ip = tr.temp(ct), tr.temp(ct)
         return TupleVal([tr.cast(Val(ct, fr, simple=True), TS.WEAK_FLOAT, node),
                          tr.cast(Val(ct, ip, simple=True), TS.WEAK_FLOAT, node)],
-                        "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
+                        ir.SetTemp(ct, fr, ir.Call(ct, "cf_modf", [cx, Val(None, "&" + ip)])))
     # cmath
     if kind == "c1":
         nargs = (1, 2) if fname == "log" else 1
@@ -424,31 +426,31 @@ def math_call(tr, kind, fname, node, shown):
         ct = _cmath_ct(tr, vals, node)
         if fname == "log" and len(vals) == 2:
             x, base = [tr.cast(v, ct, node) for v in vals]
-            r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
+            r = ir.Infix(ct, "/", [ir.Call(ct, "cf_log", [x]), ir.Call(ct, "cf_log", [base])])
             return tr.cast(r, TS.WEAK_COMPLEX, node)
         cx = tr.cast(vals[0], ct, node)
-        return tr.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_COMPLEX, node)
+        return tr.cast(ir.Call(ct, "cf_" + fname, [cx]), TS.WEAK_COMPLEX, node)
     if kind == "phase":
         (x,) = args(tr, node, 1, shown)
         ct = _cmath_ct(tr, [x], node)
         cx = tr.cast(x, ct, node)
         rt = T.float32 if ct == T.complex64 else T.float64
-        return tr.cast(Val(rt, "cf_phase(%s)" % cx.c), TS.WEAK_FLOAT, node)
+        return tr.cast(ir.Call(rt, "cf_phase", [cx]), TS.WEAK_FLOAT, node)
     if kind == "polar":
         (x,) = args(tr, node, 1, shown)
         ct = _cmath_ct(tr, [x], node)
         cx = tr.cast(x, ct, node)
         rt = T.float32 if ct == T.complex64 else T.float64
         st, sx = tr.ensure_simple(cx)
-        r = tr.cast(Val(rt, "cf_abs(%s)" % sx.c), TS.WEAK_FLOAT, node)
-        p = tr.cast(Val(rt, "cf_phase(%s)" % sx.c), TS.WEAK_FLOAT, node)
+        r = tr.cast(ir.Call(rt, "cf_abs", [sx]), TS.WEAK_FLOAT, node)
+        p = tr.cast(ir.Call(rt, "cf_phase", [sx]), TS.WEAK_FLOAT, node)
         return TupleVal([r, p], st)
     if kind == "rect":
         r, phi = args(tr, node, 2, shown)
         ct = _math_ct(tr, [r, phi], node, fname)
         cr, cp = tr.cast(r, ct, node), tr.cast(phi, ct, node)
         cty = T.complex64 if ct == T.float32 else T.complex128
-        return tr.cast(Val(cty, "cf_rect(%s, %s)" % (cr.c, cp.c)), TS.WEAK_COMPLEX, node)
+        return tr.cast(ir.Call(cty, "cf_rect", [cr, cp]), TS.WEAK_COMPLEX, node)
     raise tr.err(node, "internal: math kind %s" % kind)
 
 def _cmath_ct(tr, vals, node):
@@ -483,9 +485,9 @@ def np_call(tr, obj, entry, node, shown):
         op = tag[1:]
         if op in _BIN_NAMES:
             r = tr.binop(obj, op, _BIN_NAMES[op], vals[0], vals[1], node, rtype=R)
-            if op == "pow" and R.kind == "f" and r.c.startswith("cf_pow("):
+            if op == "pow" and R.kind == "f" and type(r) is ir.Call and r.fn == "cf_pow":
                 # numpy.power, not **: its float loops take sqrt for an exponent of 0.5
-                r = Val(r.type, "cf_np_power(" + r.c[len("cf_pow("):])
+                r = ir.Call(r.type, "cf_np_power", r.args)
             return r
         if op == "neg":
             return tr.unop(obj, "-", vals[0], node, rtype=R)
@@ -499,16 +501,16 @@ def np_call(tr, obj, entry, node, shown):
                 raise tr._fail(node, "%s() of complex numbers is not supported" % shown,
                                  UnsupportedError)
             cx = tr.cast(x, R, node)
-            return Val(R, "cf_%s(%s)" % (op, cx.c))
+            return ir.Call(R, "cf_" + op, [cx])
         if op == "abs":
             return unop_abs(tr, x, R, node)
         if op in ("isnan", "isinf", "isfinite"):
             if x.type.kind in "biu":
                 return tr.const_val(op == "isfinite", R, node)
-            return tr.cast(Val(T.bool_, "cf_%s(%s)" % (op, x.c)), R, node)
+            return tr.cast(ir.Call(T.bool_, "cf_" + op, [x]), R, node)
         if op == "conj":
             if x.type.kind == "c":
-                return tr.cast(Val(x.type, "cf_conj(%s)" % x.c), R, node)
+                return tr.cast(ir.Call(x.type, "cf_conj", [x]), R, node)
             return tr.cast(x, R, node)
         if op in ("real", "imag"):
             return tr.cast(tr.real_imag(x, op, node), R, node)
@@ -518,20 +520,20 @@ def np_call(tr, obj, entry, node, shown):
         if op == "ldexp":
             cx = tr.cast(vals[0], R, node)
             ce = tr.cast(vals[1], T.int64, node, explicit=True)
-            return Val(R, "cf_ldexp(%s, %s)" % (cx.c, ce.c))
+            return ir.Call(R, "cf_ldexp", [cx, ce])
         if op == "frexp":
             ct = R.types[0]
             cx = tr.cast(x, ct, node)
             m, e = tr.temp(ct), tr.temp("cf_int64")
             return TupleVal([Val(ct, m, simple=True),
                              tr.cast(Val(T.int64, e, simple=True), R.types[1], node)],
-                            "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
+                            ir.SetTemp(ct, m, ir.Call(ct, "cf_frexp", [cx, Val(None, "&" + e)])))
         if op == "modf":
             ct = R.types[0]
             cx = tr.cast(x, ct, node)
             fr, ip = tr.temp(ct), tr.temp(ct)
             return TupleVal([Val(ct, fr, simple=True), Val(ct, ip, simple=True)],
-                            "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
+                            ir.SetTemp(ct, fr, ir.Call(ct, "cf_modf", [cx, Val(None, "&" + ip)])))
         raise tr.err(node, "internal: numpy op %s" % op)
     if R.kind == "c" and tag not in _COMPLEX_FUNCS:
         raise tr._fail(node, "%s() of complex numbers is not supported" % shown,
@@ -542,7 +544,7 @@ def np_call(tr, obj, entry, node, shown):
     if tag == "fmod" and R.kind != "f":
         raise tr._fail(node, "np.fmod() of integers is not supported", UnsupportedError)
     cv = [tr.cast(v, R, node) for v in vals]
-    return Val(R, "cf_%s(%s)" % (tag, ", ".join(v.c for v in cv)))
+    return ir.Call(R, "cf_" + tag, cv)
 
 def _square(tr, x, R, node):
     st, sx = tr.ensure_simple(x)
@@ -659,7 +661,9 @@ def device_call(tr, pyfunc, signatures, node, shown):
         raise err from None
     if res.name not in tr.deps:
         tr.deps.append(res.name)
-    cargs = [v.c for v in vals]
+    for v in vals:
+        v.c   # rendered now: a local array variable passed on must be kept (RefVarVal)
+    cargs = list(vals)
     for obj, at, cn in res.garrays:
         mine = None
         for o2, at2, cn2 in tr.garrays:
@@ -668,17 +672,17 @@ def device_call(tr, pyfunc, signatures, node, shown):
         if mine is None:
             mine = "cf_garr%d_%s" % (len(tr.garrays), cn.split("_", 2)[-1])
             tr.garrays.append((obj, at, mine))
-        cargs.append(mine)
-    c = "%s(%s)" % (res.name, ", ".join(cargs))
+        cargs.append(Val(at, mine, simple=True))
     rt = res.ret_type
+    c = ir.Call(rt, res.name, cargs)
     if isinstance(rt, T.Void):
-        return Val(T.void, c)
+        return c
     if isinstance(rt, T.Tuple):
         tmp = tr.temp(tuple_struct_name(TS.concrete(rt)))
         tr.struct(TS.concrete(rt))
         return TupleVal([Val(t, "%s.f%d" % (tmp, i), simple=True)
-                         for i, t in enumerate(rt.types)], "(%s = %s)" % (tmp, c))
-    return Val(rt, c)
+                         for i, t in enumerate(rt.types)], ir.SetTemp(None, tmp, c))
+    return c
 
 
 

@@ -20,47 +20,100 @@ class _Bottom(Exception):
 
 
 class Val:
-    """A scalar or array value: its type, C expression text and, for constants, the value."""
+    """A scalar or array value: its type, its constant value when folded (else NOCONST) and
+    facts for shorter C: nonneg (an integer known to be >= 0), simple (a name or literal: may be
+    evaluated twice), ref ((storage, constant shape) of a table or local array), widened (the
+    narrower Val this one is an exact widening of).
 
-    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref", "widened")
+    A plain Val is a leaf whose C text is given (a variable, a temporary, a parameter); the
+    subclasses below are operations on other Vals, rendered to C by emit.py when ``.c`` is
+    first read (and then kept)."""
+
+    __slots__ = ("type", "_c", "const", "nonneg", "simple", "ref", "widened")
 
     def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None,
                  widened=None):
         self.type = type_
-        self.c = c
+        self._c = c
         self.const = const
         self.nonneg = nonneg
         self.simple = simple or const is not NOCONST
-        self.ref = ref   # (C array name, constant shape) of a table or local array
-        self.widened = widened  # the narrower Val this one is an exact widening of
+        self.ref = ref
+        self.widened = widened
+
+    @property
+    def c(self):
+        c = self._c
+        if c is None:
+            c = self._c = RENDER[type(self)](self)
+        return c
 
     @property
     def is_const(self):
         return self.const is not NOCONST
 
 
+# emit.py fills this: node class -> function(node) -> C text
+RENDER = {}
+
+
+def _node(name, fields, doc):
+    """A Val subclass for one operation, with the extra fields given (set by keyword)."""
+    def __init__(self, type_, *args, **facts):
+        Val.__init__(self, type_, None, **facts)
+        for f, v in zip(fields, args):
+            setattr(self, f, v)
+    return type(name, (Val,), {"__slots__": tuple(fields), "__init__": __init__,
+                               "__doc__": doc, "fields": tuple(fields)})
+
+
+Const = _node("Const", (), "A constant: its value is .const.")
+Call = _node("Call", ("fn", "args"), "fn(args...): a runtime function (cf_*) or constructor.")
+Cast = _node("Cast", ("x",), "x converted to .type by the runtime's cf_cast (NumPy's astype).")
+Retype = _node("Retype", ("x",), "x as another cufunc type of the same C type.")
+Infix = _node("Infix", ("op", "xs"), "(x0 op x1 op ...): a C operator on the operands.")
+Prefix = _node("Prefix", ("op", "x"), "(op x): a C prefix operator.")
+Not = _node("Not", ("x",), "!x, unparenthesized (the condition of a Select).")
+CCast = _node("CCast", ("ctype", "x"), "((ctype)x): a C conversion (of a C operator's result).")
+Select = _node("Select", ("cond", "a", "b"), "(cond ? a : b).")
+Comma = _node("Comma", ("setup", "x"), "(setup, x): setup evaluated first, for its effects.")
+SetTemp = _node("SetTemp", ("name", "x"), "(name = x): a temporary set inside an expression.")
+Assign = _node("Assign", ("name", "x"), "name = x, unparenthesized (an item of a Seq).")
+Paren = _node("Paren", ("x",), "(x).")
+Seq = _node("Seq", ("parts",), "part0, part1, ...: setups evaluated in order.")
+Element = _node("Element", ("arr", "idx", "setup"),
+                "arr[idx...] of a strided array (an lvalue); setup evaluated first.")
+RefElement = _node("RefElement", ("storage", "shape", "idx"),
+                   "storage[idx...] of a table or local array (constant C-order shape).")
+ArrayDesc = _node("ArrayDesc", ("storage", "shape"),
+                  "The cf_array_ref of a table or local array (C order).")
+Extent = _node("Extent", ("arr", "k"), "arr.shape[k] of a strided array.")
+
+
+def big_int(v):
+    """Whether v is a Python-int constant outside int64 (it must be converted before use)."""
+    return type(v) is Const and v.type.kind == "i" and getattr(v.type, "weak", False) and \
+        not -2 ** 63 <= v.const < 2 ** 63
+
+
 class RefVarVal(Val):
     """A variable holding a local array or table, indexed directly through its storage; its C
     variable is only kept when the value itself is used (passed on, copied)."""
 
-    __slots__ = ("_c", "_used", "_name")
+    __slots__ = ("_used", "_name")
 
     def __init__(self, type_, c, used, name, **kw):
-        Val.__init__(self, type_, None, **kw)
-        self._c, self._used, self._name = c, used, name
+        Val.__init__(self, type_, c, **kw)
+        self._used, self._name = used, name
 
     @property
     def c(self):
         self._used.add(self._name)
         return self._c
 
-    @c.setter
-    def c(self, value):
-        pass
-
 
 class TupleVal:
-    """A tuple: its items (Vals) and an optional C expression to evaluate before them."""
+    """A tuple: its items (Vals) and an optional setup (a Val evaluated before them)."""
 
     __slots__ = ("items", "setup")
 

@@ -24,7 +24,8 @@ import numpy as np
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from . import calls
+from . import calls, ir
+from . import emit  # noqa: F401 - renders the IR (fills ir.RENDER)
 from .cgen import PRELUDE, c_ident, c_literal, sanitize, tuple_struct_name
 from . import fold
 from .fold import fits, int_range_message
@@ -44,6 +45,8 @@ _CMPOPS = {
     ast.GtE: (operator.ge, ">="), ast.Eq: (operator.eq, "=="), ast.NotEq: (operator.ne, "!="),
 }
 
+
+_ZERO = Val(None, "0")   # the C literal 0, for (x != 0)
 
 
 class Unit:
@@ -323,12 +326,12 @@ class FunctionTranslator:
         if v.simple:
             return None, v
         name = self.temp(v.type)
-        return "(%s = %s)" % (name, v.c), Val(v.type, name, nonneg=v.nonneg, simple=True)
+        return ir.SetTemp(v.type, name, v), Val(v.type, name, nonneg=v.nonneg, simple=True)
 
     def with_setup(self, setup, v):
         if not setup:
             return v
-        return Val(v.type, "(%s, %s)" % (setup, v.c), v.const, v.nonneg)
+        return ir.Comma(v.type, setup, v, const=v.const, nonneg=v.nonneg)
 
     def _join(self, a, b, node):
         if a is None:
@@ -370,9 +373,9 @@ class FunctionTranslator:
         if isinstance(t, TS.Weak) and t.kind == "i" and not -2 ** 63 <= value < 2 ** 63:
             # A constant sub-expression may exceed 64 bits (2**64 - 1); it must be converted
             # to a type it fits before it is used (cast() checks).
-            return Val(t, "cf_int64_out_of_range", value)
+            return ir.Const(t, const=value)
         nonneg = t.kind in "iub" and int(np.real(value)) >= 0 if t.kind != "c" else False
-        return Val(t, c_literal(value, t), value, nonneg=nonneg)
+        return ir.Const(t, const=value, nonneg=nonneg)
 
     def cast(self, v, t, node, explicit=False):
         """v converted to type t (NumPy's astype meaning)."""
@@ -383,7 +386,7 @@ class FunctionTranslator:
                 return TupleVal([self.cast(x, y, node) for x, y in zip(v.items, t.types)],
                                 v.setup)
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
-        if v.c == "cf_int64_out_of_range" and (
+        if ir.big_int(v) and (
                 not -2 ** 63 <= v.const < 2 ** 64 or not (
                     isinstance(t, T.Scalar) and t.kind != "i" and not isinstance(t, TS.Weak))):
             # One rule with literals (LANGUAGE.md): a constant used as a value must fit in 64
@@ -404,31 +407,30 @@ class FunctionTranslator:
             if c is not None:
                 return self.const_val(c, t, node)
         if v.type.cname == t.cname:
-            return Val(t, v.c, nonneg=v.nonneg, simple=v.simple)
-        if v.c == "cf_int64_out_of_range":
+            return ir.Retype(t, v, nonneg=v.nonneg, simple=v.simple)
+        if ir.big_int(v):
             raise self._fail(node, int_range_message(v.const, "int64"))
         if v.widened is not None and v.widened.type.cname == t.cname:
             # narrowing back what was exactly widened (float32 -> float64 -> float32)
             w = v.widened
-            return Val(t, w.c, nonneg=w.nonneg, simple=w.simple)
+            return ir.Retype(t, w, nonneg=w.nonneg, simple=w.simple)
         nonneg = v.nonneg and t.kind in "iu" and t.bits >= v.type.bits
         exact = (v.type.kind == t.kind and t.bits > v.type.bits and t.kind in "fc") or (
             v.type.kind in "iu" and t.kind == "i" and t.bits > v.type.bits) or (
             v.type.kind == "u" and t.kind == "u" and t.bits > v.type.bits)
-        return Val(t, "cf_cast<%s>(%s)" % (t.cname, v.c), nonneg=nonneg,
-                   widened=v if exact else None)
+        return ir.Cast(t, v, nonneg=nonneg, widened=v if exact else None)
 
     def truthy(self, v, node):
-        """C bool expression: Python's truth value of v."""
+        """A C bool expression: Python's truth value of v (a Const for a constant)."""
         v = self.scalar(v, node, "a truth value")
         if v.is_const:
-            return "true" if bool(v.const) else "false"
+            return ir.Const(TS.WEAK_BOOL, const=bool(v.const))
         k = v.type.kind
         if k == "b":
-            return v.c
+            return v
         if k == "c":
-            return "cf_lang_truthy(%s)" % v.c
-        return "(%s != 0)" % v.c
+            return ir.Call(T.bool_, "cf_lang_truthy", [v])
+        return ir.Infix(T.bool_, "!=", [v, _ZERO])
 
     def scalar(self, v, node, what):
         if isinstance(v, StaticVal):
@@ -487,7 +489,7 @@ class FunctionTranslator:
             return
         if isinstance(v, TupleVal):
             if v.setup:
-                self.line("(void)%s;" % v.setup)
+                self.line("(void)%s;" % v.setup.c)
             for it in v.items:
                 if not it.simple:
                     self.line("(void)(%s);" % it.c)
@@ -500,7 +502,7 @@ class FunctionTranslator:
         if len(s.targets) > 1 and not isinstance(value, (StaticVal, TupleVal)):
             setup, value = self.ensure_simple(value)
             if setup:
-                self.line("%s;" % setup)
+                self.line("%s;" % setup.c)
         for t in s.targets:
             self.assign(t, value, s)
 
@@ -538,7 +540,7 @@ class FunctionTranslator:
                     pre.append(st)
                 simple_idx.append(i2)
             for p in pre:
-                self.line("%s;" % p)
+                self.line("%s;" % p.c)
             elem = self.element(arr, simple_idx, tgt)
             rhs = self.expr(s.value)
             res = self.cast(self.binop(fn, name, sym, elem, rhs, s), arr.type.dtype, s)
@@ -550,7 +552,7 @@ class FunctionTranslator:
         if arr.simple:
             return None, arr
         name = self.temp(arr.type.cname)
-        return "(%s = %s)" % (name, arr.c), Val(arr.type, name, simple=True)
+        return ir.SetTemp(arr.type, name, arr), Val(arr.type, name, simple=True)
 
     def assign(self, target, value, stmt):
         if isinstance(target, ast.Name):
@@ -565,7 +567,7 @@ class FunctionTranslator:
                 raise self._fail(target, "cannot unpack a tuple of %d items into %d names"
                                  % (len(value.items), len(target.elts)))
             if value.setup:
-                self.line("%s;" % value.setup)
+                self.line("%s;" % value.setup.c)
             # Evaluate every item before assigning any (a, b = b, a).
             items = []
             for it in value.items:
@@ -614,7 +616,7 @@ class FunctionTranslator:
             v2 = self.cast(value, new, node)
             cn = self.var_c(name)
             if v2.setup:
-                self.line("%s;" % v2.setup)
+                self.line("%s;" % v2.setup.c)
             tmps = []
             for i, it in enumerate(v2.items):
                 if it.simple:
@@ -659,7 +661,7 @@ class FunctionTranslator:
             self.stmts(s.body if st else s.orelse)
             return
         cond = self.guard(self.cond, s.test)
-        self.line("if (%s) {" % (cond if cond else "true"))
+        self.line("if (%s) {" % (cond.c if cond else "true"))
         self.indent += 1
         self.stmts(s.body)
         self.indent -= 1
@@ -667,7 +669,7 @@ class FunctionTranslator:
         while (len(orelse) == 1 and isinstance(orelse[0], ast.If)
                and self.static_truth(orelse[0].test) is None):
             c2 = self.guard(self.cond, orelse[0].test)
-            self.line("} else if (%s) {" % (c2 if c2 else "true"))
+            self.line("} else if (%s) {" % (c2.c if c2 else "true"))
             self.indent += 1
             self.stmts(orelse[0].body)
             self.indent -= 1
@@ -685,7 +687,7 @@ class FunctionTranslator:
         if self.static_truth(s.test) is False:
             return
         cond = self.guard(self.cond, s.test)
-        self.line("while (%s) {" % (cond if cond else "true"))
+        self.line("while (%s) {" % (cond.c if cond else "true"))
         self.indent += 1
         self.stmts(s.body)
         self.indent -= 1
@@ -804,7 +806,7 @@ class FunctionTranslator:
             v2 = self.cast(v, rtc, s.value)
             body = "%s{%s}" % (self.struct(rtc), ", ".join(x.c for x in v2.items))
             if v2.setup:
-                body = "(%s, %s)" % (v2.setup, body)
+                body = "(%s, %s)" % (v2.setup.c, body)
             self.line("return %s;" % body)
             return
         if isinstance(v, TupleVal):
@@ -948,16 +950,8 @@ class FunctionTranslator:
         return self.ref_val(at, storage, arr.shape, node)
 
     def ref_val(self, at, storage, shape, node):
-        strides = []
-        acc = at.dtype.itemsize
-        for s in reversed(shape):
-            strides.append(acc)
-            acc *= s
-        strides.reverse()
-        c = "%s{(char *)%s, {%s}, {%s}}" % (at.cname, storage,
-                                            ", ".join("%dLL" % s for s in shape),
-                                            ", ".join("%dLL" % s for s in strides))
-        return Val(at, c, ref=(storage, tuple(int(x) for x in shape)))
+        shape = tuple(int(x) for x in shape)
+        return ir.ArrayDesc(at, storage, shape, ref=(storage, shape))
 
     def device_array(self, obj, name, node):
         try:
@@ -1024,7 +1018,7 @@ class FunctionTranslator:
                 if all(e.is_const for e in ext):
                     return self.const_val(int(np.prod([e.const for e in ext])), TS.WEAK_INT,
                                           node)
-                return Val(TS.WEAK_INT, "(%s)" % " * ".join(e.c for e in ext), nonneg=True)
+                return ir.Infix(TS.WEAK_INT, "*", ext, nonneg=True)
             raise self._fail(node, "array attribute '.%s' is not supported (only shape, size, "
                              "ndim)" % attr, UnsupportedError)
         if isinstance(base, Val) and isinstance(base.type, T.Scalar):
@@ -1044,8 +1038,7 @@ class FunctionTranslator:
     def extent(self, arr, k):
         if arr.ref is not None:
             return self.const_val(arr.ref[1][k], TS.WEAK_INT, None)
-        return Val(TS.WEAK_INT, "%s.shape[%d]" % (arr.c, k), nonneg=True,
-                   simple=arr.simple)
+        return ir.Extent(TS.WEAK_INT, arr, k, nonneg=True, simple=arr.simple)
 
     def real_imag(self, v, attr, node):
         t = v.type
@@ -1054,7 +1047,7 @@ class FunctionTranslator:
                                                                else T.float64)
             if v.is_const:
                 return self.const_val(getattr(complex(v.const), attr), rt, node)
-            return Val(rt, "cf_%s(%s)" % (attr, v.c))
+            return ir.Call(rt, "cf_" + attr, [v])
         rt = TS.oracle(operator.attrgetter(attr), t)
         if attr == "real":
             return self.cast(v, rt, node)
@@ -1114,55 +1107,15 @@ class FunctionTranslator:
 
     def element(self, arr, idx, node):
         """The element lvalue arr[idx...] (indices already checked)."""
-        at = arr.type
         if arr.ref is not None:
-            return self.ref_element(arr, idx)
+            # a table or local array: direct indexing with constant extents
+            storage, shape = arr.ref
+            return ir.RefElement(arr.type.dtype, storage, shape, idx)
         if not arr.simple and any(not (i.nonneg or i.is_const) for i in idx):
             setup, arr = self.ensure_simple_array(arr)
         else:
             setup = None
-        terms = []
-        for k, i in enumerate(idx):
-            if i.is_const:
-                ic = int(i.const)
-                if ic >= 0:
-                    ci = "%dLL" % ic
-                else:
-                    ci = "(%s.shape[%d] + %s)" % (arr.c, k, c_literal(ic, T.int64))
-            elif i.nonneg or i.type.kind == "u":
-                ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
-            else:
-                ci = "cf_lang_wrap(%s, %s.shape[%d])" % (i.c, arr.c, k)
-            terms.append("%s * %s.strides[%d]" % (ci, arr.c, k))
-        c = "(*(%s *)(%s.data + %s))" % (at.dtype.cname, arr.c, " + ".join(terms))
-        if setup:
-            c = "(*(%s, &%s))" % (setup, c)
-        return Val(at.dtype, c)
-
-    def ref_element(self, arr, idx):
-        """Element of a table or local array: direct indexing with constant extents."""
-        storage, shape = arr.ref
-        strides = []
-        acc = 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= n
-        strides.reverse()
-        terms = []
-        const_off = 0
-        for k, i in enumerate(idx):
-            if i.is_const:
-                ic = int(i.const)
-                const_off += (ic + shape[k] if ic < 0 else ic) * strides[k]
-                continue
-            if i.nonneg or i.type.kind == "u":
-                ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
-            else:
-                ci = "cf_lang_wrap(%s, %dLL)" % (i.c, shape[k])
-            terms.append(ci if strides[k] == 1 else "%s * %dLL" % (ci, strides[k]))
-        if const_off or not terms:
-            terms.append("%dLL" % const_off)
-        return Val(arr.type.dtype, "%s[%s]" % (storage, " + ".join(terms)))
+        return ir.Element(arr.type.dtype, arr, idx, setup)
 
     def store_item(self, target, value):
         arr = self.expr(target.value)
@@ -1234,44 +1187,44 @@ class FunctionTranslator:
         k = R.kind
         if name in ("lshift", "rshift") and k in "iu":
             ca, cb = self.cast(a, R, node), self.cast(b, R, node)
-            return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+            return ir.Call(R, "cf_" + name, [ca, cb])
         ca, cb = self.cast(a, R, node), self.cast(b, R, node)
         if name in ("add", "sub", "mul"):
             if k in "iu":
-                return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+                return ir.Call(R, "cf_" + name, [ca, cb])
             if k == "b":
                 op = {"add": "||", "mul": "&&"}.get(name)
                 if op is None:
                     raise self._fail(node, "boolean subtraction is not supported")
-                return Val(R, "(%s %s %s)" % (ca.c, op, cb.c))
+                return ir.Infix(R, op, [ca, cb])
             op = {"add": "+", "sub": "-", "mul": "*"}[name]
-            return Val(R, "(%s %s %s)" % (ca.c, op, cb.c))
+            return ir.Infix(R, op, [ca, cb])
         if name == "truediv":
             if k not in "fc":
                 raise self._fail(node, "internal: true division to %s" % R)
-            return Val(R, "(%s / %s)" % (ca.c, cb.c))
+            return ir.Infix(R, "/", [ca, cb])
         if name in ("floordiv", "mod"):
             if k not in "iuf":
                 raise self._fail(node, "unsupported operand types for %s: %s"
                                  % ({"floordiv": "//", "mod": "%"}[name], R))
-            return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+            return ir.Call(R, "cf_" + name, [ca, cb])
         if name == "pow":
             if cb.is_const and k in "iuf" and cb.const == 2:
                 st, sa = self.ensure_simple(ca)
-                c = ("cf_mul(%s, %s)" if k in "iu" else "(%s * %s)") % (sa.c, sa.c)
-                return self.with_setup(st, Val(R, c))
+                c = ir.Call(R, "cf_mul", [sa, sa]) if k in "iu" else ir.Infix(R, "*", [sa, sa])
+                return self.with_setup(st, c)
             if k == "b":
                 raise self._fail(node, "internal: power of booleans")
-            return Val(R, "cf_pow(%s, %s)" % (ca.c, cb.c))
+            return ir.Call(R, "cf_pow", [ca, cb])
         if name in ("and", "or", "xor"):
             op = {"and": "&", "or": "|", "xor": "^"}[name]
             if k not in "iub":
                 raise self._fail(node, "bitwise %s needs integers or booleans, not %s"
                                  % (op, R))
-            c = "(%s %s %s)" % (ca.c, op, cb.c)
+            c = ir.Infix(R, op, [ca, cb])
             if k == "b" or R.bits < 32:
-                c = "((%s)%s)" % (R.cname, c)
-            return Val(R, c)
+                c = ir.CCast(R, R.cname, c)
+            return c
         raise self._fail(node, "internal: operator %s" % name)
 
     def expr_UnaryOp(self, node):
@@ -1280,7 +1233,7 @@ class FunctionTranslator:
             t = self.truthy(v, node.operand)
             if v.is_const:
                 return self.const_val(not bool(v.const), TS.WEAK_BOOL, node)
-            return Val(TS.WEAK_BOOL, "(!%s)" % t)
+            return ir.Prefix(TS.WEAK_BOOL, "!", t)
         fn, sym = {ast.USub: (operator.neg, "-"), ast.UAdd: (operator.pos, "+"),
                    ast.Invert: (operator.invert, "~")}[type(node.op)]
         a = self.scalar(self.expr(node.operand), node, "an operand of unary %s" % sym)
@@ -1304,19 +1257,19 @@ class FunctionTranslator:
             return ca
         if sym == "-":
             if k in "iu":
-                return Val(R, "cf_neg(%s)" % ca.c)
+                return ir.Call(R, "cf_neg", [ca])
             if k == "b":
                 raise self._fail(node, "negation of a boolean is not supported")
-            return Val(R, "(-%s)" % ca.c)
+            return ir.Prefix(R, "-", ca)
         if sym == "~":
             if k == "b":
-                return Val(R, "(!%s)" % ca.c)
+                return ir.Prefix(R, "!", ca)
             if k not in "iu":
                 raise self._fail(node, "bad operand type for unary ~: %s" % a.type)
-            c = "(~%s)" % ca.c
+            c = ir.Prefix(R, "~", ca)
             if R.bits < 32:
-                c = "((%s)%s)" % (R.cname, c)
-            return Val(R, c)
+                c = ir.CCast(R, R.cname, c)
+            return c
         raise self._fail(node, "internal: unary %s" % sym)
 
     # comparisons and boolean operators -----------------------------------
@@ -1347,19 +1300,19 @@ class FunctionTranslator:
                 a, b = b, a
                 sym = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[sym]
             ca, cb = self.cast(a, T.int64, node, explicit=True), b
-            c = {"<": "cf_lang_lt_su(%s, %s)", "<=": "cf_lang_le_su(%s, %s)",
-                 ">": "(!cf_lang_le_su(%s, %s))", ">=": "(!cf_lang_lt_su(%s, %s))",
-                 "==": "cf_lang_eq_su(%s, %s)", "!=": "(!cf_lang_eq_su(%s, %s))"}[sym]
-            return Val(R, c % (ca.c, cb.c))
+            fn_su, negate = {"<": ("lt", False), "<=": ("le", False), ">": ("le", True),
+                             ">=": ("lt", True), "==": ("eq", False), "!=": ("eq", True)}[sym]
+            c = ir.Call(R, "cf_lang_%s_su" % fn_su, [ca, cb])
+            return ir.Prefix(R, "!", c) if negate else c
         ca, cb = self.cast(a, ct, node), self.cast(b, ct, node)
         if ct.kind == "c" and sym not in ("==", "!="):
             # NumPy orders complex numbers lexicographically
             fn_c = {"<": "clt", "<=": "cle", ">": "cgt", ">=": "cge"}[sym]
-            return Val(R, "cf_lang_%s(%s, %s)" % (fn_c, ca.c, cb.c))
-        c = "(%s %s %s)" % (ca.c, sym, cb.c)
+            return ir.Call(R, "cf_lang_" + fn_c, [ca, cb])
+        c = ir.Infix(R, sym, [ca, cb])
         if R.cname != "cf_bool":
-            c = "((cf_bool)%s)" % c
-        return Val(R, c)
+            c = ir.CCast(R, "cf_bool", c)
+        return c
 
     def expr_Compare(self, node):
         for op in node.ops:
@@ -1376,10 +1329,10 @@ class FunctionTranslator:
             right = self.scalar(right, rnode, "an operand of a comparison")
             if i < len(node.ops) - 1 and not right.simple:
                 name = self.temp(right.type)
-                assign = "(%s = %s)" % (name, right.c)
+                assign = ir.SetTemp(right.type, name, right)
                 r_use = Val(right.type, name, simple=True)
                 fn, sym = _CMPOPS[type(op)]
-                v = self.compare(fn, sym, left, Val(right.type, assign), node)
+                v = self.compare(fn, sym, left, assign, node)
                 right = r_use
             else:
                 fn, sym = _CMPOPS[type(op)]
@@ -1392,15 +1345,15 @@ class FunctionTranslator:
             return parts[0]
         if consts:
             return self.const_val(all(bool(p.const) for p in parts), rt, node)
-        return Val(rt, "(%s)" % " && ".join(p.c for p in parts))
+        return ir.Infix(rt, "&&", parts)
 
     def cond(self, node):
-        """C bool expression for a condition (if, while, ternary)."""
+        """A C bool expression for a condition (if, while, ternary)."""
         if isinstance(node, ast.BoolOp):
-            op = " && " if isinstance(node.op, ast.And) else " || "
-            return "(%s)" % op.join(self.cond(v) for v in node.values)
+            op = "&&" if isinstance(node.op, ast.And) else "||"
+            return ir.Infix(T.bool_, op, [self.cond(v) for v in node.values])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return "(!%s)" % self.cond(node.operand)
+            return ir.Prefix(T.bool_, "!", self.cond(node.operand))
         v = self.expr(node)
         return self.truthy(v, node)
 
@@ -1431,10 +1384,10 @@ class FunctionTranslator:
             t = self.truthy(sv, node)
             first = self.cast(sv, R, node)
             if is_and:
-                c = "(!%s ? %s : %s)" % (t, first.c, acc.c)
+                c = ir.Select(R, ir.Not(T.bool_, t), first, acc)
             else:
-                c = "(%s ? %s : %s)" % (t, first.c, acc.c)
-            acc = self.with_setup(st, Val(R, c))
+                c = ir.Select(R, t, first, acc)
+            acc = self.with_setup(st, c)
         return acc
 
     def expr_IfExp(self, node):
@@ -1451,12 +1404,10 @@ class FunctionTranslator:
         R = self._join(a.type, b.type, node)
         if isinstance(R, T.Scalar):
             self.check_scalar_type(R, node)
-        if c == "true":      # a constant condition chooses the branch, with its own type
-            return a
-        if c == "false":
-            return b
+        if type(c) is ir.Const:   # a constant condition chooses the branch, with its own type
+            return a if c.const else b
         ca, cb = self.cast(a, R, node), self.cast(b, R, node)
-        return Val(R, "(%s ? %s : %s)" % (c, ca.c, cb.c))
+        return ir.Select(R, c, ca, cb)
 
     def _tuple_ifexp(self, c, a, b, node):
         types = [self._join(x.type, y.type, node) for x, y in zip(a.items, b.items)]
@@ -1469,9 +1420,9 @@ class FunctionTranslator:
         def branch(v):
             parts = [v.setup] if v.setup else []
             for tn, it, t in zip(temps, v.items, types):
-                parts.append("%s = %s" % (tn, self.cast(it, t, node).c))
-            return "(%s)" % ", ".join(parts)
-        setup = "(%s ? %s : %s)" % (c, branch(a), branch(b))
+                parts.append(ir.Assign(t, tn, self.cast(it, t, node)))
+            return ir.Paren(None, ir.Seq(None, parts))
+        setup = ir.Select(None, c, branch(a), branch(b))
         return TupleVal([Val(t, tn, simple=True) for t, tn in zip(types, temps)], setup)
 
     # calls ------------------------------------------------------------------

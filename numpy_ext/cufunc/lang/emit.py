@@ -1,0 +1,103 @@
+"""C emission: the C text of the translator's IR (ir.py). Expressions render here; literal and
+identifier spelling is cgen.py's. Every expression's text has exactly the C type of its cufunc
+type; Python's evaluation order is kept by C's &&, ||, ?: and the comma operator."""
+
+from .. import types as T
+from . import ir
+from .cgen import c_literal
+
+
+def _const(v):
+    if ir.big_int(v):
+        # a constant sub-expression beyond 64 bits: cast() refuses it before it is used
+        return "cf_int64_out_of_range"
+    return c_literal(v.const, v.type)
+
+
+def _index_c(i):
+    """An index known to be >= 0 as a cf_int64."""
+    return i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
+
+
+def _element(v):
+    arr = v.arr
+    terms = []
+    for k, i in enumerate(v.idx):
+        if i.is_const:
+            ic = int(i.const)
+            if ic >= 0:
+                ci = "%dLL" % ic
+            else:
+                ci = "(%s.shape[%d] + %s)" % (arr.c, k, c_literal(ic, T.int64))
+        elif i.nonneg or i.type.kind == "u":
+            ci = _index_c(i)
+        else:
+            ci = "cf_lang_wrap(%s, %s.shape[%d])" % (i.c, arr.c, k)
+        terms.append("%s * %s.strides[%d]" % (ci, arr.c, k))
+    c = "(*(%s *)(%s.data + %s))" % (v.type.cname, arr.c, " + ".join(terms))
+    if v.setup is not None:
+        c = "(*(%s, &%s))" % (v.setup.c, c)
+    return c
+
+
+def _c_strides(shape, itemsize):
+    strides = []
+    acc = itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    strides.reverse()
+    return strides
+
+
+def _ref_element(v):
+    shape = v.shape
+    strides = _c_strides(shape, 1)
+    terms = []
+    const_off = 0
+    for k, i in enumerate(v.idx):
+        if i.is_const:
+            ic = int(i.const)
+            const_off += (ic + shape[k] if ic < 0 else ic) * strides[k]
+            continue
+        if i.nonneg or i.type.kind == "u":
+            ci = _index_c(i)
+        else:
+            ci = "cf_lang_wrap(%s, %dLL)" % (i.c, shape[k])
+        terms.append(ci if strides[k] == 1 else "%s * %dLL" % (ci, strides[k]))
+    if const_off or not terms:
+        terms.append("%dLL" % const_off)
+    return "%s[%s]" % (v.storage, " + ".join(terms))
+
+
+def _array_desc(v):
+    strides = _c_strides(v.shape, v.type.dtype.itemsize)
+    return "%s{(char *)%s, {%s}, {%s}}" % (v.type.cname, v.storage,
+                                           ", ".join("%dLL" % s for s in v.shape),
+                                           ", ".join("%dLL" % s for s in strides))
+
+
+def _infix(v):
+    return "(%s)" % (" %s " % v.op).join(x.c for x in v.xs)
+
+
+ir.RENDER.update({
+    ir.Const: _const,
+    ir.Call: lambda v: "%s(%s)" % (v.fn, ", ".join(a.c for a in v.args)),
+    ir.Cast: lambda v: "cf_cast<%s>(%s)" % (v.type.cname, v.x.c),
+    ir.Retype: lambda v: v.x.c,
+    ir.Infix: _infix,
+    ir.Prefix: lambda v: "(%s%s)" % (v.op, v.x.c),
+    ir.Not: lambda v: "!" + v.x.c,
+    ir.CCast: lambda v: "((%s)%s)" % (v.ctype, v.x.c),
+    ir.Select: lambda v: "(%s ? %s : %s)" % (v.cond.c, v.a.c, v.b.c),
+    ir.Comma: lambda v: "(%s, %s)" % (v.setup.c, v.x.c),
+    ir.SetTemp: lambda v: "(%s = %s)" % (v.name, v.x.c),
+    ir.Assign: lambda v: "%s = %s" % (v.name, v.x.c),
+    ir.Paren: lambda v: "(%s)" % v.x.c,
+    ir.Seq: lambda v: ", ".join(p.c for p in v.parts),
+    ir.Element: _element,
+    ir.RefElement: _ref_element,
+    ir.ArrayDesc: _array_desc,
+    ir.Extent: lambda v: "%s.shape[%d]" % (v.arr.c, v.k),
+})
