@@ -1,10 +1,14 @@
-"""C emission: the C text of the translator's IR (ir.py). Expressions render here; literal and
-identifier spelling is cgen.py's. Every expression's text has exactly the C type of its cufunc
+"""C emission: the C text of the translator's IR (ir.py). Expressions render here (ir.RENDER), and
+so do the definitions: functions (their C names: a hash of the text), tuple structs, constant
+tables, and the whole source of a translation (emit_source). Literal and identifier spelling is
+cgen.py's. Every expression's text has exactly the C type of its cufunc
 type; Python's evaluation order is kept by C's &&, ||, ?: and the comma operator."""
+
+import hashlib
 
 from .. import types as T
 from . import ir
-from .cgen import c_literal
+from .cgen import PRELUDE, c_literal, sanitize
 
 
 def _const(v):
@@ -101,3 +105,61 @@ ir.RENDER.update({
     ir.ArrayDesc: _array_desc,
     ir.Extent: lambda v: "%s.shape[%d]" % (v.arr.c, v.k),
 })
+
+
+def struct_definition(name, tt):
+    """The C struct of the Tuple type tt (field fI holds item I)."""
+    fields = "".join("    %s f%d;\n" % (t.cname, i) for i, t in enumerate(tt.types))
+    return ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: field fI holds item I */\n"
+            "struct %s {\n%s};\n#endif\n" % (name, name, tt.name, name, fields))
+
+
+def table_definition(cname, name, t, shape, et, flat):
+    """The constant table cname of the captured global array `name` (type t, shape), whose
+    C-order items (flat, of the storage type et: complex as (real, imag) pairs) are stored."""
+    vals = ", ".join(c_literal(x, et) for x in flat.tolist()) if flat.size else "0"
+    n = max(flat.size, 1)
+    return ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* global %s: %s array of shape %s, "
+            "C order%s */\nCF_LANG_TABLE %s %s[%d] = {%s};\n#endif\n"
+            % (cname, cname, name, t.name, tuple(shape),
+               ", (real, imag) pairs" if t.kind == "c" else "", et.cname, cname, n, vals))
+
+
+def function_definition(qualname, sigtext, fastmath, ret_cname, params, decls, pre, lines):
+    """(C name, definition) of one translated function: its parameters ("type name"), local
+    declarations, parameter conversions and body lines (already indented). The name is the
+    qualname plus a hash of the signature, fastmath and the text: the same input always gives
+    the same name, different bodies never share one."""
+    body = ["    " + d for d in decls] + ["    " + p for p in pre] + lines
+    text = "CF_LANG_FN %s @NAME@(%s)\n{\n%s\n}\n" % (ret_cname, ", ".join(params),
+                                                    "\n".join(body))
+    h = hashlib.sha256()
+    h.update(qualname.encode())
+    h.update(b"\0" + sigtext.encode() + b"\0" + repr(fastmath).encode() + b"\0")
+    h.update(text.encode())
+    cname = "cf_%s_%s" % (sanitize(qualname.replace("<locals>", ""))[:48], h.hexdigest()[:12])
+    return cname, ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: %s */\n%s#endif\n"
+                   % (cname, cname, qualname, sigtext.replace("*/", "* /"),
+                      text.replace("@NAME@", cname)))
+
+
+def emit_source(unit, entry):
+    """The complete CUDA C text for entry and everything it calls, callees first."""
+    out = ['#include "cufunc/runtime.cuh"\n', PRELUDE]
+    for name in sorted(unit.structs):
+        out.append(unit.structs[name])
+    for name in sorted(unit.tables):
+        out.append(unit.tables[name])
+    by_name = {r.name: r for r in unit.funcs.values()}
+    done = set()
+
+    def visit(r):
+        if r.name in done:
+            return
+        done.add(r.name)
+        for d in r.deps:
+            visit(by_name[d])
+        out.append(r.definition)
+
+    visit(entry)
+    return "\n".join(out)

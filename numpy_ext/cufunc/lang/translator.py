@@ -1,4 +1,4 @@
-"""Python function -> typed IR -> CUDA C.
+"""Python function -> typed IR: the typing walk over a function's AST.
 
 One FunctionTranslator handles one (function, argument types) pair. It walks the function's AST
 in two modes:
@@ -7,11 +7,14 @@ in two modes:
   variable gets the join (NumPy promotion, NEP 50 for weak values) of all types assigned to it.
   Expressions whose operands are not typed yet, and type errors, contribute nothing here (a later
   round may make them well typed);
-* strict mode, once, with the final types: errors are raised, and the C text is produced.
+* strict mode, once, with the final types: errors are raised, and the function is emitted.
 
-Every expression becomes a Val whose C text has exactly the C type of its cufunc type. Python's
-left-to-right evaluation with short-circuits is kept by C's &&, ||, ?: and the comma operator;
-temporaries are declared at the top of the C function.
+This module owns the statements, names, globals and captured arrays, operators, casts, indexing
+and the errors at the user's line. Every expression becomes an IR value (ir.py) with its type
+and, when folded (fold.py), its constant; calls go through the call tables (calls.py). emit.py
+renders the IR as C. Still mixed here: statements are written as C lines (self.line) as they
+are typed, not kept as IR statement nodes; temporaries are declared at the top of the C
+function.
 """
 
 import ast
@@ -25,8 +28,8 @@ from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
 from . import calls, ir
-from . import emit  # noqa: F401 - renders the IR (fills ir.RENDER)
-from .cgen import PRELUDE, c_ident, c_literal, sanitize, tuple_struct_name
+from . import emit
+from .cgen import c_ident, sanitize, tuple_struct_name
 from . import fold
 from .fold import fits, int_range_message
 from .ir import NOCONST, RefVarVal, StaticVal, TupleVal, Val, _Bottom
@@ -818,10 +821,7 @@ class FunctionTranslator:
     def struct(self, tt):
         name = tuple_struct_name(tt)
         if name not in self.unit.structs:
-            fields = "".join("    %s f%d;\n" % (t.cname, i) for i, t in enumerate(tt.types))
-            self.unit.structs[name] = (
-                "#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: field fI holds item I */\n"
-                "struct %s {\n%s};\n#endif\n" % (name, name, tt.name, name, fields))
+            self.unit.structs[name] = emit.struct_definition(name, tt)
         return name
 
     # ----------------------------------------------------------------- expressions
@@ -938,13 +938,7 @@ class FunctionTranslator:
         if t.kind == "c":
             flat = np.stack([flat.real, flat.imag], axis=-1).reshape(-1).astype(et.dtype)
         if cname not in self.unit.tables:
-            vals = ", ".join(c_literal(x, et) for x in flat.tolist()) if flat.size else "0"
-            n = max(flat.size, 1)
-            self.unit.tables[cname] = (
-                "#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* global %s: %s array of shape %s, "
-                "C order%s */\nCF_LANG_TABLE %s %s[%d] = {%s};\n#endif\n"
-                % (cname, cname, name, t.name, tuple(arr.shape),
-                   ", (real, imag) pairs" if t.kind == "c" else "", et.cname, cname, n, vals))
+            self.unit.tables[cname] = emit.table_definition(cname, name, t, arr.shape, et, flat)
         at = T.Array(t, arr.ndim, "C", readonly=True)
         storage = cname if t.kind != "c" else "((%s *)%s)" % (t.cname, cname)
         return self.ref_val(at, storage, arr.shape, node)
@@ -1478,21 +1472,10 @@ class FunctionTranslator:
         self.lines = lines
         for ct, name in self.temps:
             decls.append("%s %s{};" % (ct, name))
-        body = ["    " + d for d in decls] + ["    " + p for p in pre] + self.lines
         sigtext = "%s(%s)" % (TS.concrete(rt), ", ".join(str(t) for t in self.argtypes))
-        text = "CF_LANG_FN %s @NAME@(%s)\n{\n%s\n}\n" % (ret_cname, ", ".join(params),
-                                                        "\n".join(body))
-        h = hashlib.sha256()
-        h.update(self.src.qualname.encode())
-        h.update(b"\0" + sigtext.encode() + b"\0" + repr(self.fastmath).encode() + b"\0")
-        h.update(text.encode())
-        cname = "cf_%s_%s" % (sanitize(self.src.qualname.replace("<locals>", ""))[:48],
-                              h.hexdigest()[:12])
         res = FuncResult()
-        res.name = cname
-        res.definition = ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: %s */\n%s#endif\n"
-                          % (cname, cname, self.src.qualname, sigtext.replace("*/", "* /"),
-                             text.replace("@NAME@", cname)))
+        res.name, res.definition = emit.function_definition(
+            self.src.qualname, sigtext, self.fastmath, ret_cname, params, decls, pre, self.lines)
         res.ret_type = rt
         res.arg_types = list(self.argtypes)
         res.garrays = list(self.garrays)
@@ -1541,25 +1524,3 @@ _EXPR_NAMES = {
     "NamedExpr": "the walrus operator :=", "Starred": "starred expressions",
     "Slice": "slicing",
 }
-
-
-def emit_source(unit, entry):
-    """The complete CUDA C text for entry and everything it calls, callees first."""
-    out = ['#include "cufunc/runtime.cuh"\n', PRELUDE]
-    for name in sorted(unit.structs):
-        out.append(unit.structs[name])
-    for name in sorted(unit.tables):
-        out.append(unit.tables[name])
-    by_name = {r.name: r for r in unit.funcs.values()}
-    done = set()
-
-    def visit(r):
-        if r.name in done:
-            return
-        done.add(r.name)
-        for d in r.deps:
-            visit(by_name[d])
-        out.append(r.definition)
-
-    visit(entry)
-    return "\n".join(out)
