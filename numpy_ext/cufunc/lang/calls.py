@@ -661,8 +661,6 @@ def device_call(tr, pyfunc, signatures, node, shown):
         raise err from None
     if res.name not in tr.deps:
         tr.deps.append(res.name)
-    for v in vals:
-        v.c   # rendered now: a local array variable passed on must be kept (RefVarVal)
     cargs = list(vals)
     for obj, at, cn in res.garrays:
         mine = None

@@ -11,13 +11,6 @@ from . import ir
 from .cgen import PRELUDE, c_literal, sanitize
 
 
-def _const(v):
-    if ir.big_int(v):
-        # a constant sub-expression beyond 64 bits: cast() refuses it before it is used
-        return "cf_int64_out_of_range"
-    return c_literal(v.const, v.type)
-
-
 def _index_c(i):
     """An index known to be >= 0 as a cf_int64."""
     return i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
@@ -86,7 +79,9 @@ def _infix(v):
 
 
 ir.RENDER.update({
-    ir.Const: _const,
+    ir.Const: lambda v: c_literal(v.const, v.type),
+    # a constant sub-expression beyond 64 bits: cast() refuses it before it is used
+    ir.BigInt: lambda v: "cf_int64_out_of_range",
     ir.Call: lambda v: "%s(%s)" % (v.fn, ", ".join(a.c for a in v.args)),
     ir.Cast: lambda v: "cf_cast<%s>(%s)" % (v.type.cname, v.x.c),
     ir.Retype: lambda v: v.x.c,

@@ -26,27 +26,21 @@ class Val:
     narrower Val this one is an exact widening of).
 
     A plain Val is a leaf whose C text is given (a variable, a temporary, a parameter); the
-    subclasses below are operations on other Vals, rendered to C by emit.py when ``.c`` is
-    first read (and then kept)."""
+    subclasses below are operations on other Vals. Their C text (``.c``) is rendered by emit.py
+    (ir.RENDER) when the node is made: the tree stays, and rendering eagerly costs no more than
+    the string formatting it replaces."""
 
-    __slots__ = ("type", "_c", "const", "nonneg", "simple", "ref", "widened")
+    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref", "widened")
 
     def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None,
                  widened=None):
         self.type = type_
-        self._c = c
+        self.c = c
         self.const = const
         self.nonneg = nonneg
         self.simple = simple or const is not NOCONST
         self.ref = ref
         self.widened = widened
-
-    @property
-    def c(self):
-        c = self._c
-        if c is None:
-            c = self._c = RENDER[type(self)](self)
-        return c
 
     @property
     def is_const(self):
@@ -58,13 +52,23 @@ RENDER = {}
 
 
 def _node(name, fields, doc):
-    """A Val subclass for one operation, with the extra fields given (set by keyword)."""
-    def __init__(self, type_, *args, **facts):
-        Val.__init__(self, type_, None, **facts)
-        for f, v in zip(fields, args):
-            setattr(self, f, v)
-    return type(name, (Val,), {"__slots__": tuple(fields), "__init__": __init__,
-                               "__doc__": doc, "fields": tuple(fields)})
+    """A Val subclass for one operation, with the extra fields given (positional, after the
+    type; the facts of Val by keyword). Its __init__ is generated (nodes are made often) and
+    renders the node's C text through RENDER, which emit.py fills."""
+    args = "".join(", " + f for f in fields)
+    sets = "".join("\n    self.%s = %s" % (f, f) for f in fields)
+    src = ("def __init__(self, type_%s, const=NOCONST, nonneg=False, simple=False, ref=None,"
+           " widened=None):\n"
+           "    self.type = type_\n    self.const = const\n"
+           "    self.nonneg = nonneg\n    self.simple = simple or const is not NOCONST\n"
+           "    self.ref = ref\n    self.widened = widened%s\n"
+           "    self.c = render[cls](self)\n" % (args, sets))
+    ns = {"NOCONST": NOCONST, "render": RENDER}
+    exec(src, ns)
+    cls = type(name, (Val,), {"__slots__": tuple(fields), "__init__": ns["__init__"],
+                              "__doc__": doc, "fields": tuple(fields)})
+    ns["cls"] = cls
+    return cls
 
 
 Const = _node("Const", (), "A constant: its value is .const.")
@@ -90,17 +94,15 @@ ArrayDesc = _node("ArrayDesc", ("storage", "shape"),
 Extent = _node("Extent", ("arr", "k"), "arr.shape[k] of a strided array.")
 
 
-def big_int(v):
-    """Whether v is a Python-int constant outside int64 (it must be converted before use)."""
-    return type(v) is Const and v.type.kind == "i" and getattr(v.type, "weak", False) and \
-        not -2 ** 63 <= v.const < 2 ** 63
+BigInt = _node("BigInt", (), "A Python-int constant outside int64: it must be converted to a "
+              "type it fits (an unsigned or a float) before it is used.")
 
 
 class RefVarVal(Val):
     """A variable holding a local array or table, indexed directly through its storage; its C
     variable is only kept when the value itself is used (passed on, copied)."""
 
-    __slots__ = ("_used", "_name")
+    __slots__ = ("_c", "_used", "_name")
 
     def __init__(self, type_, c, used, name, **kw):
         Val.__init__(self, type_, c, **kw)
@@ -110,6 +112,10 @@ class RefVarVal(Val):
     def c(self):
         self._used.add(self._name)
         return self._c
+
+    @c.setter
+    def c(self, value):
+        self._c = value
 
 
 class TupleVal:

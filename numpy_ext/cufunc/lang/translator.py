@@ -376,7 +376,7 @@ class FunctionTranslator:
         if isinstance(t, TS.Weak) and t.kind == "i" and not -2 ** 63 <= value < 2 ** 63:
             # A constant sub-expression may exceed 64 bits (2**64 - 1); it must be converted
             # to a type it fits before it is used (cast() checks).
-            return ir.Const(t, const=value)
+            return ir.BigInt(t, const=value)
         nonneg = t.kind in "iub" and int(np.real(value)) >= 0 if t.kind != "c" else False
         return ir.Const(t, const=value, nonneg=nonneg)
 
@@ -389,7 +389,7 @@ class FunctionTranslator:
                 return TupleVal([self.cast(x, y, node) for x, y in zip(v.items, t.types)],
                                 v.setup)
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
-        if ir.big_int(v) and (
+        if type(v) is ir.BigInt and (
                 not -2 ** 63 <= v.const < 2 ** 64 or not (
                     isinstance(t, T.Scalar) and t.kind != "i" and not isinstance(t, TS.Weak))):
             # One rule with literals (LANGUAGE.md): a constant used as a value must fit in 64
@@ -411,7 +411,7 @@ class FunctionTranslator:
                 return self.const_val(c, t, node)
         if v.type.cname == t.cname:
             return ir.Retype(t, v, nonneg=v.nonneg, simple=v.simple)
-        if ir.big_int(v):
+        if type(v) is ir.BigInt:
             raise self._fail(node, int_range_message(v.const, "int64"))
         if v.widened is not None and v.widened.type.cname == t.cname:
             # narrowing back what was exactly widened (float32 -> float64 -> float32)
