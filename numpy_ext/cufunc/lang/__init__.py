@@ -11,7 +11,8 @@ from ..errors import TypingError, UnsupportedError
 from . import typesys as _TS
 from .device import DeviceFunction, jit, local
 from .source import SourceError, call_deep as _call_deep
-from .translator import Unit as _Unit, emit_source as _emit_source
+from .emit import emit_source as _emit_source
+from .translator import Unit as _Unit
 from .translator import translate_function as _translate_function
 
 __all__ = ["translate", "jit", "local", "DeviceFunction", "TranslationResult", "inspect_cuda",

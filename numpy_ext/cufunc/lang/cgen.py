@@ -6,7 +6,7 @@ import re
 import numpy as np
 
 
-__all__ = ["c_literal", "c_ident", "PRELUDE", "sanitize"]
+__all__ = ["c_literal", "c_ident", "PRELUDE", "sanitize", "tuple_struct_name"]
 
 _CXX_KEYWORDS = set("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
@@ -137,3 +137,8 @@ CF_LANG_FN unsigned long long cf_lang_range_len(long long start, long long stop,
 }
 #endif
 """
+
+
+def tuple_struct_name(tt):
+    """The C struct holding a value of the Tuple type tt (field fI holds item I)."""
+    return "cf_tuple_" + "_".join(t.name for t in tt.types)

@@ -1,4 +1,4 @@
-"""Python function -> typed IR -> CUDA C.
+"""Python function -> typed IR: the typing walk over a function's AST.
 
 One FunctionTranslator handles one (function, argument types) pair. It walks the function's AST
 in two modes:
@@ -7,104 +7,33 @@ in two modes:
   variable gets the join (NumPy promotion, NEP 50 for weak values) of all types assigned to it.
   Expressions whose operands are not typed yet, and type errors, contribute nothing here (a later
   round may make them well typed);
-* strict mode, once, with the final types: errors are raised, and the C text is produced.
+* strict mode, once, with the final types: errors are raised, and the function is emitted.
 
-Every expression becomes a Val whose C text has exactly the C type of its cufunc type. Python's
-left-to-right evaluation with short-circuits is kept by C's &&, ||, ?: and the comma operator;
-temporaries are declared at the top of the C function.
+This module owns the statements, names, globals and captured arrays, operators, casts, indexing
+and the errors at the user's line. Every expression becomes an IR value (ir.py) with its type
+and, when folded (fold.py), its constant; calls go through the call tables (calls.py). emit.py
+renders the IR as C. Still mixed here: statements are written as C lines (self.line) as they
+are typed, not kept as IR statement nodes; temporaries are declared at the top of the C
+function.
 """
 
 import ast
 import builtins
-import cmath
 import hashlib
-import math
 import operator
-import sys
-import warnings
 
 import numpy as np
 
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from .cgen import PRELUDE, c_ident, c_literal, sanitize
+from . import calls, ir
+from . import emit
+from .cgen import c_ident, sanitize, tuple_struct_name
+from . import fold
+from .fold import fits, int_range_message
+from .ir import NOCONST, RefVarVal, StaticVal, TupleVal, Val, _Bottom
 from .source import get_source, located_error
-
-NOCONST = object()
-
-
-class _Bottom(Exception):
-    """An expression whose type is not known yet (collect mode only)."""
-
-
-class Val:
-    """A scalar or array value: its type, C expression text and, for constants, the value."""
-
-    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref", "widened")
-
-    def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None,
-                 widened=None):
-        self.type = type_
-        self.c = c
-        self.const = const
-        self.nonneg = nonneg
-        self.simple = simple or const is not NOCONST
-        self.ref = ref   # (C array name, constant shape) of a table or local array
-        self.widened = widened  # the narrower Val this one is an exact widening of
-
-    @property
-    def is_const(self):
-        return self.const is not NOCONST
-
-
-class RefVarVal(Val):
-    """A variable holding a local array or table, indexed directly through its storage; its C
-    variable is only kept when the value itself is used (passed on, copied)."""
-
-    __slots__ = ("_c", "_used", "_name")
-
-    def __init__(self, type_, c, used, name, **kw):
-        Val.__init__(self, type_, None, **kw)
-        self._c, self._used, self._name = c, used, name
-
-    @property
-    def c(self):
-        self._used.add(self._name)
-        return self._c
-
-    @c.setter
-    def c(self, value):
-        pass
-
-
-class TupleVal:
-    """A tuple: its items (Vals) and an optional C expression to evaluate before them."""
-
-    __slots__ = ("items", "setup")
-
-    def __init__(self, items, setup=None):
-        self.items = list(items)
-        self.setup = setup
-
-    @property
-    def type(self):
-        return T.Tuple(v.type for v in self.items)
-
-
-class StaticVal:
-    """A compile-time Python object: a module, a function, a type, a namespace."""
-
-    __slots__ = ("obj", "name")
-
-    def __init__(self, obj, name):
-        self.obj = obj
-        self.name = name
-
-    @property
-    def type(self):
-        raise _Bottom()
-
 
 _BINOPS = {
     ast.Add: (operator.add, "+", "add"), ast.Sub: (operator.sub, "-", "sub"),
@@ -119,82 +48,8 @@ _CMPOPS = {
     ast.GtE: (operator.ge, ">="), ast.Eq: (operator.eq, "=="), ast.NotEq: (operator.ne, "!="),
 }
 
-# Math functions of the runtime (cf_<name>), one real argument.
-_MATH1 = ["sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-          "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor",
-          "ceil", "trunc", "fabs", "erf", "erfc", "gamma", "lgamma", "degrees", "radians"]
-_MATH2 = ["atan2", "hypot", "fmod", "remainder", "copysign", "pow"]
-_CMATH1 = ["sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-           "cosh", "tanh", "asinh", "acosh", "atanh"]
-_COMPLEX_FUNCS = set(_CMATH1)
 
-# numpy function -> (runtime name or special tag, number of arguments)
-_NP_FUNCS = {}
-
-
-def _np_table():
-    if _NP_FUNCS:
-        return _NP_FUNCS
-    one = {"sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
-           "log2": "log2", "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos",
-           "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",
-           "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
-           "arctanh": "atanh", "floor": "@floor", "ceil": "@ceil", "trunc": "@trunc",
-           "rint": "@round", "fabs": "fabs", "degrees": "degrees", "radians": "radians",
-           "rad2deg": "degrees", "deg2rad": "radians", "absolute": "@abs",
-           "isnan": "@isnan", "isinf": "@isinf", "isfinite": "@isfinite",
-           "conjugate": "@conj", "real": "@real", "imag": "@imag", "square": "@square",
-           "negative": "@neg", "positive": "@pos", "round": "@round", "around": "@round",
-           "frexp": "@frexp", "modf": "@modf"}
-    two = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
-           "remainder": "@mod", "mod": "@mod", "power": "@pow", "floor_divide": "@floordiv",
-           "true_divide": "@truediv", "divide": "@truediv", "add": "@add", "subtract": "@sub",
-           "multiply": "@mul", "ldexp": "@ldexp", "left_shift": "@lshift",
-           "right_shift": "@rshift", "bitwise_and": "@and", "bitwise_or": "@or",
-           "bitwise_xor": "@xor"}
-    for table, n in ((one, 1), (two, 2)):
-        for name, tag in table.items():
-            f = getattr(np, name, None)
-            if f is not None and f not in _NP_FUNCS:
-                _NP_FUNCS[f] = (tag, n, name)
-    return _NP_FUNCS
-
-
-def _math_table():
-    tab = {}
-    for n in _MATH1:
-        f = getattr(math, n, None)
-        if f is not None:
-            tab[f] = ("m1", n)
-    for n in _MATH2:
-        tab[getattr(math, n)] = ("m2", n)
-    for n in ("isnan", "isinf", "isfinite"):
-        tab[getattr(math, n)] = ("mpred", n)
-        tab[getattr(cmath, n)] = ("cpred", n)
-    tab[math.ldexp] = ("ldexp", "ldexp")
-    tab[math.frexp] = ("frexp", "frexp")
-    tab[math.modf] = ("modf", "modf")
-    for n in _CMATH1:
-        tab[getattr(cmath, n)] = ("c1", n)
-    tab[cmath.phase] = ("phase", "phase")
-    tab[cmath.polar] = ("polar", "polar")
-    tab[cmath.rect] = ("rect", "rect")
-    return tab
-
-
-_MATH = _math_table()
-
-
-def _numba_objects():
-    """numba.cuda.local.array and numba's type module, if numba is already imported (we never
-    import it ourselves)."""
-    nc = sys.modules.get("numba.cuda")
-    out = []
-    if nc is not None:
-        loc = getattr(nc, "local", None)
-        if loc is not None and hasattr(loc, "array"):
-            out.append(loc.array)
-    return out
+_ZERO = Val(None, "0")   # the C literal 0, for (x != 0)
 
 
 class Unit:
@@ -214,14 +69,6 @@ class FuncResult:
     def __init__(self):
         self.deps = []
 
-
-def _is_device_function(obj):
-    from .device import DeviceFunction
-    return isinstance(obj, DeviceFunction)
-
-
-def _tuple_struct_name(tt):
-    return "cf_tuple_" + "_".join(t.name for t in tt.types)
 
 
 class FunctionTranslator:
@@ -482,12 +329,12 @@ class FunctionTranslator:
         if v.simple:
             return None, v
         name = self.temp(v.type)
-        return "(%s = %s)" % (name, v.c), Val(v.type, name, nonneg=v.nonneg, simple=True)
+        return ir.SetTemp(v.type, name, v), Val(v.type, name, nonneg=v.nonneg, simple=True)
 
     def with_setup(self, setup, v):
         if not setup:
             return v
-        return Val(v.type, "(%s, %s)" % (setup, v.c), v.const, v.nonneg)
+        return ir.Comma(v.type, setup, v, const=v.const, nonneg=v.nonneg)
 
     def _join(self, a, b, node):
         if a is None:
@@ -519,50 +366,19 @@ class FunctionTranslator:
     # ----------------------------------------------------------------- casts and constants
     def convert_const(self, value, src, dst, explicit, node):
         """NumPy's conversion of a constant; None when it is left to the runtime cast."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                if dst.kind == "b":
-                    return bool(value)
-                if isinstance(src, TS.Weak) and not explicit:
-                    if src.kind in "bi" and dst.kind in "iu":
-                        v = int(value)
-                        info = np.iinfo(dst.dtype)
-                        if not info.min <= v <= info.max:
-                            raise self._fail(node, "Python integer %d out of bounds for %s "
-                                             "(NumPy raises OverflowError here)" % (v, dst.name))
-                    out = np.array(value, dtype=dst.dtype)[()]
-                else:
-                    if src.kind == "c" and dst.kind != "c":
-                        value = complex(value).real
-                        src = T.float64
-                    if src.kind == "f" and dst.kind in "iu":
-                        f = float(value)
-                        info = np.iinfo(dst.dtype)
-                        if not math.isfinite(f) or not info.min <= math.trunc(f) <= info.max:
-                            return None
-                    if isinstance(src, TS.Weak) and src.kind == "i":
-                        if not -2 ** 63 <= int(value) < 2 ** 64:
-                            return None
-                        value = int(value) % 2 ** 64
-                        if value >= 2 ** 63:
-                            value -= 2 ** 64
-                        src = T.int64
-                    out = np.array(value, dtype=TS.concrete(src).dtype).astype(dst.dtype)[()]
-            except OverflowError as e:
-                raise self._fail(node, str(e))
-        if isinstance(dst, TS.Weak):
-            return {"b": bool, "i": int, "f": float, "c": complex}[dst.kind](out)
-        return out
+        try:
+            return fold.convert(value, src, dst, explicit)
+        except fold.ConstError as e:
+            raise self._fail(node, str(e))
 
     def const_val(self, value, t, node):
         """A Val for the constant `value` of type t."""
         if isinstance(t, TS.Weak) and t.kind == "i" and not -2 ** 63 <= value < 2 ** 63:
             # A constant sub-expression may exceed 64 bits (2**64 - 1); it must be converted
             # to a type it fits before it is used (cast() checks).
-            return Val(t, "cf_int64_out_of_range", value)
+            return ir.BigInt(t, const=value)
         nonneg = t.kind in "iub" and int(np.real(value)) >= 0 if t.kind != "c" else False
-        return Val(t, c_literal(value, t), value, nonneg=nonneg)
+        return ir.Const(t, const=value, nonneg=nonneg)
 
     def cast(self, v, t, node, explicit=False):
         """v converted to type t (NumPy's astype meaning)."""
@@ -573,12 +389,12 @@ class FunctionTranslator:
                 return TupleVal([self.cast(x, y, node) for x, y in zip(v.items, t.types)],
                                 v.setup)
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
-        if v.c == "cf_int64_out_of_range" and (
+        if type(v) is ir.BigInt and (
                 not -2 ** 63 <= v.const < 2 ** 64 or not (
                     isinstance(t, T.Scalar) and t.kind != "i" and not isinstance(t, TS.Weak))):
             # One rule with literals (LANGUAGE.md): a constant used as a value must fit in 64
             # bits, whatever it is converted to; [2**63, 2**64) only as an unsigned or float.
-            raise self._fail(node, _int_range_message(v.const, _fits(v.const)))
+            raise self._fail(node, int_range_message(v.const, fits(v.const)))
         if v.type == t:
             return v
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
@@ -594,31 +410,30 @@ class FunctionTranslator:
             if c is not None:
                 return self.const_val(c, t, node)
         if v.type.cname == t.cname:
-            return Val(t, v.c, nonneg=v.nonneg, simple=v.simple)
-        if v.c == "cf_int64_out_of_range":
-            raise self._fail(node, _int_range_message(v.const, "int64"))
+            return ir.Retype(t, v, nonneg=v.nonneg, simple=v.simple)
+        if type(v) is ir.BigInt:
+            raise self._fail(node, int_range_message(v.const, "int64"))
         if v.widened is not None and v.widened.type.cname == t.cname:
             # narrowing back what was exactly widened (float32 -> float64 -> float32)
             w = v.widened
-            return Val(t, w.c, nonneg=w.nonneg, simple=w.simple)
+            return ir.Retype(t, w, nonneg=w.nonneg, simple=w.simple)
         nonneg = v.nonneg and t.kind in "iu" and t.bits >= v.type.bits
         exact = (v.type.kind == t.kind and t.bits > v.type.bits and t.kind in "fc") or (
             v.type.kind in "iu" and t.kind == "i" and t.bits > v.type.bits) or (
             v.type.kind == "u" and t.kind == "u" and t.bits > v.type.bits)
-        return Val(t, "cf_cast<%s>(%s)" % (t.cname, v.c), nonneg=nonneg,
-                   widened=v if exact else None)
+        return ir.Cast(t, v, nonneg=nonneg, widened=v if exact else None)
 
     def truthy(self, v, node):
-        """C bool expression: Python's truth value of v."""
+        """A C bool expression: Python's truth value of v (a Const for a constant)."""
         v = self.scalar(v, node, "a truth value")
         if v.is_const:
-            return "true" if bool(v.const) else "false"
+            return ir.Const(TS.WEAK_BOOL, const=bool(v.const))
         k = v.type.kind
         if k == "b":
-            return v.c
+            return v
         if k == "c":
-            return "cf_lang_truthy(%s)" % v.c
-        return "(%s != 0)" % v.c
+            return ir.Call(T.bool_, "cf_lang_truthy", [v])
+        return ir.Infix(T.bool_, "!=", [v, _ZERO])
 
     def scalar(self, v, node, what):
         if isinstance(v, StaticVal):
@@ -677,7 +492,7 @@ class FunctionTranslator:
             return
         if isinstance(v, TupleVal):
             if v.setup:
-                self.line("(void)%s;" % v.setup)
+                self.line("(void)%s;" % v.setup.c)
             for it in v.items:
                 if not it.simple:
                     self.line("(void)(%s);" % it.c)
@@ -690,7 +505,7 @@ class FunctionTranslator:
         if len(s.targets) > 1 and not isinstance(value, (StaticVal, TupleVal)):
             setup, value = self.ensure_simple(value)
             if setup:
-                self.line("%s;" % setup)
+                self.line("%s;" % setup.c)
         for t in s.targets:
             self.assign(t, value, s)
 
@@ -728,7 +543,7 @@ class FunctionTranslator:
                     pre.append(st)
                 simple_idx.append(i2)
             for p in pre:
-                self.line("%s;" % p)
+                self.line("%s;" % p.c)
             elem = self.element(arr, simple_idx, tgt)
             rhs = self.expr(s.value)
             res = self.cast(self.binop(fn, name, sym, elem, rhs, s), arr.type.dtype, s)
@@ -740,7 +555,7 @@ class FunctionTranslator:
         if arr.simple:
             return None, arr
         name = self.temp(arr.type.cname)
-        return "(%s = %s)" % (name, arr.c), Val(arr.type, name, simple=True)
+        return ir.SetTemp(arr.type, name, arr), Val(arr.type, name, simple=True)
 
     def assign(self, target, value, stmt):
         if isinstance(target, ast.Name):
@@ -755,7 +570,7 @@ class FunctionTranslator:
                 raise self._fail(target, "cannot unpack a tuple of %d items into %d names"
                                  % (len(value.items), len(target.elts)))
             if value.setup:
-                self.line("%s;" % value.setup)
+                self.line("%s;" % value.setup.c)
             # Evaluate every item before assigning any (a, b = b, a).
             items = []
             for it in value.items:
@@ -804,7 +619,7 @@ class FunctionTranslator:
             v2 = self.cast(value, new, node)
             cn = self.var_c(name)
             if v2.setup:
-                self.line("%s;" % v2.setup)
+                self.line("%s;" % v2.setup.c)
             tmps = []
             for i, it in enumerate(v2.items):
                 if it.simple:
@@ -849,7 +664,7 @@ class FunctionTranslator:
             self.stmts(s.body if st else s.orelse)
             return
         cond = self.guard(self.cond, s.test)
-        self.line("if (%s) {" % (cond if cond else "true"))
+        self.line("if (%s) {" % (cond.c if cond else "true"))
         self.indent += 1
         self.stmts(s.body)
         self.indent -= 1
@@ -857,7 +672,7 @@ class FunctionTranslator:
         while (len(orelse) == 1 and isinstance(orelse[0], ast.If)
                and self.static_truth(orelse[0].test) is None):
             c2 = self.guard(self.cond, orelse[0].test)
-            self.line("} else if (%s) {" % (c2 if c2 else "true"))
+            self.line("} else if (%s) {" % (c2.c if c2 else "true"))
             self.indent += 1
             self.stmts(orelse[0].body)
             self.indent -= 1
@@ -875,7 +690,7 @@ class FunctionTranslator:
         if self.static_truth(s.test) is False:
             return
         cond = self.guard(self.cond, s.test)
-        self.line("while (%s) {" % (cond if cond else "true"))
+        self.line("while (%s) {" % (cond.c if cond else "true"))
         self.indent += 1
         self.stmts(s.body)
         self.indent -= 1
@@ -994,7 +809,7 @@ class FunctionTranslator:
             v2 = self.cast(v, rtc, s.value)
             body = "%s{%s}" % (self.struct(rtc), ", ".join(x.c for x in v2.items))
             if v2.setup:
-                body = "(%s, %s)" % (v2.setup, body)
+                body = "(%s, %s)" % (v2.setup.c, body)
             self.line("return %s;" % body)
             return
         if isinstance(v, TupleVal):
@@ -1004,12 +819,9 @@ class FunctionTranslator:
         self.line("return %s;" % v2.c)
 
     def struct(self, tt):
-        name = _tuple_struct_name(tt)
+        name = tuple_struct_name(tt)
         if name not in self.unit.structs:
-            fields = "".join("    %s f%d;\n" % (t.cname, i) for i, t in enumerate(tt.types))
-            self.unit.structs[name] = (
-                "#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: field fI holds item I */\n"
-                "struct %s {\n%s};\n#endif\n" % (name, name, tt.name, name, fields))
+            self.unit.structs[name] = emit.struct_definition(name, tt)
         return name
 
     # ----------------------------------------------------------------- expressions
@@ -1027,7 +839,7 @@ class FunctionTranslator:
             return self.const_val(v, TS.WEAK_BOOL, node)
         if isinstance(v, int):
             if not -2 ** 63 <= v < 2 ** 64:
-                raise self.err(node, _int_range_message(v))
+                raise self.err(node, int_range_message(v))
             return self.const_val(v, TS.WEAK_INT, node)
         if isinstance(v, float):
             return self.const_val(v, TS.WEAK_FLOAT, node)
@@ -1077,7 +889,7 @@ class FunctionTranslator:
             return self.const_val(obj, TS.WEAK_BOOL, node)
         if isinstance(obj, int):
             if not -2 ** 63 <= obj < 2 ** 64:
-                raise self.err(node, _int_range_message(obj, name=name))
+                raise self.err(node, int_range_message(obj, name=name))
             return self.const_val(obj, TS.WEAK_INT, node)
         if isinstance(obj, float):
             return self.const_val(obj, TS.WEAK_FLOAT, node)
@@ -1126,28 +938,14 @@ class FunctionTranslator:
         if t.kind == "c":
             flat = np.stack([flat.real, flat.imag], axis=-1).reshape(-1).astype(et.dtype)
         if cname not in self.unit.tables:
-            vals = ", ".join(c_literal(x, et) for x in flat.tolist()) if flat.size else "0"
-            n = max(flat.size, 1)
-            self.unit.tables[cname] = (
-                "#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* global %s: %s array of shape %s, "
-                "C order%s */\nCF_LANG_TABLE %s %s[%d] = {%s};\n#endif\n"
-                % (cname, cname, name, t.name, tuple(arr.shape),
-                   ", (real, imag) pairs" if t.kind == "c" else "", et.cname, cname, n, vals))
+            self.unit.tables[cname] = emit.table_definition(cname, name, t, arr.shape, et, flat)
         at = T.Array(t, arr.ndim, "C", readonly=True)
         storage = cname if t.kind != "c" else "((%s *)%s)" % (t.cname, cname)
         return self.ref_val(at, storage, arr.shape, node)
 
     def ref_val(self, at, storage, shape, node):
-        strides = []
-        acc = at.dtype.itemsize
-        for s in reversed(shape):
-            strides.append(acc)
-            acc *= s
-        strides.reverse()
-        c = "%s{(char *)%s, {%s}, {%s}}" % (at.cname, storage,
-                                            ", ".join("%dLL" % s for s in shape),
-                                            ", ".join("%dLL" % s for s in strides))
-        return Val(at, c, ref=(storage, tuple(int(x) for x in shape)))
+        shape = tuple(int(x) for x in shape)
+        return ir.ArrayDesc(at, storage, shape, ref=(storage, shape))
 
     def device_array(self, obj, name, node):
         try:
@@ -1214,7 +1012,7 @@ class FunctionTranslator:
                 if all(e.is_const for e in ext):
                     return self.const_val(int(np.prod([e.const for e in ext])), TS.WEAK_INT,
                                           node)
-                return Val(TS.WEAK_INT, "(%s)" % " * ".join(e.c for e in ext), nonneg=True)
+                return ir.Infix(TS.WEAK_INT, "*", ext, nonneg=True)
             raise self._fail(node, "array attribute '.%s' is not supported (only shape, size, "
                              "ndim)" % attr, UnsupportedError)
         if isinstance(base, Val) and isinstance(base.type, T.Scalar):
@@ -1234,8 +1032,7 @@ class FunctionTranslator:
     def extent(self, arr, k):
         if arr.ref is not None:
             return self.const_val(arr.ref[1][k], TS.WEAK_INT, None)
-        return Val(TS.WEAK_INT, "%s.shape[%d]" % (arr.c, k), nonneg=True,
-                   simple=arr.simple)
+        return ir.Extent(TS.WEAK_INT, arr, k, nonneg=True, simple=arr.simple)
 
     def real_imag(self, v, attr, node):
         t = v.type
@@ -1244,7 +1041,7 @@ class FunctionTranslator:
                                                                else T.float64)
             if v.is_const:
                 return self.const_val(getattr(complex(v.const), attr), rt, node)
-            return Val(rt, "cf_%s(%s)" % (attr, v.c))
+            return ir.Call(rt, "cf_" + attr, [v])
         rt = TS.oracle(operator.attrgetter(attr), t)
         if attr == "real":
             return self.cast(v, rt, node)
@@ -1298,61 +1095,21 @@ class FunctionTranslator:
                 # the one rule for integer constants: what is used must fit its C type (the
                 # constant is written into the index arithmetic as an int64 literal)
                 ic = int(v.const)
-                raise self._fail(e, _int_range_message(ic, _fits(ic), "an array index"))
+                raise self._fail(e, int_range_message(ic, fits(ic), "an array index"))
             out.append(v)
         return out
 
     def element(self, arr, idx, node):
         """The element lvalue arr[idx...] (indices already checked)."""
-        at = arr.type
         if arr.ref is not None:
-            return self.ref_element(arr, idx)
+            # a table or local array: direct indexing with constant extents
+            storage, shape = arr.ref
+            return ir.RefElement(arr.type.dtype, storage, shape, idx)
         if not arr.simple and any(not (i.nonneg or i.is_const) for i in idx):
             setup, arr = self.ensure_simple_array(arr)
         else:
             setup = None
-        terms = []
-        for k, i in enumerate(idx):
-            if i.is_const:
-                ic = int(i.const)
-                if ic >= 0:
-                    ci = "%dLL" % ic
-                else:
-                    ci = "(%s.shape[%d] + %s)" % (arr.c, k, c_literal(ic, T.int64))
-            elif i.nonneg or i.type.kind == "u":
-                ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
-            else:
-                ci = "cf_lang_wrap(%s, %s.shape[%d])" % (i.c, arr.c, k)
-            terms.append("%s * %s.strides[%d]" % (ci, arr.c, k))
-        c = "(*(%s *)(%s.data + %s))" % (at.dtype.cname, arr.c, " + ".join(terms))
-        if setup:
-            c = "(*(%s, &%s))" % (setup, c)
-        return Val(at.dtype, c)
-
-    def ref_element(self, arr, idx):
-        """Element of a table or local array: direct indexing with constant extents."""
-        storage, shape = arr.ref
-        strides = []
-        acc = 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= n
-        strides.reverse()
-        terms = []
-        const_off = 0
-        for k, i in enumerate(idx):
-            if i.is_const:
-                ic = int(i.const)
-                const_off += (ic + shape[k] if ic < 0 else ic) * strides[k]
-                continue
-            if i.nonneg or i.type.kind == "u":
-                ci = i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
-            else:
-                ci = "cf_lang_wrap(%s, %dLL)" % (i.c, shape[k])
-            terms.append(ci if strides[k] == 1 else "%s * %dLL" % (ci, strides[k]))
-        if const_off or not terms:
-            terms.append("%dLL" % const_off)
-        return Val(arr.type.dtype, "%s[%s]" % (storage, " + ".join(terms)))
+        return ir.Element(arr.type.dtype, arr, idx, setup)
 
     def store_item(self, target, value):
         arr = self.expr(target.value)
@@ -1416,69 +1173,52 @@ class FunctionTranslator:
         return self.arith(name, a, b, R, node)
 
     def fold(self, fn, args, R, node):
-        vals = []
-        for a in args:
-            v = a.const
-            if isinstance(a.type, TS.Weak):
-                v = {"b": bool, "i": int, "f": float, "c": complex}[a.type.kind](v)
-            vals.append(v)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with np.errstate(all="ignore"):
-                try:
-                    r = fn(*vals)
-                except Exception:
-                    return None
-        try:
-            rt = TS.type_of_value(r)
-        except TS.OracleError:
-            return None
-        if rt != R:
-            return None
-        return self.const_val(r, R, node)
+        """The constant Val of fn(*args) when NumPy gives exactly type R for it, else None."""
+        r = fold.apply(fn, [(a.const, a.type) for a in args], R)
+        return None if r is None else self.const_val(r, R, node)
 
     def arith(self, name, a, b, R, node):
         k = R.kind
         if name in ("lshift", "rshift") and k in "iu":
             ca, cb = self.cast(a, R, node), self.cast(b, R, node)
-            return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+            return ir.Call(R, "cf_" + name, [ca, cb])
         ca, cb = self.cast(a, R, node), self.cast(b, R, node)
         if name in ("add", "sub", "mul"):
             if k in "iu":
-                return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+                return ir.Call(R, "cf_" + name, [ca, cb])
             if k == "b":
                 op = {"add": "||", "mul": "&&"}.get(name)
                 if op is None:
                     raise self._fail(node, "boolean subtraction is not supported")
-                return Val(R, "(%s %s %s)" % (ca.c, op, cb.c))
+                return ir.Infix(R, op, [ca, cb])
             op = {"add": "+", "sub": "-", "mul": "*"}[name]
-            return Val(R, "(%s %s %s)" % (ca.c, op, cb.c))
+            return ir.Infix(R, op, [ca, cb])
         if name == "truediv":
             if k not in "fc":
                 raise self._fail(node, "internal: true division to %s" % R)
-            return Val(R, "(%s / %s)" % (ca.c, cb.c))
+            return ir.Infix(R, "/", [ca, cb])
         if name in ("floordiv", "mod"):
             if k not in "iuf":
                 raise self._fail(node, "unsupported operand types for %s: %s"
                                  % ({"floordiv": "//", "mod": "%"}[name], R))
-            return Val(R, "cf_%s(%s, %s)" % (name, ca.c, cb.c))
+            return ir.Call(R, "cf_" + name, [ca, cb])
         if name == "pow":
             if cb.is_const and k in "iuf" and cb.const == 2:
                 st, sa = self.ensure_simple(ca)
-                c = ("cf_mul(%s, %s)" if k in "iu" else "(%s * %s)") % (sa.c, sa.c)
-                return self.with_setup(st, Val(R, c))
+                c = ir.Call(R, "cf_mul", [sa, sa]) if k in "iu" else ir.Infix(R, "*", [sa, sa])
+                return self.with_setup(st, c)
             if k == "b":
                 raise self._fail(node, "internal: power of booleans")
-            return Val(R, "cf_pow(%s, %s)" % (ca.c, cb.c))
+            return ir.Call(R, "cf_pow", [ca, cb])
         if name in ("and", "or", "xor"):
             op = {"and": "&", "or": "|", "xor": "^"}[name]
             if k not in "iub":
                 raise self._fail(node, "bitwise %s needs integers or booleans, not %s"
                                  % (op, R))
-            c = "(%s %s %s)" % (ca.c, op, cb.c)
+            c = ir.Infix(R, op, [ca, cb])
             if k == "b" or R.bits < 32:
-                c = "((%s)%s)" % (R.cname, c)
-            return Val(R, c)
+                c = ir.CCast(R, R.cname, c)
+            return c
         raise self._fail(node, "internal: operator %s" % name)
 
     def expr_UnaryOp(self, node):
@@ -1487,7 +1227,7 @@ class FunctionTranslator:
             t = self.truthy(v, node.operand)
             if v.is_const:
                 return self.const_val(not bool(v.const), TS.WEAK_BOOL, node)
-            return Val(TS.WEAK_BOOL, "(!%s)" % t)
+            return ir.Prefix(TS.WEAK_BOOL, "!", t)
         fn, sym = {ast.USub: (operator.neg, "-"), ast.UAdd: (operator.pos, "+"),
                    ast.Invert: (operator.invert, "~")}[type(node.op)]
         a = self.scalar(self.expr(node.operand), node, "an operand of unary %s" % sym)
@@ -1511,19 +1251,19 @@ class FunctionTranslator:
             return ca
         if sym == "-":
             if k in "iu":
-                return Val(R, "cf_neg(%s)" % ca.c)
+                return ir.Call(R, "cf_neg", [ca])
             if k == "b":
                 raise self._fail(node, "negation of a boolean is not supported")
-            return Val(R, "(-%s)" % ca.c)
+            return ir.Prefix(R, "-", ca)
         if sym == "~":
             if k == "b":
-                return Val(R, "(!%s)" % ca.c)
+                return ir.Prefix(R, "!", ca)
             if k not in "iu":
                 raise self._fail(node, "bad operand type for unary ~: %s" % a.type)
-            c = "(~%s)" % ca.c
+            c = ir.Prefix(R, "~", ca)
             if R.bits < 32:
-                c = "((%s)%s)" % (R.cname, c)
-            return Val(R, c)
+                c = ir.CCast(R, R.cname, c)
+            return c
         raise self._fail(node, "internal: unary %s" % sym)
 
     # comparisons and boolean operators -----------------------------------
@@ -1554,19 +1294,19 @@ class FunctionTranslator:
                 a, b = b, a
                 sym = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[sym]
             ca, cb = self.cast(a, T.int64, node, explicit=True), b
-            c = {"<": "cf_lang_lt_su(%s, %s)", "<=": "cf_lang_le_su(%s, %s)",
-                 ">": "(!cf_lang_le_su(%s, %s))", ">=": "(!cf_lang_lt_su(%s, %s))",
-                 "==": "cf_lang_eq_su(%s, %s)", "!=": "(!cf_lang_eq_su(%s, %s))"}[sym]
-            return Val(R, c % (ca.c, cb.c))
+            fn_su, negate = {"<": ("lt", False), "<=": ("le", False), ">": ("le", True),
+                             ">=": ("lt", True), "==": ("eq", False), "!=": ("eq", True)}[sym]
+            c = ir.Call(R, "cf_lang_%s_su" % fn_su, [ca, cb])
+            return ir.Prefix(R, "!", c) if negate else c
         ca, cb = self.cast(a, ct, node), self.cast(b, ct, node)
         if ct.kind == "c" and sym not in ("==", "!="):
             # NumPy orders complex numbers lexicographically
             fn_c = {"<": "clt", "<=": "cle", ">": "cgt", ">=": "cge"}[sym]
-            return Val(R, "cf_lang_%s(%s, %s)" % (fn_c, ca.c, cb.c))
-        c = "(%s %s %s)" % (ca.c, sym, cb.c)
+            return ir.Call(R, "cf_lang_" + fn_c, [ca, cb])
+        c = ir.Infix(R, sym, [ca, cb])
         if R.cname != "cf_bool":
-            c = "((cf_bool)%s)" % c
-        return Val(R, c)
+            c = ir.CCast(R, "cf_bool", c)
+        return c
 
     def expr_Compare(self, node):
         for op in node.ops:
@@ -1583,10 +1323,10 @@ class FunctionTranslator:
             right = self.scalar(right, rnode, "an operand of a comparison")
             if i < len(node.ops) - 1 and not right.simple:
                 name = self.temp(right.type)
-                assign = "(%s = %s)" % (name, right.c)
+                assign = ir.SetTemp(right.type, name, right)
                 r_use = Val(right.type, name, simple=True)
                 fn, sym = _CMPOPS[type(op)]
-                v = self.compare(fn, sym, left, Val(right.type, assign), node)
+                v = self.compare(fn, sym, left, assign, node)
                 right = r_use
             else:
                 fn, sym = _CMPOPS[type(op)]
@@ -1599,15 +1339,15 @@ class FunctionTranslator:
             return parts[0]
         if consts:
             return self.const_val(all(bool(p.const) for p in parts), rt, node)
-        return Val(rt, "(%s)" % " && ".join(p.c for p in parts))
+        return ir.Infix(rt, "&&", parts)
 
     def cond(self, node):
-        """C bool expression for a condition (if, while, ternary)."""
+        """A C bool expression for a condition (if, while, ternary)."""
         if isinstance(node, ast.BoolOp):
-            op = " && " if isinstance(node.op, ast.And) else " || "
-            return "(%s)" % op.join(self.cond(v) for v in node.values)
+            op = "&&" if isinstance(node.op, ast.And) else "||"
+            return ir.Infix(T.bool_, op, [self.cond(v) for v in node.values])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return "(!%s)" % self.cond(node.operand)
+            return ir.Prefix(T.bool_, "!", self.cond(node.operand))
         v = self.expr(node)
         return self.truthy(v, node)
 
@@ -1638,10 +1378,10 @@ class FunctionTranslator:
             t = self.truthy(sv, node)
             first = self.cast(sv, R, node)
             if is_and:
-                c = "(!%s ? %s : %s)" % (t, first.c, acc.c)
+                c = ir.Select(R, ir.Not(T.bool_, t), first, acc)
             else:
-                c = "(%s ? %s : %s)" % (t, first.c, acc.c)
-            acc = self.with_setup(st, Val(R, c))
+                c = ir.Select(R, t, first, acc)
+            acc = self.with_setup(st, c)
         return acc
 
     def expr_IfExp(self, node):
@@ -1658,12 +1398,10 @@ class FunctionTranslator:
         R = self._join(a.type, b.type, node)
         if isinstance(R, T.Scalar):
             self.check_scalar_type(R, node)
-        if c == "true":      # a constant condition chooses the branch, with its own type
-            return a
-        if c == "false":
-            return b
+        if type(c) is ir.Const:   # a constant condition chooses the branch, with its own type
+            return a if c.const else b
         ca, cb = self.cast(a, R, node), self.cast(b, R, node)
-        return Val(R, "(%s ? %s : %s)" % (c, ca.c, cb.c))
+        return ir.Select(R, c, ca, cb)
 
     def _tuple_ifexp(self, c, a, b, node):
         types = [self._join(x.type, y.type, node) for x, y in zip(a.items, b.items)]
@@ -1676,574 +1414,15 @@ class FunctionTranslator:
         def branch(v):
             parts = [v.setup] if v.setup else []
             for tn, it, t in zip(temps, v.items, types):
-                parts.append("%s = %s" % (tn, self.cast(it, t, node).c))
-            return "(%s)" % ", ".join(parts)
-        setup = "(%s ? %s : %s)" % (c, branch(a), branch(b))
+                parts.append(ir.Assign(t, tn, self.cast(it, t, node)))
+            return ir.Paren(None, ir.Seq(None, parts))
+        setup = ir.Select(None, c, branch(a), branch(b))
         return TupleVal([Val(t, tn, simple=True) for t, tn in zip(types, temps)], setup)
 
     # calls ------------------------------------------------------------------
     def expr_Call(self, node):
-        f = node.func
-        if isinstance(f, ast.Attribute) and self.static(f.value) is None:
-            base = self.expr(f.value)
-            if isinstance(base, Val) and isinstance(base.type, T.Scalar):
-                if f.attr in ("conjugate", "conj") and not node.args and not node.keywords:
-                    t = base.type
-                    if t.kind == "c":
-                        return Val(t, "cf_conj(%s)" % base.c)
-                    return self.cast(base, TS.oracle(lambda x: x.conjugate(), t), node)
-            raise self._fail(node, "method call .%s() is not supported" % f.attr,
-                             UnsupportedError)
-        fv = self.static(f)
-        if fv is None:
-            v = self.expr(f)
-            raise self._fail(node, "%s is not callable" % getattr(v, "type", "this value"))
-        obj = fv.obj
-        if any(obj is x for x in _local_array_objects()):
-            return self.local_array(node)
-        if node.keywords:
-            raise self._fail(node, "keyword arguments are not supported in calls to %s"
-                             % fv.name, UnsupportedError)
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.unsupported(node, "*args in calls")
-        handler = _BUILTIN_HANDLERS.get(id(obj))
-        if handler is not None:
-            return getattr(self, handler)(node, fv.name)
-        try:
-            mt = _MATH.get(obj)
-        except TypeError:
-            mt = None
-        if mt is not None:
-            return self.math_call(mt[0], mt[1], node, fv.name)
-        try:
-            npf = _np_table().get(obj)
-        except TypeError:
-            npf = None
-        if npf is not None:
-            return self.np_call(obj, npf, node, fv.name)
-        target = _cast_target(obj)
-        if target is not None:
-            return self.type_call(target, node, fv.name)
-        if _is_device_function(obj):
-            return self.device_call(obj.py_func, obj.signatures, node, fv.name)
-        if obj is range:
-            raise self.err(node, "range() can only be used as the iterable of a for loop",
-                           UnsupportedError)
-        import types as pytypes
-        if isinstance(obj, pytypes.FunctionType):
-            return self.device_call(obj, None, node, fv.name)
-        py = getattr(obj, "py_func", None)
-        if isinstance(py, pytypes.FunctionType):   # e.g. numba.cuda.jit(device=True)
-            return self.device_call(py, None, node, fv.name)
-        raise self.err(node, "calling %s (%s) is not supported in kernel functions"
-                       % (fv.name, type(obj).__name__), UnsupportedError)
+        return calls.call(self, node)
 
-    def args(self, node, n, name):
-        if isinstance(n, int):
-            n = (n,)
-        if len(node.args) not in n:
-            raise self._fail(node, "%s() takes %s argument(s), %d given"
-                             % (name, " or ".join(str(x) for x in n), len(node.args)))
-        return [self.expr(a) for a in node.args]
-
-    def real_arg(self, v, node, fname, allow_complex=False):
-        v = self.scalar(v, node, "an argument of %s()" % fname)
-        if v.type.kind == "c" and not allow_complex:
-            raise self._fail(node, "%s() needs a real number, not %s" % (fname, v.type))
-        return v
-
-    def b_abs(self, node, name):
-        (a,) = self.args(node, 1, "abs")
-        a = self.scalar(a, node, "an argument of abs()")
-        return self.unop_abs(a, TS.oracle(abs, a.type), node)
-
-    def unop_abs(self, a, R, node):
-        self.check_scalar_type(R, node)
-        if a.is_const:
-            f = self.fold(abs, (a,), R, node)
-            if f is not None:
-                return f
-        if a.type.kind == "c":
-            return self.cast(Val(T.float32 if a.type.bits == 64 else T.float64,
-                                 "cf_abs(%s)" % a.c), R, node)
-        if R.kind == "b":
-            return self.cast(a, R, node)
-        ca = self.cast(a, R, node)
-        if R.kind == "u":
-            return ca
-        return Val(R, "cf_abs(%s)" % ca.c)
-
-    def b_minmax(self, node, name):
-        if len(node.args) < 2:
-            raise self._fail(node, "%s() needs two or more arguments here (iterables are not "
-                             "supported)" % name, UnsupportedError)
-        vals = [self.scalar(self.expr(a), a, "an argument of %s()" % name) for a in node.args]
-        R = None
-        for v in vals:
-            R = TS.join(R, v.type)
-        self.check_scalar_type(R, node)
-        fn = min if name == "min" else max
-        if all(v.is_const for v in vals):
-            cv = [self.cast(v, R, node) for v in vals]
-            if all(v.is_const for v in cv):
-                return self.const_val(fn(v.const for v in cv), R, node)
-        if R.kind == "c":
-            try:   # CPython needs the operands to be ordered (NumPy complex are; Python's not)
-                TS.oracle(operator.lt, *[v.type for v in vals[:2]])
-            except TS.OracleError as e:
-                raise self._fail(node, "%s() of these values: %s" % (name, e))
-        helper = ("cf_lang_c" if R.kind == "c" else "cf_") + name
-        acc = self.cast(vals[0], R, node)
-        for v in vals[1:]:
-            acc = Val(R, "%s(%s, %s)" % (helper, acc.c, self.cast(v, R, node).c))
-        return acc
-
-    def b_round(self, node, name):
-        if len(node.args) != 1:
-            raise self._fail(node, "round() with ndigits is not supported", UnsupportedError)
-        (a,) = self.args(node, 1, "round")
-        a = self.real_arg(a, node, "round")
-        try:
-            R = TS.oracle(round, a.type)
-        except TS.OracleError as e:
-            raise self._fail(node, "round() of %s: %s" % (a.type, e))
-        if a.is_const:
-            f = self.fold(round, (a,), R, node)
-            if f is not None:
-                return f
-        if a.type.kind == "f":
-            return self.cast(Val(a.type if not isinstance(a.type, TS.Weak) else T.float64,
-                                 "cf_round(%s)" % a.c), R, node, explicit=True)
-        return self.cast(a, R, node)
-
-    def b_pow(self, node, name):
-        if len(node.args) != 2:
-            raise self._fail(node, "pow() takes 2 arguments here (the 3-argument form is not "
-                             "supported)", UnsupportedError)
-        a, b = self.args(node, 2, "pow")
-        return self.binop(pow, "pow", "**", a, b, node)
-
-    def b_divmod(self, node, name):
-        a, b = self.args(node, 2, "divmod")
-        a = self.scalar(a, node, "an argument of divmod()")
-        b = self.scalar(b, node, "an argument of divmod()")
-        sa, a = self.ensure_simple(a)
-        sb, b = self.ensure_simple(b)
-        q = self.binop(operator.floordiv, "floordiv", "//", a, b, node)
-        r = self.binop(operator.mod, "mod", "%", a, b, node)
-        setup = ", ".join(s for s in (sa, sb) if s) or None
-        return TupleVal([q, r], setup)
-
-    def b_int(self, node, name):
-        return self._py_cast(node, name, TS.WEAK_INT, int)
-
-    def b_float(self, node, name):
-        return self._py_cast(node, name, TS.WEAK_FLOAT, float)
-
-    def b_bool(self, node, name):
-        if not node.args:
-            return self.const_val(False, TS.WEAK_BOOL, node)
-        (a,) = self.args(node, 1, "bool")
-        t = self.truthy(a, node)
-        if t in ("true", "false"):
-            return self.const_val(t == "true", TS.WEAK_BOOL, node)
-        return Val(TS.WEAK_BOOL, t)
-
-    def _py_cast(self, node, name, R, pyt):
-        if not node.args:
-            return self.const_val(pyt(), R, node)
-        (a,) = self.args(node, 1, name)
-        a = self.scalar(a, node, "an argument of %s()" % name)
-        try:
-            TS.oracle(pyt, a.type)
-        except TS.OracleError as e:
-            raise self._fail(node, "%s() of %s: %s" % (name, a.type, e))
-        return self.cast(a, R, node, explicit=True)
-
-    def b_complex(self, node, name):
-        if not node.args:
-            return self.const_val(0j, TS.WEAK_COMPLEX, node)
-        vals = self.args(node, (1, 2), "complex")
-        return self._make_complex(vals, TS.WEAK_COMPLEX, node)
-
-    def _make_complex(self, vals, R, node):
-        if len(vals) == 1:
-            a = self.scalar(vals[0], node, "an argument of complex()")
-            return self.cast(a, R, node, explicit=True)
-        a, b = [self.real_arg(v, node, "complex") for v in vals]
-        ft = T.float32 if R.bits == 64 else T.float64
-        ca, cb = self.cast(a, ft, node, explicit=True), self.cast(b, ft, node, explicit=True)
-        if ca.is_const and cb.is_const:
-            return self.const_val(complex(float(ca.const), float(cb.const)), R, node)
-        return Val(R, "%s(%s, %s)" % (R.cname, ca.c, cb.c))
-
-    def b_len(self, node, name):
-        (a,) = self.args(node, 1, "len")
-        if isinstance(a, TupleVal):
-            return self.const_val(len(a.items), TS.WEAK_INT, node)
-        if isinstance(a, Val) and isinstance(a.type, T.Array):
-            return self.extent(a, 0)
-        raise self._fail(node, "len() of %s is not supported" % getattr(a, "type", "this"))
-
-    def b_unsupported(self, node, name):
-        raise self.err(node, "calling %s() is not supported in kernel functions" % name,
-                       UnsupportedError)
-
-    # math / cmath -----------------------------------------------------------
-    def _math_ct(self, vals, node, fname):
-        """Compute type of a math.* call: float32 when every typed argument is float32 (Python
-        numbers adapt), else float64."""
-        ct = None
-        for v in vals:
-            v = self.real_arg(v, node, "math." + fname)
-            t = v.type
-            if isinstance(t, TS.Weak):
-                continue
-            ct = T.float32 if (t == T.float32 and ct in (None, T.float32)) else T.float64
-        return ct or T.float64
-
-    def math_call(self, kind, fname, node, shown):
-        if kind == "m1":
-            nargs = (1, 2) if fname == "log" else 1
-            vals = self.args(node, nargs, shown)
-            ct = self._math_ct(vals, node, fname)
-            if fname == "log" and len(vals) == 2:
-                x, base = [self.cast(v, ct, node) for v in vals]
-                r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
-                return self.cast(r, TS.WEAK_FLOAT, node)
-            (x,) = vals
-            if fname in ("floor", "ceil", "trunc"):
-                if x.type.kind in "biu":
-                    if (not isinstance(x.type, TS.Weak) and x.type.bits == 64
-                            and fname != "trunc"):
-                        # CPython converts a NumPy int64/uint64 to float first (no __floor__).
-                        # (It raises for math.trunc, which has no float fallback: the trunc of
-                        # an integer is the integer, exactly.)
-                        x = self.cast(x, T.float64, node)
-                    return self.cast(x, TS.WEAK_INT, node, explicit=True)
-                if x.is_const:
-                    f = self.fold(getattr(math, fname), (x,), TS.WEAK_INT, node)
-                    if f is not None:
-                        return f
-                cx = self.cast(x, ct, node)
-                return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_INT, node,
-                                 explicit=True)
-            if x.is_const:
-                f = self.fold(getattr(math, fname), (x,), TS.WEAK_FLOAT, node)
-                if f is not None:
-                    return f
-            cx = self.cast(x, ct, node)
-            return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_FLOAT, node)
-        if kind == "m2":
-            vals = self.args(node, 2, shown)
-            ct = self._math_ct(vals, node, fname)
-            if all(v.is_const for v in vals):
-                f = self.fold(getattr(math, fname), tuple(vals), TS.WEAK_FLOAT, node)
-                if f is not None:
-                    return f
-            a, b = [self.cast(v, ct, node) for v in vals]
-            return self.cast(Val(ct, "cf_%s(%s, %s)" % (fname, a.c, b.c)), TS.WEAK_FLOAT, node)
-        if kind in ("mpred", "cpred"):
-            (x,) = self.args(node, 1, shown)
-            x = self.real_arg(x, node, shown, allow_complex=(kind == "cpred"))
-            if x.type.kind in "biu":
-                return self.const_val(fname == "isfinite", TS.WEAK_BOOL, node)
-            if x.is_const:
-                f = self.fold(getattr(math if kind == "mpred" else cmath, fname), (x,),
-                              TS.WEAK_BOOL, node)
-                if f is not None:
-                    return f
-            return Val(TS.WEAK_BOOL, "cf_%s(%s)" % (fname, x.c))
-        if kind == "ldexp":
-            x, e = self.args(node, 2, shown)
-            self._math_ct([x], node, fname)
-            ct = T.float64   # exact in double; float32 would overflow where Python does not
-            e = self.scalar(e, node, "an argument of math.ldexp()")
-            if e.type.kind not in "biu":
-                raise self._fail(node, "math.ldexp() exponent must be an integer, not %s"
-                                 % e.type)
-            cx = self.cast(x, ct, node)
-            ce = self.cast(e, T.int64, node, explicit=True)
-            return self.cast(Val(ct, "cf_ldexp(%s, %s)" % (cx.c, ce.c)), TS.WEAK_FLOAT, node)
-        if kind == "frexp":
-            (x,) = self.args(node, 1, shown)
-            ct = self._math_ct([x], node, fname)
-            cx = self.cast(x, ct, node)
-            m, e = self.temp(ct), self.temp("cf_int64")
-            return TupleVal([self.cast(Val(ct, m, simple=True), TS.WEAK_FLOAT, node),
-                             Val(TS.WEAK_INT, e, simple=True)],
-                            "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
-        if kind == "modf":
-            (x,) = self.args(node, 1, shown)
-            ct = self._math_ct([x], node, fname)
-            cx = self.cast(x, ct, node)
-            fr, ip = self.temp(ct), self.temp(ct)
-            return TupleVal([self.cast(Val(ct, fr, simple=True), TS.WEAK_FLOAT, node),
-                             self.cast(Val(ct, ip, simple=True), TS.WEAK_FLOAT, node)],
-                            "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
-        # cmath
-        if kind == "c1":
-            nargs = (1, 2) if fname == "log" else 1
-            vals = self.args(node, nargs, shown)
-            ct = self._cmath_ct(vals, node)
-            if fname == "log" and len(vals) == 2:
-                x, base = [self.cast(v, ct, node) for v in vals]
-                r = Val(ct, "(cf_log(%s) / cf_log(%s))" % (x.c, base.c))
-                return self.cast(r, TS.WEAK_COMPLEX, node)
-            cx = self.cast(vals[0], ct, node)
-            return self.cast(Val(ct, "cf_%s(%s)" % (fname, cx.c)), TS.WEAK_COMPLEX, node)
-        if kind == "phase":
-            (x,) = self.args(node, 1, shown)
-            ct = self._cmath_ct([x], node)
-            cx = self.cast(x, ct, node)
-            rt = T.float32 if ct == T.complex64 else T.float64
-            return self.cast(Val(rt, "cf_phase(%s)" % cx.c), TS.WEAK_FLOAT, node)
-        if kind == "polar":
-            (x,) = self.args(node, 1, shown)
-            ct = self._cmath_ct([x], node)
-            cx = self.cast(x, ct, node)
-            rt = T.float32 if ct == T.complex64 else T.float64
-            st, sx = self.ensure_simple(cx)
-            r = self.cast(Val(rt, "cf_abs(%s)" % sx.c), TS.WEAK_FLOAT, node)
-            p = self.cast(Val(rt, "cf_phase(%s)" % sx.c), TS.WEAK_FLOAT, node)
-            return TupleVal([r, p], st)
-        if kind == "rect":
-            r, phi = self.args(node, 2, shown)
-            ct = self._math_ct([r, phi], node, fname)
-            cr, cp = self.cast(r, ct, node), self.cast(phi, ct, node)
-            cty = T.complex64 if ct == T.float32 else T.complex128
-            return self.cast(Val(cty, "cf_rect(%s, %s)" % (cr.c, cp.c)), TS.WEAK_COMPLEX, node)
-        raise self.err(node, "internal: math kind %s" % kind)
-
-    def _cmath_ct(self, vals, node):
-        single = True
-        for v in vals:
-            v = self.scalar(v, node, "a cmath argument")
-            t = v.type
-            if isinstance(t, TS.Weak):
-                continue
-            if t not in (T.float32, T.complex64):
-                single = False
-        if all(isinstance(self.scalar(v, node, "x").type, TS.Weak) for v in vals):
-            single = False
-        return T.complex64 if single else T.complex128
-
-    # numpy functions ----------------------------------------------------------
-    def np_call(self, obj, entry, node, shown):
-        tag, n, npname = entry
-        vals = [self.scalar(v, node, "an argument of %s()" % shown)
-                for v in self.args(node, n, shown)]
-        try:
-            R = TS.oracle(obj, *[v.type for v in vals])
-        except TS.OracleError as e:
-            raise self._fail(node, "%s() does not accept %s (%s)"
-                             % (shown, ", ".join(str(v.type) for v in vals), e))
-        if isinstance(R, T.Tuple):
-            for t in R.types:
-                self.check_scalar_type(t, node)
-        else:
-            self.check_scalar_type(R, node)
-        if tag.startswith("@"):
-            op = tag[1:]
-            if op in _BIN_NAMES:
-                r = self.binop(obj, op, _BIN_NAMES[op], vals[0], vals[1], node, rtype=R)
-                if op == "pow" and R.kind == "f" and r.c.startswith("cf_pow("):
-                    # numpy.power, not **: its float loops take sqrt for an exponent of 0.5
-                    r = Val(r.type, "cf_np_power(" + r.c[len("cf_pow("):])
-                return r
-            if op == "neg":
-                return self.unop(obj, "-", vals[0], node, rtype=R)
-            if op == "pos":
-                return self.cast(vals[0], R, node)
-            (x,) = vals[:1]
-            if op in ("floor", "ceil", "trunc", "round"):
-                if R.kind in "biu":
-                    return self.cast(x, R, node)
-                if R.kind == "c":
-                    raise self._fail(node, "%s() of complex numbers is not supported" % shown,
-                                     UnsupportedError)
-                cx = self.cast(x, R, node)
-                return Val(R, "cf_%s(%s)" % (op, cx.c))
-            if op == "abs":
-                return self.unop_abs(x, R, node)
-            if op in ("isnan", "isinf", "isfinite"):
-                if x.type.kind in "biu":
-                    return self.const_val(op == "isfinite", R, node)
-                return self.cast(Val(T.bool_, "cf_%s(%s)" % (op, x.c)), R, node)
-            if op == "conj":
-                if x.type.kind == "c":
-                    return self.cast(Val(x.type, "cf_conj(%s)" % x.c), R, node)
-                return self.cast(x, R, node)
-            if op in ("real", "imag"):
-                return self.cast(self.real_imag(x, op, node), R, node)
-            if op == "square":
-                return self.binop(np.multiply, "mul", "*", x, x, node, rtype=R) \
-                    if x.simple else self._square(x, R, node)
-            if op == "ldexp":
-                cx = self.cast(vals[0], R, node)
-                ce = self.cast(vals[1], T.int64, node, explicit=True)
-                return Val(R, "cf_ldexp(%s, %s)" % (cx.c, ce.c))
-            if op == "frexp":
-                ct = R.types[0]
-                cx = self.cast(x, ct, node)
-                m, e = self.temp(ct), self.temp("cf_int64")
-                return TupleVal([Val(ct, m, simple=True),
-                                 self.cast(Val(T.int64, e, simple=True), R.types[1], node)],
-                                "(%s = cf_frexp(%s, &%s))" % (m, cx.c, e))
-            if op == "modf":
-                ct = R.types[0]
-                cx = self.cast(x, ct, node)
-                fr, ip = self.temp(ct), self.temp(ct)
-                return TupleVal([Val(ct, fr, simple=True), Val(ct, ip, simple=True)],
-                                "(%s = cf_modf(%s, &%s))" % (fr, cx.c, ip))
-            raise self.err(node, "internal: numpy op %s" % op)
-        if R.kind == "c" and tag not in _COMPLEX_FUNCS:
-            raise self._fail(node, "%s() of complex numbers is not supported" % shown,
-                             UnsupportedError)
-        if R.kind not in "fc":
-            raise self._fail(node, "%s() gives %s here, which is not supported" % (shown, R),
-                             UnsupportedError)
-        if tag == "fmod" and R.kind != "f":
-            raise self._fail(node, "np.fmod() of integers is not supported", UnsupportedError)
-        cv = [self.cast(v, R, node) for v in vals]
-        return Val(R, "cf_%s(%s)" % (tag, ", ".join(v.c for v in cv)))
-
-    def _square(self, x, R, node):
-        st, sx = self.ensure_simple(x)
-        return self.with_setup(st, self.binop(np.multiply, "mul", "*", sx, sx, node, rtype=R))
-
-    # casts ----------------------------------------------------------------------
-    def type_call(self, target, node, shown):
-        if isinstance(target, T.Array) or isinstance(target, T.Void):
-            raise self.err(node, "%s cannot be called in a kernel function" % shown,
-                           UnsupportedError)
-        self.check_scalar_type(target, node)
-        if not node.args:
-            return self.const_val(target.dtype.type(0), target, node)
-        vals = self.args(node, (1, 2) if target.kind == "c" else 1, shown)
-        if target.kind == "c":
-            return self._make_complex(vals, target, node)
-        (a,) = vals
-        a = self.scalar(a, node, "an argument of %s()" % shown)
-        return self.cast(a, target, node, explicit=True)
-
-    # local arrays -------------------------------------------------------------
-    def local_array(self, node):
-        args = list(node.args)
-        kw = {k.arg: k.value for k in node.keywords}
-        if set(kw) - {"shape", "dtype"} or len(args) + len(kw) != 2:
-            raise self.err(node, "cuda.local.array(shape, dtype) takes exactly a shape and a "
-                           "dtype")
-        shape_node = args[0] if args else kw.get("shape")
-        dtype_node = args[1] if len(args) > 1 else kw.get("dtype")
-        if shape_node is None or dtype_node is None:
-            raise self.err(node, "cuda.local.array(shape, dtype) takes exactly a shape and a "
-                           "dtype")
-        sv = self.expr(shape_node)
-        if isinstance(sv, TupleVal):
-            items = sv.items
-        else:
-            items = [sv]
-        shape = []
-        for it in items:
-            if not (isinstance(it, Val) and it.is_const and it.type.kind in "iu"):
-                raise self.err(shape_node, "the shape of a local array must be a constant "
-                               "integer or tuple of constant integers")
-            if int(it.const) < 0:
-                raise self.err(shape_node, "negative dimension in a local array shape")
-            if int(it.const) >= 2 ** 63:
-                raise self.err(shape_node, _int_range_message(int(it.const), _fits(it.const),
-                                                              "a local array extent"))
-            shape.append(int(it.const))
-        if not shape:
-            raise self.err(shape_node, "a local array needs at least one dimension",
-                           UnsupportedError)
-        dt = self.static(dtype_node)
-        target = _cast_target(dt.obj) if dt is not None else None
-        if target is None:
-            try:
-                target = T.to_type(dt.obj) if dt is not None else None
-            except TypeError:
-                target = None
-        if not isinstance(target, T.Scalar):
-            raise self.err(dtype_node, "the dtype of a local array must be a scalar type such "
-                           "as float32 or np.float32")
-        self.check_scalar_type(target, dtype_node)
-        n = 1
-        for d in shape:
-            n *= d
-        if n * target.itemsize > _LOCAL_ARRAY_LIMIT:
-            raise self.err(node, "a local array of %d bytes is larger than the %d bytes of local "
-                           "memory a CUDA thread can have" % (n * target.itemsize,
-                                                              _LOCAL_ARRAY_LIMIT),
-                           UnsupportedError)
-        storage = "cf_loc%d" % len(self.local_storage)
-        self.local_storage.append("%s %s[%d];" % (target.cname, storage, max(n, 1)))
-        at = T.Array(target, len(shape), "C")
-        return self.ref_val(at, storage, shape, node)
-
-    # device functions ----------------------------------------------------------
-    def device_call(self, pyfunc, signatures, node, shown):
-        vals = []
-        for a, n in zip(self.args(node, len(node.args), shown), node.args):
-            if isinstance(a, StaticVal):
-                raise self._fail(n, "%s cannot be passed to a function" % a.name,
-                                 UnsupportedError)
-            if isinstance(a, TupleVal):
-                raise self._fail(n, "tuples cannot be passed to device functions",
-                                 UnsupportedError)
-            vals.append(a)
-        types = [v.type for v in vals]
-        ret = None
-        if signatures:
-            sig = _choose_signature(signatures, types)
-            if sig is None:
-                raise self._fail(node, "%s has no signature accepting (%s)"
-                                 % (shown, ", ".join(str(t) for t in types)))
-            ret, argt = sig
-            if len(argt) != len(vals):
-                raise self._fail(node, "%s takes %d argument(s), %d given"
-                                 % (shown, len(argt), len(vals)))
-            vals = [self.cast(v, t, node) for v, t in zip(vals, argt)]
-            types = list(argt)
-        if pyfunc in self.unit.stack:
-            chain = " -> ".join(f.__qualname__ for f in self.unit.stack + [pyfunc])
-            raise self._fail(node, "recursion is not supported (%s)" % chain, UnsupportedError)
-        try:
-            res = translate_function(self.unit, pyfunc, types, ret)
-        except (TypingError, UnsupportedError) as e:
-            if not self.strict:
-                raise _Bottom()
-            err = type(e)("%s\n(in %s, called from:)\n%s"
-                          % (e, pyfunc.__qualname__, self.src.location(node)))
-            # the construct's own file and line (in the called function), as every error has
-            err.cufunc_location = getattr(e, "cufunc_location", None) or (
-                self.src.filename, self.src.file_line(node))
-            raise err from None
-        if res.name not in self.deps:
-            self.deps.append(res.name)
-        cargs = [v.c for v in vals]
-        for obj, at, cn in res.garrays:
-            mine = None
-            for o2, at2, cn2 in self.garrays:
-                if o2 is obj:
-                    mine = cn2
-            if mine is None:
-                mine = "cf_garr%d_%s" % (len(self.garrays), cn.split("_", 2)[-1])
-                self.garrays.append((obj, at, mine))
-            cargs.append(mine)
-        c = "%s(%s)" % (res.name, ", ".join(cargs))
-        rt = res.ret_type
-        if isinstance(rt, T.Void):
-            return Val(T.void, c)
-        if isinstance(rt, T.Tuple):
-            tmp = self.temp(_tuple_struct_name(TS.concrete(rt)))
-            self.struct(TS.concrete(rt))
-            return TupleVal([Val(t, "%s.f%d" % (tmp, i), simple=True)
-                             for i, t in enumerate(rt.types)], "(%s = %s)" % (tmp, c))
-        return Val(rt, c)
-
-    # ----------------------------------------------------------------- output
     def _finish(self):
         rt = self.final_return_type()
         ret_c = TS.concrete(rt)
@@ -2293,21 +1472,10 @@ class FunctionTranslator:
         self.lines = lines
         for ct, name in self.temps:
             decls.append("%s %s{};" % (ct, name))
-        body = ["    " + d for d in decls] + ["    " + p for p in pre] + self.lines
         sigtext = "%s(%s)" % (TS.concrete(rt), ", ".join(str(t) for t in self.argtypes))
-        text = "CF_LANG_FN %s @NAME@(%s)\n{\n%s\n}\n" % (ret_cname, ", ".join(params),
-                                                        "\n".join(body))
-        h = hashlib.sha256()
-        h.update(self.src.qualname.encode())
-        h.update(b"\0" + sigtext.encode() + b"\0" + repr(self.fastmath).encode() + b"\0")
-        h.update(text.encode())
-        cname = "cf_%s_%s" % (sanitize(self.src.qualname.replace("<locals>", ""))[:48],
-                              h.hexdigest()[:12])
         res = FuncResult()
-        res.name = cname
-        res.definition = ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: %s */\n%s#endif\n"
-                          % (cname, cname, self.src.qualname, sigtext.replace("*/", "* /"),
-                             text.replace("@NAME@", cname)))
+        res.name, res.definition = emit.function_definition(
+            self.src.qualname, sigtext, self.fastmath, ret_cname, params, decls, pre, self.lines)
         res.ret_type = rt
         res.arg_types = list(self.argtypes)
         res.garrays = list(self.garrays)
@@ -2315,25 +1483,6 @@ class FunctionTranslator:
         res.py_func = self.pyfunc
         return res
 
-
-# CUDA's limit on a thread's local memory (512 KiB on every supported architecture)
-_LOCAL_ARRAY_LIMIT = 512 * 1024
-
-
-def _fits(value):
-    """What an int64 value out of range does not fit in: 64 bits at all, or just int64."""
-    return "int64" if -2 ** 63 <= int(value) < 2 ** 64 else "64 bits"
-
-
-def _int_range_message(value, fits="64 bits", role=None, name=None):
-    """The one message for an integer constant (literal, global, folded result, index) that does
-    not fit where it is used: LANGUAGE.md allows integers of at most 64 bits."""
-    text = "the integer %d does not fit in %s" % (value, fits)
-    if name is not None:
-        text = "the global '%s' = %d does not fit in %s" % (name, value, fits)
-    if role is not None:
-        text += " (%s is an int64)" % role
-    return text
 
 
 def translate_function(unit, pyfunc, argtypes, return_type):
@@ -2351,62 +1500,12 @@ def translate_function(unit, pyfunc, argtypes, return_type):
     return res
 
 
-def _choose_signature(signatures, types):
-    for ret, args in signatures:
-        if len(args) == len(types) and all(a == TS.concrete(t) or a == t
-                                           for a, t in zip(args, types)):
-            return ret, args
-    for ret, args in signatures:
-        if len(args) == len(types):
-            return ret, args
-    return None
-
 
 def _is_value_object(obj):
     return isinstance(obj, (bool, int, float, complex, np.generic, np.ndarray, tuple)) or \
         hasattr(obj, "__cuda_array_interface__")
 
 
-
-_BUILTIN_HANDLERS = {
-    id(abs): "b_abs", id(min): "b_minmax", id(max): "b_minmax", id(round): "b_round",
-    id(pow): "b_pow", id(divmod): "b_divmod", id(int): "b_int", id(float): "b_float",
-    id(bool): "b_bool", id(complex): "b_complex", id(len): "b_len",
-    id(print): "b_unsupported", id(sum): "b_unsupported", id(map): "b_unsupported",
-    id(zip): "b_unsupported", id(enumerate): "b_unsupported", id(sorted): "b_unsupported",
-    id(iter): "b_unsupported", id(next): "b_unsupported", id(isinstance): "b_unsupported",
-    id(getattr): "b_unsupported", id(list): "b_unsupported", id(tuple): "b_unsupported",
-    id(dict): "b_unsupported", id(set): "b_unsupported", id(str): "b_unsupported",
-    id(any): "b_unsupported", id(all): "b_unsupported", id(hash): "b_unsupported",
-    id(id): "b_unsupported", id(type): "b_unsupported", id(open): "b_unsupported",
-}
-
-_BIN_NAMES = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//",
-              "mod": "%", "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&",
-              "or": "|", "xor": "^"}
-
-
-def _cast_target(obj):
-    """The scalar type a callable names as a cast (np.float32, cufunc.float32, numba types)."""
-    if isinstance(obj, (T.Scalar, T.Array, T.Void)):
-        return obj
-    if isinstance(obj, type) and issubclass(obj, np.generic):
-        try:
-            return T.from_dtype(obj)
-        except TypeError:
-            return None
-    mod = type(obj).__module__ or ""
-    if mod.startswith("numba"):
-        try:
-            return T.to_type(obj)
-        except TypeError:
-            return None
-    return None
-
-
-def _local_array_objects():
-    from . import device
-    return [device.local.array] + _numba_objects()
 
 
 _STMT_NAMES = {
@@ -2425,25 +1524,3 @@ _EXPR_NAMES = {
     "NamedExpr": "the walrus operator :=", "Starred": "starred expressions",
     "Slice": "slicing",
 }
-
-
-def emit_source(unit, entry):
-    """The complete CUDA C text for entry and everything it calls, callees first."""
-    out = ['#include "cufunc/runtime.cuh"\n', PRELUDE]
-    for name in sorted(unit.structs):
-        out.append(unit.structs[name])
-    for name in sorted(unit.tables):
-        out.append(unit.tables[name])
-    by_name = {r.name: r for r in unit.funcs.values()}
-    done = set()
-
-    def visit(r):
-        if r.name in done:
-            return
-        done.add(r.name)
-        for d in r.deps:
-            visit(by_name[d])
-        out.append(r.definition)
-
-    visit(entry)
-    return "\n".join(out)

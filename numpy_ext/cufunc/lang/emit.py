@@ -1,0 +1,160 @@
+"""C emission: the C text of the translator's IR (ir.py). Expressions render here (ir.RENDER), and
+so do the definitions: functions (their C names: a hash of the text), tuple structs, constant
+tables, and the whole source of a translation (emit_source). Literal and identifier spelling is
+cgen.py's. Every expression's text has exactly the C type of its cufunc
+type; Python's evaluation order is kept by C's &&, ||, ?: and the comma operator."""
+
+import hashlib
+
+from .. import types as T
+from . import ir
+from .cgen import PRELUDE, c_literal, sanitize
+
+
+def _index_c(i):
+    """An index known to be >= 0 as a cf_int64."""
+    return i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
+
+
+def _element(v):
+    arr = v.arr
+    terms = []
+    for k, i in enumerate(v.idx):
+        if i.is_const:
+            ic = int(i.const)
+            if ic >= 0:
+                ci = "%dLL" % ic
+            else:
+                ci = "(%s.shape[%d] + %s)" % (arr.c, k, c_literal(ic, T.int64))
+        elif i.nonneg or i.type.kind == "u":
+            ci = _index_c(i)
+        else:
+            ci = "cf_lang_wrap(%s, %s.shape[%d])" % (i.c, arr.c, k)
+        terms.append("%s * %s.strides[%d]" % (ci, arr.c, k))
+    c = "(*(%s *)(%s.data + %s))" % (v.type.cname, arr.c, " + ".join(terms))
+    if v.setup is not None:
+        c = "(*(%s, &%s))" % (v.setup.c, c)
+    return c
+
+
+def _c_strides(shape, itemsize):
+    strides = []
+    acc = itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    strides.reverse()
+    return strides
+
+
+def _ref_element(v):
+    shape = v.shape
+    strides = _c_strides(shape, 1)
+    terms = []
+    const_off = 0
+    for k, i in enumerate(v.idx):
+        if i.is_const:
+            ic = int(i.const)
+            const_off += (ic + shape[k] if ic < 0 else ic) * strides[k]
+            continue
+        if i.nonneg or i.type.kind == "u":
+            ci = _index_c(i)
+        else:
+            ci = "cf_lang_wrap(%s, %dLL)" % (i.c, shape[k])
+        terms.append(ci if strides[k] == 1 else "%s * %dLL" % (ci, strides[k]))
+    if const_off or not terms:
+        terms.append("%dLL" % const_off)
+    return "%s[%s]" % (v.storage, " + ".join(terms))
+
+
+def _array_desc(v):
+    strides = _c_strides(v.shape, v.type.dtype.itemsize)
+    return "%s{(char *)%s, {%s}, {%s}}" % (v.type.cname, v.storage,
+                                           ", ".join("%dLL" % s for s in v.shape),
+                                           ", ".join("%dLL" % s for s in strides))
+
+
+def _infix(v):
+    return "(%s)" % (" %s " % v.op).join(x.c for x in v.xs)
+
+
+ir.RENDER.update({
+    ir.Const: lambda v: c_literal(v.const, v.type),
+    # a constant sub-expression beyond 64 bits: cast() refuses it before it is used
+    ir.BigInt: lambda v: "cf_int64_out_of_range",
+    ir.Call: lambda v: "%s(%s)" % (v.fn, ", ".join(a.c for a in v.args)),
+    ir.Cast: lambda v: "cf_cast<%s>(%s)" % (v.type.cname, v.x.c),
+    ir.Retype: lambda v: v.x.c,
+    ir.Infix: _infix,
+    ir.Prefix: lambda v: "(%s%s)" % (v.op, v.x.c),
+    ir.Not: lambda v: "!" + v.x.c,
+    ir.CCast: lambda v: "((%s)%s)" % (v.ctype, v.x.c),
+    ir.Select: lambda v: "(%s ? %s : %s)" % (v.cond.c, v.a.c, v.b.c),
+    ir.Comma: lambda v: "(%s, %s)" % (v.setup.c, v.x.c),
+    ir.SetTemp: lambda v: "(%s = %s)" % (v.name, v.x.c),
+    ir.Assign: lambda v: "%s = %s" % (v.name, v.x.c),
+    ir.Paren: lambda v: "(%s)" % v.x.c,
+    ir.Seq: lambda v: ", ".join(p.c for p in v.parts),
+    ir.Element: _element,
+    ir.RefElement: _ref_element,
+    ir.ArrayDesc: _array_desc,
+    ir.Extent: lambda v: "%s.shape[%d]" % (v.arr.c, v.k),
+})
+
+
+def struct_definition(name, tt):
+    """The C struct of the Tuple type tt (field fI holds item I)."""
+    fields = "".join("    %s f%d;\n" % (t.cname, i) for i, t in enumerate(tt.types))
+    return ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: field fI holds item I */\n"
+            "struct %s {\n%s};\n#endif\n" % (name, name, tt.name, name, fields))
+
+
+def table_definition(cname, name, t, shape, et, flat):
+    """The constant table cname of the captured global array `name` (type t, shape), whose
+    C-order items (flat, of the storage type et: complex as (real, imag) pairs) are stored."""
+    vals = ", ".join(c_literal(x, et) for x in flat.tolist()) if flat.size else "0"
+    n = max(flat.size, 1)
+    return ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* global %s: %s array of shape %s, "
+            "C order%s */\nCF_LANG_TABLE %s %s[%d] = {%s};\n#endif\n"
+            % (cname, cname, name, t.name, tuple(shape),
+               ", (real, imag) pairs" if t.kind == "c" else "", et.cname, cname, n, vals))
+
+
+def function_definition(qualname, sigtext, fastmath, ret_cname, params, decls, pre, lines):
+    """(C name, definition) of one translated function: its parameters ("type name"), local
+    declarations, parameter conversions and body lines (already indented). The name is the
+    qualname plus a hash of the signature, fastmath and the text: the same input always gives
+    the same name, different bodies never share one."""
+    body = ["    " + d for d in decls] + ["    " + p for p in pre] + lines
+    text = "CF_LANG_FN %s @NAME@(%s)\n{\n%s\n}\n" % (ret_cname, ", ".join(params),
+                                                    "\n".join(body))
+    h = hashlib.sha256()
+    h.update(qualname.encode())
+    h.update(b"\0" + sigtext.encode() + b"\0" + repr(fastmath).encode() + b"\0")
+    h.update(text.encode())
+    cname = "cf_%s_%s" % (sanitize(qualname.replace("<locals>", ""))[:48], h.hexdigest()[:12])
+    return cname, ("#ifndef CF_DEF_%s\n#define CF_DEF_%s\n/* %s: %s */\n%s#endif\n"
+                   % (cname, cname, qualname, sigtext.replace("*/", "* /"),
+                      text.replace("@NAME@", cname)))
+
+
+def emit_source(unit, entry):
+    """The complete CUDA C text for entry and everything it calls, callees first."""
+    out = ['#include "cufunc/runtime.cuh"\n', PRELUDE]
+    for name in sorted(unit.structs):
+        out.append(unit.structs[name])
+    for name in sorted(unit.tables):
+        out.append(unit.tables[name])
+    by_name = {r.name: r for r in unit.funcs.values()}
+    done = set()
+
+    def visit(r):
+        if r.name in done:
+            return
+        done.add(r.name)
+        for d in r.deps:
+            visit(by_name[d])
+        out.append(r.definition)
+
+    visit(entry)
+    return "\n".join(out)

@@ -1,0 +1,146 @@
+"""The typed values the translator works with (its intermediate representation).
+
+Every expression the translator types becomes one of these:
+
+* Val: a scalar or array value: its cufunc type, its constant value when folded (else NOCONST),
+  facts used for shorter C (nonneg, simple), the storage of a table or local array (ref);
+* TupleVal: a tuple of Vals (tuples live only at compile time: each item is its own value);
+* StaticVal: a compile-time Python object (a module, a function, a type).
+
+``_Bottom`` is raised for an expression whose type is not known yet (collect passes only).
+"""
+
+from .. import types as T
+
+NOCONST = object()
+
+
+class _Bottom(Exception):
+    """An expression whose type is not known yet (collect mode only)."""
+
+
+class Val:
+    """A scalar or array value: its type, its constant value when folded (else NOCONST) and
+    facts for shorter C: nonneg (an integer known to be >= 0), simple (a name or literal: may be
+    evaluated twice), ref ((storage, constant shape) of a table or local array), widened (the
+    narrower Val this one is an exact widening of).
+
+    A plain Val is a leaf whose C text is given (a variable, a temporary, a parameter); the
+    subclasses below are operations on other Vals. Their C text (``.c``) is rendered by emit.py
+    (ir.RENDER) when the node is made: the tree stays, and rendering eagerly costs no more than
+    the string formatting it replaces."""
+
+    __slots__ = ("type", "c", "const", "nonneg", "simple", "ref", "widened")
+
+    def __init__(self, type_, c, const=NOCONST, nonneg=False, simple=False, ref=None,
+                 widened=None):
+        self.type = type_
+        self.c = c
+        self.const = const
+        self.nonneg = nonneg
+        self.simple = simple or const is not NOCONST
+        self.ref = ref
+        self.widened = widened
+
+    @property
+    def is_const(self):
+        return self.const is not NOCONST
+
+
+# emit.py fills this: node class -> function(node) -> C text
+RENDER = {}
+
+
+def _node(name, fields, doc):
+    """A Val subclass for one operation, with the extra fields given (positional, after the
+    type; the facts of Val by keyword). Its __init__ is generated (nodes are made often) and
+    renders the node's C text through RENDER, which emit.py fills."""
+    args = "".join(", " + f for f in fields)
+    sets = "".join("\n    self.%s = %s" % (f, f) for f in fields)
+    src = ("def __init__(self, type_%s, const=NOCONST, nonneg=False, simple=False, ref=None,"
+           " widened=None):\n"
+           "    self.type = type_\n    self.const = const\n"
+           "    self.nonneg = nonneg\n    self.simple = simple or const is not NOCONST\n"
+           "    self.ref = ref\n    self.widened = widened%s\n"
+           "    self.c = render[cls](self)\n" % (args, sets))
+    ns = {"NOCONST": NOCONST, "render": RENDER}
+    exec(src, ns)
+    cls = type(name, (Val,), {"__slots__": tuple(fields), "__init__": ns["__init__"],
+                              "__doc__": doc, "fields": tuple(fields)})
+    ns["cls"] = cls
+    return cls
+
+
+Const = _node("Const", (), "A constant: its value is .const.")
+Call = _node("Call", ("fn", "args"), "fn(args...): a runtime function (cf_*) or constructor.")
+Cast = _node("Cast", ("x",), "x converted to .type by the runtime's cf_cast (NumPy's astype).")
+Retype = _node("Retype", ("x",), "x as another cufunc type of the same C type.")
+Infix = _node("Infix", ("op", "xs"), "(x0 op x1 op ...): a C operator on the operands.")
+Prefix = _node("Prefix", ("op", "x"), "(op x): a C prefix operator.")
+Not = _node("Not", ("x",), "!x, unparenthesized (the condition of a Select).")
+CCast = _node("CCast", ("ctype", "x"), "((ctype)x): a C conversion (of a C operator's result).")
+Select = _node("Select", ("cond", "a", "b"), "(cond ? a : b).")
+Comma = _node("Comma", ("setup", "x"), "(setup, x): setup evaluated first, for its effects.")
+SetTemp = _node("SetTemp", ("name", "x"), "(name = x): a temporary set inside an expression.")
+Assign = _node("Assign", ("name", "x"), "name = x, unparenthesized (an item of a Seq).")
+Paren = _node("Paren", ("x",), "(x).")
+Seq = _node("Seq", ("parts",), "part0, part1, ...: setups evaluated in order.")
+Element = _node("Element", ("arr", "idx", "setup"),
+                "arr[idx...] of a strided array (an lvalue); setup evaluated first.")
+RefElement = _node("RefElement", ("storage", "shape", "idx"),
+                   "storage[idx...] of a table or local array (constant C-order shape).")
+ArrayDesc = _node("ArrayDesc", ("storage", "shape"),
+                  "The cf_array_ref of a table or local array (C order).")
+Extent = _node("Extent", ("arr", "k"), "arr.shape[k] of a strided array.")
+
+
+BigInt = _node("BigInt", (), "A Python-int constant outside int64: it must be converted to a "
+              "type it fits (an unsigned or a float) before it is used.")
+
+
+class RefVarVal(Val):
+    """A variable holding a local array or table, indexed directly through its storage; its C
+    variable is only kept when the value itself is used (passed on, copied)."""
+
+    __slots__ = ("_c", "_used", "_name")
+
+    def __init__(self, type_, c, used, name, **kw):
+        Val.__init__(self, type_, c, **kw)
+        self._used, self._name = used, name
+
+    @property
+    def c(self):
+        self._used.add(self._name)
+        return self._c
+
+    @c.setter
+    def c(self, value):
+        self._c = value
+
+
+class TupleVal:
+    """A tuple: its items (Vals) and an optional setup (a Val evaluated before them)."""
+
+    __slots__ = ("items", "setup")
+
+    def __init__(self, items, setup=None):
+        self.items = list(items)
+        self.setup = setup
+
+    @property
+    def type(self):
+        return T.Tuple(v.type for v in self.items)
+
+
+class StaticVal:
+    """A compile-time Python object: a module, a function, a type, a namespace."""
+
+    __slots__ = ("obj", "name")
+
+    def __init__(self, obj, name):
+        self.obj = obj
+        self.name = name
+
+    @property
+    def type(self):
+        raise _Bottom()
