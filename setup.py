@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_clib import build_clib
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,30 +36,58 @@ def embed_templates():
                            os.path.join(HERE, "templates"), os.path.join(HERE, GENERATED)])
 
 
-class BuildExt(build_ext):
-    def build_extensions(self):
-        import numpy
+def build_flags():
+    import numpy
+    return [numpy.get_include(), cuda_include_dir()]
+
+
+CFLAGS = ["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra",
+          "-Wno-unused-parameter", "-Wno-missing-field-initializers"]
+
+
+class BuildClib(build_clib):
+    """The C core (src/) as a static library of position-independent objects, built with src/ and
+    templates/ on its include path. The extension links it; it does not see those folders."""
+
+    def build_libraries(self, libraries):
         embed_templates()
+        for _, info in libraries:
+            info["include_dirs"] = info.get("include_dirs", []) + [cuda_include_dir()]
+        super().build_libraries(libraries)
+
+class BuildExt(build_ext):
+    def run(self):
+        self.run_command("build_clib")  # also for `setup.py build_ext --inplace` alone
+        super().run()
+
+    def build_extensions(self):
         for ext in self.extensions:
-            ext.include_dirs += [numpy.get_include(), cuda_include_dir()]
+            ext.include_dirs += build_flags()
         super().build_extensions()
 
 
-sources = sorted(glob.glob("src/*.c")) + sorted(glob.glob("numpy_ext/*.c")) + [GENERATED]
+# Two compilations, so that the boundary is kept by the build and not by habit: the core (src/,
+# with its private headers) and the binding (numpy_ext/, with include/ only: the public C API).
+core_lib = ("cufunc_core", {
+    "sources": sorted(glob.glob("src/*.c")) + [GENERATED],
+    "include_dirs": ["include", "src", "templates"],
+    "macros": [("CF_BUILDING_PYTHON", "1")],
+    "cflags": CFLAGS + ["-fPIC"],
+})
 
 core = Extension(
     "cufunc._core",
-    sources=sources,
-    include_dirs=["include", "src", "templates"],
+    sources=sorted(glob.glob("numpy_ext/*.c")),
+    include_dirs=["include"],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("CF_BUILDING_PYTHON", "1")],
-    libraries=["dl", "pthread"],
-    extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra",
-                        "-Wno-unused-parameter", "-Wno-missing-field-initializers"],
+    libraries=["cufunc_core", "dl", "pthread"],
+    extra_compile_args=CFLAGS,
 )
 
 setup(
     package_dir={"": "numpy_ext"},
     packages=["cufunc", "cufunc.lang"],
+    libraries=[core_lib],
     ext_modules=[core],
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_clib": BuildClib, "build_ext": BuildExt},
 )

@@ -23,7 +23,10 @@
 #include <string.h>
 
 #include "cufunc/cufunc.h"
-#include "testing.h"
+/* The one header from src/ that numpy_ext may use: the test hooks the Python tests drive. It is
+ * named by its path because src/ is not on numpy_ext's include path (setup.py): numpy_ext builds
+ * against the public API in include/ only, and any other src/ header fails to compile. */
+#include "../src/testing.h"
 
 /* Whether the interpreter is shutting down (the driver may already be torn down then). */
 #if PY_VERSION_HEX >= 0x030D0000
