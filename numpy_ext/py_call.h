@@ -123,8 +123,14 @@ int cf_py_call_upload_out(cf_py_call *c, int o, PyObject *dev, cf_dtype dt);
 /* Step 10: the return value (c->outs given on the device as they are; the rest as DeviceArrays,
  * or copied back to NumPy when c->host_result: into given host outs, or new arrays, 0-d ones as
  * scalars when c->scalar_results; a tuple for several outputs). The one place results are
- * made. */
+ * made. Fresh device results come back in the caller's array type: the first input of a foreign
+ * device array type (CuPy, PyTorch, JAX, Numba) decides, through a wrapper cached per type
+ * (cufunc/_interop.py has the rule and the wrappers); out= always wins. */
 PyObject *cf_py_call_deliver(cf_py_call *c);
+
+/* The module functions of py_call.c: _result_wrapper (the deliver step's choice of the caller's
+ * array type, for tests). */
+extern PyMethodDef cf_py_call_methods[];
 
 /* One result as it is, several as a tuple (new references): the results of the fast path and of
  * the host pipeline, which are already what the caller gets. */
