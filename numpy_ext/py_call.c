@@ -240,6 +240,19 @@ static int immutable_type(PyTypeObject *tp)
     return r;
 }
 
+int cf_py_refuse_immutable(const cf_py_call *c, PyObject *obj, const char *argname)
+{
+    if (CfPyDeviceArray_Check(obj) || PyArray_Check(obj))
+        return 0;
+    int imm = immutable_type(Py_TYPE(obj));
+    if (imm > 0)
+        PyErr_Format(PyExc_TypeError, "%s%s%s%s: %s cannot be a JAX array (%.200s): JAX arrays "
+                     "are immutable (call without it: results of calls on JAX arrays come back "
+                     "as new JAX arrays)", c->kind ? c->kind : "", c->kind ? " '" : "", c->name,
+                     c->kind ? "'" : "", argname, Py_TYPE(obj)->tp_name);
+    return imm != 0 ? -1 : 0;
+}
+
 static PyObject *call_result_wrapper(PyObject *mod, PyObject *inputs)
 {
     PyObject *seq = PySequence_Fast(inputs, "_result_wrapper: inputs must be a sequence");
@@ -266,17 +279,8 @@ int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const cha
 {
     cf_py_arg *a = &c->out[o];
     PyObject *obj = c->outs[o];
-    if (!CfPyDeviceArray_Check(obj) && !PyArray_Check(obj)) {
-        int imm = immutable_type(Py_TYPE(obj));
-        if (imm < 0)
-            return -1;
-        if (imm) {
-            PyErr_Format(PyExc_TypeError, "%s: %s cannot be a JAX array (%.200s): JAX arrays are "
-                         "immutable; leave it out and the result comes back as a new JAX array",
-                         c->name, method ? "out" : argname, Py_TYPE(obj)->tp_name);
-            return -1;
-        }
-    }
+    if (cf_py_refuse_immutable(c, obj, method ? "out" : argname) < 0)
+        return -1;
     if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
         if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
             return -1;

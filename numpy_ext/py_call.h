@@ -116,6 +116,11 @@ void cf_py_call_clear(cf_py_call *c);
  * errors; `method` is NULL for (g)ufunc calls, else "reduce"/"accumulate" for their wording. */
 int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const char *method);
 
+/* Step 1 helper: a TypeError for an output (out=, res=) that cannot be written, a JAX array (JAX
+ * arrays are immutable; writing through their interface would change one behind JAX's back);
+ * `argname` names it. 0 or -1. */
+int cf_py_refuse_immutable(const cf_py_call *c, PyObject *obj, const char *argname);
+
 /* Step 6 helper: fill device array `dev` from host out= o, converted to `dt` (a body or a mask
  * may leave elements as they are). */
 int cf_py_call_upload_out(cf_py_call *c, int o, PyObject *dev, cf_dtype dt);
