@@ -21,7 +21,7 @@ int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname)
 {
     cf_py_arg_reset(a, obj);
     if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
+        if (cf_py_device_view(obj, &a->view, &a->keep, CF_PY_VIEW_ORDER, argname) < 0)
             return -1;
         a->kind = CF_PY_ARG_DEVICE;
         a->dtype = a->view.dtype;

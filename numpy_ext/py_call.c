@@ -282,7 +282,7 @@ int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const cha
     if (cf_py_refuse_immutable(c, obj, method ? "out" : argname) < 0)
         return -1;
     if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
+        if (cf_py_device_view(obj, &a->view, &a->keep, CF_PY_VIEW_ORDER, argname) < 0)
             return -1;
         a->kind = CF_PY_ARG_DEVICE;
         a->dtype = a->view.dtype;

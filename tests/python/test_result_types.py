@@ -338,6 +338,9 @@ def test_torch_result_on_the_current_torch_stream():
     torch = lib_of("torch") and sys.modules["torch"]
     a = torch.randn(2048, 2048, device="cuda")
     (a @ a).sum().item()  # warm-up: cuBLAS loads on the host
+    w = torch.ones(8, dtype=torch.float64, device="cuda")
+    slow(w, 1), hyp(w.float(), w.float())  # warm-up: the kernels compile on the host
+    torch.cuda.synchronize()
     want = np.arange(N, dtype=np.float64)
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
@@ -350,6 +353,7 @@ def test_torch_result_on_the_current_torch_stream():
         assert isinstance(r, torch.Tensor)
         y = r * 2  # on s: must wait for cufunc's kernel
         z = torch.sin(hyp(t.float(), t.float()))
+        assert not s.query(), "a call on torch tensors waited on the host"
     s.synchronize()
     np.testing.assert_array_equal(y.cpu().numpy(), want * 2)
     np.testing.assert_allclose(z.cpu().numpy(), np.sin(np.hypot(want, want)).astype(np.float32),
@@ -363,12 +367,16 @@ def test_cupy_result_on_the_current_cupy_stream():
     cs = cp.cuda.Stream(non_blocking=True)
     a = cp.random.standard_normal((2048, 2048), dtype=cp.float32)
     (a @ a).sum().get()  # warm-up
+    slow(cp.ones(8, cp.float64), 1)  # warm-up: the kernel compiles on the host
+    cp.cuda.Device().synchronize()
     with cs:
         for _ in range(16):
             a = a @ a
             a = a / cp.abs(a).max()
         x = cp.arange(N, dtype=cp.float64)
-        r = slow(x, 1 << 14)
+        assert not cs.done, "the producer finished too soon to show a race"
+        r = slow(x, 1 << 14)  # CuPy's interface names cs: ordered on the device, not the host
+        assert not cs.done, "a call on CuPy arrays synchronised on the host"
         assert isinstance(r, cp.ndarray)
         y = r * 2  # on cs: must wait for cufunc's kernel
     cs.synchronize()
