@@ -290,6 +290,32 @@ def test_cufunc_view_keeps_foreign_array_alive(producer):
     del junk
 
 
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@gpu
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("producer", ["cupy", "torch"])
+def test_no_leak_over_many_calls(producer):
+    """10^5 calls whose results are dropped at once: cufunc's device memory back where it was,
+    host RSS flat (a leaked wrapper, capsule or DeviceArray per call would be megabytes)."""
+    L = lib_of(producer)
+    x = L.make(data((1, 16)))
+    for _ in range(2000):  # warm-up: caches, pools, the library's own allocator
+        hyp(x, x)
+    L.sync()
+    gc.collect()
+    mem, rss = _core.mem_outstanding(), rss_bytes()
+    for _ in range(100000):
+        hyp(x, x)
+    L.sync()
+    gc.collect()
+    assert _core.mem_outstanding() == mem
+    assert rss_bytes() - rss < 8 << 20, "host memory grew by %d bytes" % (rss_bytes() - rss)
+
+
 # ---- mixed inputs --------------------------------------------------------------------------------
 
 MIXED = [
@@ -492,6 +518,39 @@ def test_not_a_device_array_class_of_the_library(monkeypatch):
     fake_lib(monkeypatch, "torch", "Tensor")
     Size = type("Size", (), {"__module__": "torch"})  # torch, but not a tensor
     assert _interop.wrapper_for(Size) is None
+
+
+def _real_types(name):
+    """(the library's device array type, the wrapper cufunc should pick) of an installed library;
+    no GPU needed."""
+    if name == "cupy":
+        cp = pytest.importorskip("cupy")
+        return cp.ndarray, cp.from_dlpack
+    if name == "jax":
+        pytest.importorskip("jax")
+        import jax.dlpack
+        import jax.numpy as jnp
+        return type(jnp.zeros(1)), jax.dlpack.from_dlpack
+    if name == "numba":
+        pytest.importorskip("numba")
+        from numba import cuda as ncuda
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+        return DeviceNDArray, ncuda.as_cuda_array
+    torch = pytest.importorskip("torch")
+    return torch.Tensor, torch.from_dlpack
+
+
+@pytest.mark.parametrize("name", ["cupy", "jax", "numba", "torch"])
+def test_the_real_libraries_types(name):
+    tp, want = _real_types(name)
+    assert _interop.wrapper_for(tp) is want
+
+
+def test_out_real_jax_array_is_a_type_error():
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+    with pytest.raises(TypeError, match="cannot be a JAX array.*JAX arrays are immutable"):
+        hyp(data(), data(), out=jnp.zeros((R, C), jnp.float32))
 
 
 JAX_OUTS = [
