@@ -680,8 +680,14 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
         *keepalive = obj;
         return 0;
     }
+    int optional = sync & CF_PY_VIEW_OPTIONAL;
+    sync &= ~CF_PY_VIEW_OPTIONAL;
     cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
     if (cai == NULL) {
+        if (optional) { /* not a device object, as cf_py_is_device_object would say */
+            PyErr_Clear();
+            return 1;
+        }
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
             return -1;
         PyErr_Clear();
