@@ -537,13 +537,14 @@ def _real_types(name):
         from numba.cuda.cudadrv.devicearray import DeviceNDArray
         return DeviceNDArray, ncuda.as_cuda_array
     torch = pytest.importorskip("torch")
-    return torch.Tensor, torch.from_dlpack
+    return torch.Tensor, None  # a wrapper of cufunc's over torch._C (see _interop._torch)
 
 
 @pytest.mark.parametrize("name", ["cupy", "jax", "numba", "torch"])
 def test_the_real_libraries_types(name):
     tp, want = _real_types(name)
-    assert _interop.wrapper_for(tp) is want
+    got = _interop.wrapper_for(tp)
+    assert got is want if want is not None else callable(got)
 
 
 def test_out_real_jax_array_is_a_type_error():
