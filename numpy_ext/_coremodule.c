@@ -5,6 +5,7 @@
 #include "py_ufunc.h"
 #include "py_reduce.h"
 #include "py_gufunc.h"
+#include "py_call.h"
 
 #include <string.h>
 
@@ -436,6 +437,7 @@ static const struct {
     {cf_py_signature_methods, cf_py_signature_init_module},
     {cf_py_reduce_methods, cf_py_reduce_init_module},
     {cf_py_gufunc_methods, cf_py_gufunc_init_module},
+    {cf_py_call_methods, NULL},
 };
 
 PyMODINIT_FUNC PyInit__core(void)

@@ -20,12 +20,20 @@ static PyObject *from_dlpack_fn;
 int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname)
 {
     cf_py_arg_reset(a, obj);
-    if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
+    /* a device array: cufunc's, or a foreign one through __cuda_array_interface__ (read once);
+     * NumPy arrays and Python and NumPy scalars have none, so they skip the attribute lookup */
+    if (CfPyDeviceArray_Check(obj) ||
+        !(PyArray_Check(obj) || PyFloat_Check(obj) || PyLong_Check(obj) || PyComplex_Check(obj) ||
+          PyArray_IsScalar(obj, Generic))) {
+        int r = cf_py_device_view(obj, &a->view, &a->keep, CF_PY_VIEW_ORDER | CF_PY_VIEW_OPTIONAL,
+                                  argname);
+        if (r < 0)
             return -1;
-        a->kind = CF_PY_ARG_DEVICE;
-        a->dtype = a->view.dtype;
-        return 0;
+        if (r == 0) {
+            a->kind = CF_PY_ARG_DEVICE;
+            a->dtype = a->view.dtype;
+            return 0;
+        }
     }
     /* NumPy scalars first: np.float64 and np.complex128 are also Python floats and complexes,
      * but they are strong (NEP 50), not weak */

@@ -134,14 +134,155 @@ static int move_host_inputs(cf_py_call *c)
     return 0;
 }
 
+/* ---- the caller's array type (the rule and the wrappers: cufunc/_interop.py) ------------------ */
+
+static struct {
+    PyObject *cache;       /* dict: an input's type -> the wrapper of its results, or None */
+    PyObject *wrapper_for; /* _interop.wrapper_for(type): fills the cache on a new type */
+    PyObject *var;         /* _interop._output_type: a ContextVar, None or a code */
+    PyObject *global;      /* _interop._global: [the process-wide code] */
+} interop;
+
+/* Load cufunc._interop, once (on the first call with an input that might be foreign). */
+static int interop_load(void)
+{
+    if (interop.cache != NULL)
+        return 0;
+    PyObject *m = PyImport_ImportModule("cufunc._interop");
+    if (m == NULL)
+        return -1;
+    PyObject *wf = PyObject_GetAttrString(m, "wrapper_for");
+    PyObject *var = wf ? PyObject_GetAttrString(m, "_output_type") : NULL;
+    PyObject *gl = var ? PyObject_GetAttrString(m, "_global") : NULL;
+    PyObject *cache = gl ? PyDict_New() : NULL;
+    Py_DECREF(m);
+    if (cache == NULL || !PyContextVar_CheckExact(var) || !PyList_Check(gl) ||
+        PyList_GET_SIZE(gl) != 1) {
+        if (cache != NULL)
+            PyErr_SetString(PyExc_SystemError, "cufunc._interop: unexpected state");
+        Py_XDECREF(wf);
+        Py_XDECREF(var);
+        Py_XDECREF(gl);
+        Py_XDECREF(cache);
+        return -1;
+    }
+    interop.wrapper_for = wf;
+    interop.var = var;
+    interop.global = gl;
+    interop.cache = cache;
+    return 0;
+}
+
+/* Objects that never decide the result type: cufunc's own arrays, NumPy's, scalars. */
+static inline int never_foreign(PyObject *o)
+{
+    return CfPyDeviceArray_Check(o) || PyArray_Check(o) || PyFloat_Check(o) || PyLong_Check(o) ||
+           PyComplex_Check(o) || PyArray_IsScalar(o, Generic) || o == Py_None;
+}
+
+/* The wrapper of inputs of type tp (borrowed from the cache), Py_None for none; NULL: error. One
+ * dict lookup once the type was seen. */
+static PyObject *wrapper_of(PyTypeObject *tp)
+{
+    if (interop_load() < 0)
+        return NULL;
+    PyObject *w = PyDict_GetItemWithError(interop.cache, (PyObject *)tp);
+    if (w != NULL || PyErr_Occurred())
+        return w;
+    if ((w = PyObject_CallOneArg(interop.wrapper_for, (PyObject *)tp)) == NULL)
+        return NULL;
+    int r = PyDict_SetItem(interop.cache, (PyObject *)tp, w);
+    Py_DECREF(w); /* the cache holds it (types are few: one per foreign array class) */
+    return r < 0 ? NULL : w;
+}
+
+/* The wrapper for fresh device results of a call on `inputs` (n of them; NULL entries skipped):
+ * the first input of a foreign device array type decides, unless the output type in effect is
+ * "cufunc". *wrapper is borrowed, NULL for DeviceArrays. 0 or -1. */
+static int result_wrapper(PyObject *const *inputs, int n, PyObject **wrapper)
+{
+    *wrapper = NULL;
+    for (int i = 0; i < n; i++) {
+        if (inputs[i] == NULL || never_foreign(inputs[i]))
+            continue;
+        PyObject *w = wrapper_of(Py_TYPE(inputs[i]));
+        if (w == NULL)
+            return -1;
+        if (w == Py_None)
+            continue;
+        PyObject *v;
+        if (PyContextVar_Get(interop.var, NULL, &v) < 0)
+            return -1;
+        long code = PyLong_AsLong(v == Py_None ? PyList_GET_ITEM(interop.global, 0) : v);
+        Py_DECREF(v);
+        if (code == -1 && PyErr_Occurred())
+            return -1;
+        if (code == 0)
+            *wrapper = w;
+        return 0;
+    }
+    return 0;
+}
+
+/* Whether arrays of type tp are immutable (JAX's): out= with one is refused, since writing
+ * through its interface would change an array JAX assumes never changes. -1: error. */
+static int immutable_type(PyTypeObject *tp)
+{
+    PyObject *mod = PyObject_GetAttrString((PyObject *)tp, "__module__");
+    if (mod == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *m = PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : "";
+    int r = m == NULL ? -1 : (strncmp(m, "jax", 3) == 0 &&
+                              (m[3] == '\0' || m[3] == '.' || strncmp(m, "jaxlib", 6) == 0));
+    Py_DECREF(mod);
+    return r;
+}
+
+int cf_py_refuse_immutable(const cf_py_call *c, PyObject *obj, const char *argname)
+{
+    if (CfPyDeviceArray_Check(obj) || PyArray_Check(obj))
+        return 0;
+    int imm = immutable_type(Py_TYPE(obj));
+    if (imm > 0)
+        PyErr_Format(PyExc_TypeError, "%s%s%s%s: %s cannot be a JAX array (%.200s): JAX arrays "
+                     "are immutable (call without it: results of calls on JAX arrays come back "
+                     "as new JAX arrays)", c->kind ? c->kind : "", c->kind ? " '" : "", c->name,
+                     c->kind ? "'" : "", argname, Py_TYPE(obj)->tp_name);
+    return imm != 0 ? -1 : 0;
+}
+
+static PyObject *call_result_wrapper(PyObject *mod, PyObject *inputs)
+{
+    PyObject *seq = PySequence_Fast(inputs, "_result_wrapper: inputs must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    PyObject *w = NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int r = result_wrapper(PySequence_Fast_ITEMS(seq), n > CF_PY_MAX_ARGS ? CF_PY_MAX_ARGS
+                                                                          : (int)n, &w);
+    Py_DECREF(seq);
+    return r < 0 ? NULL : Py_NewRef(w ? w : Py_None);
+}
+
+PyMethodDef cf_py_call_methods[] = {
+    {"_result_wrapper", (PyCFunction)call_result_wrapper, METH_O,
+     "_result_wrapper(inputs) -> the callable that wraps the fresh results of a call on these "
+     "inputs (None: cufunc DeviceArrays); the rule of the deliver step, for tests."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* ---- step 6: outputs ------------------------------------------------------------------------ */
 
 int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const char *method)
 {
     cf_py_arg *a = &c->out[o];
     PyObject *obj = c->outs[o];
+    if (cf_py_refuse_immutable(c, obj, method ? "out" : argname) < 0)
+        return -1;
     if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, 1, argname) < 0)
+        if (cf_py_device_view(obj, &a->view, &a->keep, CF_PY_VIEW_ORDER, argname) < 0)
             return -1;
         a->kind = CF_PY_ARG_DEVICE;
         a->dtype = a->view.dtype;
@@ -237,17 +378,26 @@ static int copy_overlapping(cf_py_call *c)
 
 /* ---- step 10: deliver ----------------------------------------------------------------------- */
 
-/* Result o as the caller gets it (new reference). */
-static PyObject *deliver_one(cf_py_call *c, int o)
+/* Result o as the caller gets it (new reference). `wrapper` (may be NULL) turns a fresh device
+ * result into the caller's array type. */
+static PyObject *deliver_one(cf_py_call *c, int o, PyObject *wrapper)
 {
     const cf_py_engine *e = c->engine;
     if (c->outs[o] != NULL && c->out[o].kind == CF_PY_ARG_DEVICE)
-        return Py_NewRef(c->outs[o]);
+        return Py_NewRef(c->outs[o]); /* out= wins: the object given, whatever the inputs */
     if (!c->host_result) {
         if (c->outs[o] != NULL) /* a given device output that was not a device view: none */
             return Py_NewRef(c->outs[o]);
         PyObject *r = Py_NewRef(c->res[o]);
-        return e->present ? e->present(c, o, r, 0) : r;
+        if (e->present && (r = e->present(c, o, r, 0)) == NULL)
+            return NULL;
+        if (wrapper == NULL)
+            return r;
+        /* zero-copy through DLPack (the consumer's stream handshake) or the CAI: the foreign
+         * array holds the DeviceArray, which holds the memory */
+        PyObject *w = PyObject_CallOneArg(wrapper, r);
+        Py_DECREF(r);
+        return w;
     }
     PyObject *h = PyObject_CallMethod(c->res[o], "copy_to_host", NULL);
     if (h == NULL)
@@ -270,9 +420,20 @@ static PyObject *deliver_one(cf_py_call *c, int o)
 
 PyObject *cf_py_call_deliver(cf_py_call *c)
 {
-    PyObject *res[CF_PY_MAX_ARGS];
+    PyObject *res[CF_PY_MAX_ARGS], *wrapper = NULL;
+    if (!c->host_result) {
+        /* fresh device results come back in the caller's array type (cufunc/_interop.py) */
+        PyObject *inputs[CF_PY_MAX_ARGS];
+        int fresh = 0;
+        for (int o = 0; o < c->nout; o++)
+            fresh |= c->res[o] != NULL && !(c->outs[o] != NULL);
+        for (int i = 0; i < c->nin; i++)
+            inputs[i] = c->in[i].value;
+        if (fresh && result_wrapper(inputs, c->nin, &wrapper) < 0)
+            return NULL;
+    }
     for (int o = 0; o < c->nout; o++)
-        if ((res[o] = deliver_one(c, o)) == NULL) {
+        if ((res[o] = deliver_one(c, o, wrapper)) == NULL) {
             for (int j = 0; j < o; j++)
                 Py_DECREF(res[j]);
             return NULL;

@@ -116,6 +116,11 @@ void cf_py_call_clear(cf_py_call *c);
  * errors; `method` is NULL for (g)ufunc calls, else "reduce"/"accumulate" for their wording. */
 int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const char *method);
 
+/* Step 1 helper: a TypeError for an output (out=, res=) that cannot be written, a JAX array (JAX
+ * arrays are immutable; writing through their interface would change one behind JAX's back);
+ * `argname` names it. 0 or -1. */
+int cf_py_refuse_immutable(const cf_py_call *c, PyObject *obj, const char *argname);
+
 /* Step 6 helper: fill device array `dev` from host out= o, converted to `dt` (a body or a mask
  * may leave elements as they are). */
 int cf_py_call_upload_out(cf_py_call *c, int o, PyObject *dev, cf_dtype dt);
@@ -123,8 +128,14 @@ int cf_py_call_upload_out(cf_py_call *c, int o, PyObject *dev, cf_dtype dt);
 /* Step 10: the return value (c->outs given on the device as they are; the rest as DeviceArrays,
  * or copied back to NumPy when c->host_result: into given host outs, or new arrays, 0-d ones as
  * scalars when c->scalar_results; a tuple for several outputs). The one place results are
- * made. */
+ * made. Fresh device results come back in the caller's array type: the first input of a foreign
+ * device array type (CuPy, PyTorch, JAX, Numba) decides, through a wrapper cached per type
+ * (cufunc/_interop.py has the rule and the wrappers); out= always wins. */
 PyObject *cf_py_call_deliver(cf_py_call *c);
+
+/* The module functions of py_call.c: _result_wrapper (the deliver step's choice of the caller's
+ * array type, for tests). */
+extern PyMethodDef cf_py_call_methods[];
 
 /* One result as it is, several as a tuple (new references): the results of the fast path and of
  * the host pipeline, which are already what the caller gets. */

@@ -180,6 +180,14 @@ PyObject *cf_py_devicearray_alloc(int ndim, const int64_t *shape, cf_dtype dt, c
  * objects. Needs the GPU for foreign objects (to find the pointer's device). */
 int cf_py_device_view(PyObject *obj, cf_array *out, PyObject **keepalive, int sync,
                       const char *argname);
+/* `sync` for a call's operands: a stream named in the interface is ordered before the legacy
+ * default stream on the device (an event wait, or nothing for 1 and 2), not synchronised on the
+ * host; the call orders itself after that stream (cf_py_args_order). */
+#define CF_PY_VIEW_ORDER 2
+/* Or'ed into `sync`: an object without a (readable) __cuda_array_interface__ is no error, the
+ * answer is 1 (not a device object) with no exception; the interface is read once, not twice
+ * as cf_py_is_device_object then cf_py_device_view would (a Python property for PyTorch). */
+#define CF_PY_VIEW_OPTIONAL 4
 /* Order work on stream `s` (of the resolved stream `resolved`: a Stream or None; on `device`)
  * after the work that last wrote the memory of device operand `obj` (the `keep` of a device view:
  * a DeviceArray, or a foreign object, whose producer cf_py_device_view ordered before the legacy

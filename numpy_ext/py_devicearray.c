@@ -680,8 +680,14 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
         *keepalive = obj;
         return 0;
     }
+    int optional = sync & CF_PY_VIEW_OPTIONAL;
+    sync &= ~CF_PY_VIEW_OPTIONAL;
     cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
     if (cai == NULL) {
+        if (optional) { /* not a device object, as cf_py_is_device_object would say */
+            PyErr_Clear();
+            return 1;
+        }
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
             return -1;
         PyErr_Clear();
@@ -712,7 +718,25 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
         }
     }
     out->device = device;
-    if (sync && has_stream) {
+    if (sync == CF_PY_VIEW_ORDER && has_stream) {
+        /* A call's operand: CAI v3's promise kept on the device, not the host. The call takes
+         * foreign memory as pending on the legacy default stream (cf_py_order_operand), so that
+         * stream only has to wait for the producer's: nothing for the legacy stream itself (1)
+         * or the per-thread default stream (2, which CUDA orders with it), an event wait for any
+         * other. A host synchronisation per operand (CuPy names its current stream in every
+         * interface) would stall every call on CuPy arrays until the GPU drained. */
+        if (stream != 1 && stream != 2) {
+            cf_stream *legacy, *s = NULL;
+            if (cf_py_stream_get(NULL, device, &legacy) < 0)
+                return -1;
+            st = cf_stream_wrap(device, stream, &s);
+            if (st == CF_OK)
+                st = cf_stream_wait_stream(legacy, s);
+            cf_stream_free(s);
+            if (st != CF_OK)
+                return cf_py_fail(st, argname);
+        }
+    } else if (sync && has_stream) {
         /* CAI v3: the consumer synchronises on the producer's stream before using the data. */
         cf_stream *s = NULL;
         st = cf_stream_wrap(device, stream, &s);

@@ -266,6 +266,8 @@ static int rc_res(cf_py_call *c, PyObject *res)
 {
     cf_py_arg *r = &c->out[0];
     cf_dtype dt = RC_STATE(c)->dt;
+    if (cf_py_refuse_immutable(c, res, "res") < 0)
+        return -1;
     if (!CfPyDeviceArray_Check(res) && !cf_py_is_device_object(res)) {
         PyErr_Format(PyExc_TypeError, "reduce: res must be a device array (a cufunc "
                      "DeviceArray or an object with __cuda_array_interface__), not %.200s",

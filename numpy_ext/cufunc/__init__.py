@@ -22,9 +22,13 @@ if _importlib_util.find_spec(__name__ + ".types") is not None:
 
 from . import cuda
 from . import _env
+# Results in the caller's array type (CuPy, PyTorch, JAX, Numba in: the same out), or always
+# cufunc DeviceArrays: see cufunc._interop.
+from ._interop import get_output_type, set_global_output_type, using_output_type
 
 __all__ = ["__version__", "cuda", "errors", "CompileError", "CudaAPIError", "CudaSupportError",
-           "TypingError", "UnsupportedError", "vectorize", "guvectorize", "UFunc", "GUFunc"]
+           "TypingError", "UnsupportedError", "vectorize", "guvectorize", "UFunc", "GUFunc",
+           "using_output_type", "set_global_output_type", "get_output_type"]
 
 if _env.core is not None:
     from ._core import GUFunc, UFunc

@@ -1,0 +1,99 @@
+"""The one-element call with results in the caller's array type (issue 15, section 1).
+
+hypot on one-element float32 arrays, no out= (each call makes its result), timed as
+bench_call_overhead.py does (queued: batches of 5000 calls then a sync; CPU alone: 256 calls before
+any wait):
+  * cufunc on cufunc DeviceArrays (a DeviceArray back): the reference;
+  * cufunc on CuPy arrays (a CuPy array back) beside cp.hypot;
+  * cufunc on torch tensors (a torch tensor back) beside torch.hypot;
+  * the same two with cufunc.using_output_type("cufunc") (DeviceArrays back): the part of the
+    cost that is the wrapping into the caller's type, and the part that is reading the inputs.
+The issue's target: a call on CuPy arrays and on torch tensors within 1.3x of the call on
+DeviceArrays. The last column is each line's time over the DeviceArray call's.
+
+Usage: python3 bench/bench_interop.py
+"""
+import math
+import statistics
+import time
+
+import numpy as np
+
+from benchlib import timeit, peers
+
+import cufunc
+from cufunc import cuda, vectorize
+
+
+@vectorize(["float32(float32, float32)"])
+def hyp(x, y):
+    return math.sqrt(x * x + y * y)
+
+
+def cpu_alone(fn, sync, calls=256, reps=9):
+    """Median microseconds per call of `calls` calls timed before any synchronisation."""
+    fn()
+    ts = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        ts.append((time.perf_counter() - t0) / calls)
+        sync()
+    return 1e6 * statistics.median(ts)
+
+
+def as_cufunc(fn):
+    def call():
+        with cufunc.using_output_type("cufunc"):
+            return fn()
+    return call
+
+
+def main():
+    P = peers()
+    a1, b1 = (cuda.to_device(np.ones(1, np.float32)) for _ in range(2))
+    o1 = cuda.device_array(1, np.float32)
+    cases = [("cufunc(DeviceArray) -> DeviceArray", lambda: hyp(a1, b1), cuda.synchronize, "-"),
+             ("cufunc(DeviceArray, out=) (fast path)", lambda: hyp(a1, b1, out=o1),
+              cuda.synchronize, "-")]
+    if "cupy" in P:
+        cp = P["cupy"]
+        ca1, cb1 = (cp.ones(1, cp.float32) for _ in range(2))
+        r = hyp(ca1, cb1)
+        assert isinstance(r, cp.ndarray), type(r)
+        sync = cp.cuda.runtime.deviceSynchronize
+        cases += [("cufunc(cupy) -> cupy", lambda: hyp(ca1, cb1), sync, "cupy"),
+                  ("cufunc(cupy) -> DeviceArray (output type 'cufunc')",
+                   as_cufunc(lambda: hyp(ca1, cb1)), sync, "cupy"),
+                  ("cp.hypot(cupy)", lambda: cp.hypot(ca1, cb1), sync, "cupy")]
+    else:
+        print("CuPy: not available here")
+    if "torch" in P:
+        torch = P["torch"]
+        ta1, tb1 = (torch.ones(1, device="cuda") for _ in range(2))
+        r = hyp(ta1, tb1)
+        assert isinstance(r, torch.Tensor) and r.device == ta1.device, type(r)
+        sync = torch.cuda.synchronize
+        cases += [("cufunc(torch) -> torch", lambda: hyp(ta1, tb1), sync, "torch"),
+                  ("cufunc(torch) -> DeviceArray (output type 'cufunc')",
+                   as_cufunc(lambda: hyp(ta1, tb1)), sync, "torch"),
+                  ("torch.hypot(torch)", lambda: torch.hypot(ta1, tb1), sync, "torch")]
+    else:
+        print("PyTorch: not available here")
+    loop = 1e6 * timeit(lambda: None, lambda: None, 7, 5000)
+    print("one-element hypot, no out= (result in the caller's type), microseconds per call")
+    print("| call | queued (5000 calls, then sync) | CPU alone (256 calls) | queued / DeviceArray |")
+    print("|---|---|---|---|")
+    print("| (empty lambda in the same loop) | %.3f | - | - |" % loop)
+    ref = None
+    for name, fn, sync, _ in cases:
+        q = 1e6 * timeit(fn, sync, 7, 5000)
+        c = cpu_alone(fn, sync)
+        ref = q if ref is None else ref
+        print("| %s | %.2f | %.2f | %.2fx |" % (name, q, c, q / ref))
+
+
+if __name__ == "__main__":
+    main()
