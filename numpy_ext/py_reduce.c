@@ -21,6 +21,7 @@
 #include "py_args.h"
 #include "py_call.h"
 #include "py_capture.h"
+#include "py_override.h"
 #include "py_ufunc.h"
 
 /* ---- arguments ------------------------------------------------------------------------------ */
@@ -998,6 +999,10 @@ PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs
                         "single value");
         return NULL;
     }
+    PyObject *r;
+    int ov = cf_py_override_tp(selfobj, "reduce", 1, args, kwargs, &r);
+    if (ov != 0) /* NEP 13 (py_override.h) */
+        return ov > 0 ? r : NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOpOOO:reduce", kw, &S.array, &S.axis,
                                      &S.dtype, &S.out, &S.keepdims, &S.initial, &S.where, &stream))
         return NULL;
@@ -1019,6 +1024,10 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
                         "single value");
         return NULL;
     }
+    PyObject *r;
+    int ov = cf_py_override_tp(selfobj, "accumulate", 1, args, kwargs, &r);
+    if (ov != 0) /* NEP 13 (py_override.h) */
+        return ov > 0 ? r : NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:accumulate", kw, &S.array, &S.axis,
                                      &S.dtype, &S.out, &stream))
         return NULL;
