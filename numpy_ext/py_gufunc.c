@@ -432,6 +432,15 @@ static PyObject *gu_alloc_out(cf_py_call *c, int o)
     return dev;
 }
 
+static int gu_out_shape(cf_py_call *c, int o, cf_dtype *dt, int *ndim, int64_t *shape)
+{
+    CfPyGUFunc *self = (CfPyGUFunc *)c->self;
+    gu_state *S = GU_STATE(c);
+    *dt = S->types[c->nin + o];
+    cf_status st = cf_gufunc_operand_shape(self->gu, &S->sh, c->nin + o, ndim, shape);
+    return st == CF_OK ? 0 : cf_py_fail(st, NULL);
+}
+
 /* Inputs that share memory with an output: cf_gufunc_launch copies them first (on the GPU,
  * stream-ordered), as NumPy defines the call (so the pipeline's overlap step is off). */
 static int gu_launch(cf_py_call *c)
@@ -502,6 +511,7 @@ static const cf_py_engine GU_ENGINE = {
     .prepare = gu_prepare,
     .move_as = gu_move_as,
     .alloc_out = gu_alloc_out,
+    .out_shape = gu_out_shape,
     .in_place_ok = -1,
     .launch = gu_launch,
     .present = gu_present,

@@ -911,6 +911,15 @@ static PyObject *rd_alloc_out(cf_py_call *c, int o)
     return cf_py_devicearray_alloc(S->rndim, S->rshape, dt, 'C', c->pl.device, c->pl.for_arrays);
 }
 
+static int rd_out_shape(cf_py_call *c, int o, cf_dtype *dt, int *ndim, int64_t *shape)
+{
+    const rd_state *S = RD_STATE(c);
+    *dt = S->acc;
+    *ndim = S->rndim;
+    memcpy(shape, S->rshape, sizeof(int64_t) * (size_t)S->rndim);
+    return 0;
+}
+
 static int rd_launch(cf_py_call *c)
 {
     rd_state *S = RD_STATE(c);
@@ -955,6 +964,7 @@ static int ac_launch(cf_py_call *c)
 static const cf_py_engine RD_ENGINE = {
     .prepare = rd_prepare,
     .alloc_out = rd_alloc_out,
+    .out_shape = rd_out_shape,
     .in_place_ok = 0,
     .launch = rd_launch,
 };
@@ -965,6 +975,7 @@ static const cf_py_engine RD_ENGINE = {
 static const cf_py_engine AC_ENGINE = {
     .prepare = ac_prepare,
     .alloc_out = rd_alloc_out,
+    .out_shape = rd_out_shape,
     .in_place_ok = 1,
     .launch = ac_launch,
 };

@@ -446,6 +446,15 @@ static PyObject *uf_alloc_out(cf_py_call *c, int o)
     return dev;
 }
 
+static int uf_out_shape(cf_py_call *c, int o, cf_dtype *dt, int *ndim, int64_t *shape)
+{
+    const uf_state *S = UF_STATE(c);
+    *dt = S->types[c->nin + o];
+    *ndim = S->ndim;
+    memcpy(shape, S->shape, sizeof(int64_t) * (size_t)S->ndim);
+    return 0;
+}
+
 static int uf_launch(cf_py_call *c)
 {
     CfPyUFunc *self = (CfPyUFunc *)c->self;
@@ -480,6 +489,7 @@ static const cf_py_engine UF_ENGINE = {
     .prepare = uf_prepare,
     .host_strategy = uf_host_strategy,
     .alloc_out = uf_alloc_out,
+    .out_shape = uf_out_shape,
     .in_place_ok = 1,
     .launch = uf_launch,
 };
