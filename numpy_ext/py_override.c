@@ -461,3 +461,29 @@ int cf_py_override_tp(PyObject *func, const char *method, int nin, PyObject *arg
         return -1;
     return override_common(func, method, nin, pos, npos, kw, result);
 }
+
+int cf_py_override_dask(PyObject *func, const char *handler, PyObject *first, PyObject *args,
+                        PyObject *kwargs, PyObject **result)
+{
+    *result = NULL;
+    if (cf_py_override_plain(first) || basic_type(first))
+        return 0;
+    PyObject *dask = dask_array_type();
+    int is = dask != NULL && PyObject_TypeCheck(first, (PyTypeObject *)dask);
+    Py_XDECREF(dask);
+    if (!is)
+        return 0;
+    PyObject *mod = PyImport_ImportModule("cufunc._dask");
+    PyObject *f = mod ? PyObject_GetAttrString(mod, handler) : NULL;
+    Py_XDECREF(mod);
+    PyObject *full = f ? PyTuple_New(PyTuple_GET_SIZE(args) + 1) : NULL;
+    if (full != NULL) {
+        PyTuple_SET_ITEM(full, 0, Py_NewRef(func));
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
+            PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+        *result = PyObject_Call(f, full, kwargs);
+    }
+    Py_XDECREF(full);
+    Py_XDECREF(f);
+    return *result ? 1 : -1;
+}

@@ -38,4 +38,10 @@ int cf_py_override_vc(PyObject *func, const char *method, int nin, PyObject *con
 int cf_py_override_tp(PyObject *func, const char *method, int nin, PyObject *args,
                       PyObject *kwargs, PyObject **result);
 
+/* For a function that is not a ufunc (cuda.reduce): a dask array as `first` hands the call to
+ * cufunc._dask.<handler>(func, *args, **kwargs), which builds the lazy graph. Same returns as
+ * above; a pointer test when `first` is of a common type. */
+int cf_py_override_dask(PyObject *func, const char *handler, PyObject *first, PyObject *args,
+                        PyObject *kwargs, PyObject **result);
+
 #endif

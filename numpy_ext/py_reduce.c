@@ -389,6 +389,10 @@ static PyObject *reducer_call(CfPyReducer *self, PyObject *args, PyObject *kwarg
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:reduce", kw, &S.call_arr, &S.size,
                                      &S.res, &S.init, &stream))
         return NULL;
+    PyObject *r;
+    int ov = cf_py_override_dask((PyObject *)self, "reduce_all", S.call_arr, args, kwargs, &r);
+    if (ov != 0) /* a dask array: a lazy reduction (cufunc/_dask.py) */
+        return ov > 0 ? r : NULL;
     const char *name = PyUnicode_AsUTF8(self->name);
     if (name == NULL)
         return NULL;

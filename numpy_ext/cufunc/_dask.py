@@ -23,7 +23,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["array_ufunc"]
+__all__ = ["array_ufunc", "reduce_all"]
 
 
 def _da():
@@ -143,6 +143,35 @@ def _accumulate(ufunc, inputs, kwargs):
     binop = functools.partial(ufunc, **extra) if extra else ufunc
     from dask.array.reductions import cumreduction
     return cumreduction(func, binop, ident, x, axis=axis, dtype=dtype, method="sequential")
+
+
+def _reduce_all_chunk(reducer, init, stream, c, axis=None, keepdims=False, computing_meta=False,
+                      **kw):
+    """cuda.reduce of one chunk (or of the partials), in the shape da.reduction expects. A
+    device chunk's result stays on the device (res=); a host chunk's is a NumPy scalar."""
+    shape = (1,) * c.ndim if keepdims else ()
+    if isinstance(c, np.ndarray):
+        return np.asarray(reducer(c, init=init, stream=stream)).reshape(shape)
+    res = np.empty_like(c, shape=(1,))  # the chunk's array type (__array_function__)
+    reducer(c, res=res, init=init, stream=stream)
+    return res.reshape(shape)
+
+
+def reduce_all(reducer, arr, size=None, res=None, init=0, stream=0):
+    """cuda.reduce on a dask array: a lazy 0-d dask array (da.reduction, cuda.reduce per chunk
+    and over the partials). init is folded into each chunk's partial and into their combination:
+    the result is one call's when init is an identity of the function (0 for sums, the default)
+    or the function is idempotent (max, min)."""
+    da = _da()
+    from dask.array.utils import meta_from_array
+    if res is not None:
+        raise TypeError("cuda.reduce on a dask array: res= is not supported (the result is a "
+                        "lazy 0-d dask array; compute it into place)")
+    if size is not None:
+        arr = arr[:size]
+    f = functools.partial(_reduce_all_chunk, reducer, init, stream)
+    return da.reduction(arr, f, f, axis=None, keepdims=False, dtype=arr.dtype, combine=f,
+                        concatenate=True, meta=meta_from_array(arr._meta, ndim=0))
 
 
 _METHODS = {"__call__": _call, "outer": _outer, "reduce": _reduce, "accumulate": _accumulate}

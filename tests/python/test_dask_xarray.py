@@ -149,3 +149,37 @@ def test_xarray_numpy_backed_computes():
     r = hyp(X, X)
     assert isinstance(r, xr.DataArray)
     np.testing.assert_allclose(r.values, np.hypot(H1, H1), rtol=2e-6)
+
+
+# ---- cuda.reduce ----------------------------------------------------------------------------
+
+def _sum_reducer():
+    from cufunc import cuda
+
+    @cuda.reduce
+    def total(a, b):
+        return a + b
+    return total
+
+
+def test_cuda_reduce_graph_without_gpu():
+    total = _sum_reducer()
+    x = chunks_of(H1, np)
+    r = total(x)
+    assert isinstance(r, da.Array) and r.shape == () and r.dtype == np.float32
+    assert total(x.ravel(), size=100).shape == ()
+    with pytest.raises(TypeError, match="res= is not supported"):
+        total(x, res=np.empty(1, np.float32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("xp_name", ["numpy", "cupy"])
+def test_cuda_reduce_compute(xp_name):
+    xp = pytest.importorskip(xp_name)
+    total = _sum_reducer()
+    x = chunks_of(H1, xp)
+    got = total(x).compute(scheduler="threads")
+    if xp_name == "cupy":
+        assert hasattr(got, "__cuda_array_interface__")
+        got = xp.asnumpy(got)
+    np.testing.assert_allclose(float(got), H1.astype(np.float64).sum(), rtol=1e-4)
