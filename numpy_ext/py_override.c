@@ -25,15 +25,16 @@ typedef struct {
     int nkw;
 } method_layout;
 
+/* NumPy's positional options, then cufunc's own stream= */
 static const char *const REDUCE_KW[] = {NULL, "axis", "dtype", "out", "keepdims", "initial",
-                                        "where"};
-static const char *const ACCUMULATE_KW[] = {NULL, "axis", "dtype", "out"};
+                                        "where", "stream"};
+static const char *const ACCUMULATE_KW[] = {NULL, "axis", "dtype", "out", "stream"};
 
 static const method_layout LAYOUTS[] = {
     {"__call__", -1, -2, NULL, 0},
     {"outer", -1, -2, NULL, 0},
-    {"reduce", 1, 3, REDUCE_KW, 7},
-    {"accumulate", 1, 3, ACCUMULATE_KW, 4},
+    {"reduce", 1, 3, REDUCE_KW, 8},
+    {"accumulate", 1, 3, ACCUMULATE_KW, 5},
     {"at", 0, -1, NULL, 0},
 };
 static const method_layout OTHER_LAYOUT = {NULL, 0, -1, NULL, 0};
@@ -215,26 +216,27 @@ typedef struct {
     PyObject *kwargs; /* owned dict (out= normalised in it) */
 } normal_args;
 
-static int set_kw(PyObject *kw, const char *name, PyObject *value, const char *method)
+/* MALFORMED: a call the entry's own parser refuses (too many arguments, one given twice): no
+ * hand-over, the entry reports it in its words. */
+#define MALFORMED 2
+
+static int set_kw(PyObject *kw, const char *name, PyObject *value)
 {
     PyObject *key = PyUnicode_InternFromString(name);
     if (key == NULL)
         return -1;
     int has = PyDict_Contains(kw, key);
     if (has != 0) {
-        if (has > 0)
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", method,
-                         name);
         Py_DECREF(key);
-        return -1;
+        return has > 0 ? MALFORMED : -1;
     }
     int rc = PyDict_SetItem(kw, key, value);
     Py_DECREF(key);
     return rc;
 }
 
-/* Step 3: `kw` (owned, the keywords as given) is taken over by `na`. 0 or -1. */
-static int normalize(const method_layout *L, const char *method, int nin, PyObject *const *pos,
+/* Step 3: `kw` (owned, the keywords as given) is taken over by `na`. 0, MALFORMED or -1. */
+static int normalize(const method_layout *L, int nin, PyObject *const *pos,
                      Py_ssize_t npos, PyObject *kw, normal_args *na)
 {
     na->inputs = na->out = NULL;
@@ -247,16 +249,14 @@ static int normalize(const method_layout *L, const char *method, int nin, PyObje
     if (L->out_pos == -2 && npos > ni) {
         npos_out = npos - ni;
     } else if (L->kw != NULL) {
-        if (npos > L->nkw) {
-            PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
-                         method, L->nkw, npos);
-            return -1;
-        }
+        if (npos > L->nkw)
+            return MALFORMED;
         for (Py_ssize_t k = ni; k < npos; k++) {
+            int rc = k == L->out_pos ? 0 : set_kw(kw, L->kw[k], pos[k]);
             if (k == L->out_pos)
                 pos_out = pos[k];
-            else if (set_kw(kw, L->kw[k], pos[k], method) < 0)
-                return -1;
+            if (rc != 0)
+                return rc;
         }
     }
     if ((na->inputs = PyTuple_New(ni)) == NULL)
@@ -265,11 +265,8 @@ static int normalize(const method_layout *L, const char *method, int nin, PyObje
         PyTuple_SET_ITEM(na->inputs, i, Py_NewRef(pos[i]));
 
     PyObject *kw_out = PyDict_GetItemString(kw, "out"); /* borrowed */
-    if ((npos_out || pos_out) && kw_out) {
-        PyErr_SetString(PyExc_TypeError, "cannot specify 'out' as both a positional and keyword "
-                        "argument");
-        return -1;
-    }
+    if ((npos_out || pos_out) && kw_out)
+        return MALFORMED;
     if (npos_out) {
         na->out = PyTuple_New(npos_out);
         for (Py_ssize_t o = 0; na->out && o < npos_out; o++)
@@ -426,11 +423,11 @@ static int override_common(PyObject *func, const char *method, int nin, PyObject
         Py_DECREF(kw);
         return -1;
     }
-    int rc = normalize(layout_of(method), method, nin, pos, npos, kw, &na);
+    int rc = normalize(layout_of(method), nin, pos, npos, kw, &na);
     if (rc == 0)
         rc = dispatch(func, method, &na, PyDict_GetItemString(na.kwargs, "where"), result);
     normal_clear(&na);
-    return rc;
+    return rc == MALFORMED ? 0 : rc;
 }
 
 int cf_py_override_vc(PyObject *func, const char *method, int nin, PyObject *const *args,

@@ -189,3 +189,17 @@ def test_empty_call_result_types():
     assert hyp.outer(np.empty(2, np.float32), np.empty(0, np.float32)).shape == (2, 0)
     out = np.empty(0, np.float32)
     assert hyp(np.empty(0, np.float32), 1.0, out=out) is out
+
+
+def test_stream_positional_and_malformed_calls():
+    """cufunc's reduce takes stream= as its 8th positional argument: handed over as a keyword.
+    A malformed call is reported by the entry itself, override or not."""
+    r = hyp.reduce(T, 0, None, None, False, 1.0, True, None)
+    assert r[4] == {"axis": 0, "dtype": None, "keepdims": False, "initial": 1.0, "where": True,
+                    "stream": None}
+    with pytest.raises(TypeError):
+        hyp.reduce(T, 0, None, None, False, 1.0, True, None, 9)
+    with pytest.raises(TypeError):
+        hyp.reduce(T, 0, axis=1)
+    with pytest.raises(TypeError):
+        hyp(A, A, T, out=T)
