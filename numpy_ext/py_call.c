@@ -492,11 +492,67 @@ void cf_py_call_clear(cf_py_call *c)
     cf_py_place_clear(&c->pl);
 }
 
+/* A call on host operands that writes no element needs no GPU: its results are empty NumPy
+ * arrays of the resolved types (engine hook out_shape); given outputs come back as they are.
+ * Sets c->result when taken. 0 or -1. */
+static int empty_host_call(cf_py_call *c)
+{
+    const cf_py_engine *e = c->engine;
+    cf_dtype dts[CF_PY_MAX_ARGS];
+    int nds[CF_PY_MAX_ARGS];
+    int64_t shapes[CF_PY_MAX_ARGS][CF_MAX_DIMS];
+    if (e->out_shape == NULL || c->any_device || !c->host_result)
+        return 0;
+    for (int o = 0; o < c->nout; o++) {
+        if (c->outs[o] != NULL) {
+            if (!PyArray_Check(c->outs[o]) || PyArray_SIZE((PyArrayObject *)c->outs[o]) != 0)
+                return 0;
+            continue;
+        }
+        if (e->out_shape(c, o, &dts[o], &nds[o], shapes[o]) < 0)
+            return -1;
+        int64_t n = 1;
+        for (int k = 0; k < nds[o]; k++)
+            n *= shapes[o][k];
+        if (n != 0)
+            return 0;
+    }
+    if (c->stream && cf_py_stream_check(c->stream, "stream") < 0)
+        return -1; /* as place() would have said */
+    PyObject *res[CF_PY_MAX_ARGS];
+    for (int o = 0; o < c->nout; o++) {
+        PyObject *h;
+        if (c->outs[o] != NULL) {
+            h = Py_NewRef(c->outs[o]);
+        } else {
+            npy_intp dims[CF_MAX_DIMS];
+            for (int k = 0; k < nds[o]; k++)
+                dims[k] = (npy_intp)shapes[o][k];
+            PyArray_Descr *d = cf_py_descr_from_dtype(dts[o]); /* stolen by PyArray_Empty */
+            h = d ? PyArray_Empty(nds[o], dims, d, 0) : NULL;
+            if (h && e->present)
+                h = e->present(c, o, h, 1);
+        }
+        if (h == NULL) {
+            for (int j = 0; j < o; j++)
+                Py_DECREF(res[j]);
+            return -1;
+        }
+        res[o] = h;
+    }
+    c->result = cf_py_pack_results(res, c->nout);
+    for (int o = 0; o < c->nout; o++)
+        Py_DECREF(res[o]);
+    return c->result ? 0 : -1;
+}
+
 PyObject *cf_py_call_run(cf_py_call *c)
 {
     const cf_py_engine *e = c->engine;
     PyObject *result = NULL;
     if (e->prepare(c) < 0) /* steps 1-3 */
+        goto done;
+    if (c->result == NULL && empty_host_call(c) < 0)
         goto done;
     if (c->result == NULL) {
         if (place(c) < 0) /* 4 */

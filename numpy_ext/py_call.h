@@ -68,6 +68,11 @@ typedef struct {
      * it may also fill it, e.g. from a host out=). NULL hook: such outputs are left to the
      * launch (cuda.reduce's one-element result). */
     PyObject *(*alloc_out)(cf_py_call *c, int o);
+    /* Optional: the dtype and shape of fresh output o as alloc_out would make it. With it, a
+     * call on host operands whose outputs are all empty answers with empty NumPy arrays and
+     * never touches the GPU (cf_py_call_run): Dask infers a function's result type by calling
+     * it on zero-size arrays, also on machines without a GPU. 0 or -1. */
+    int (*out_shape)(cf_py_call *c, int o, cf_dtype *dt, int *ndim, int64_t *shape);
     /* Step 8: 1 or 0 is cf_array_needs_copy's in_place_ok (whether the same view is safe in
      * place); -1: the engine copies overlapping inputs itself (the gufunc engine, on the GPU). */
     int in_place_ok;

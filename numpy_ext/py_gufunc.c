@@ -17,6 +17,7 @@
 #include "py_gufunc.h"
 #include "py_args.h"
 #include "py_capture.h"
+#include "py_override.h"
 
 #include <string.h>
 
@@ -431,6 +432,15 @@ static PyObject *gu_alloc_out(cf_py_call *c, int o)
     return dev;
 }
 
+static int gu_out_shape(cf_py_call *c, int o, cf_dtype *dt, int *ndim, int64_t *shape)
+{
+    CfPyGUFunc *self = (CfPyGUFunc *)c->self;
+    gu_state *S = GU_STATE(c);
+    *dt = S->types[c->nin + o];
+    cf_status st = cf_gufunc_operand_shape(self->gu, &S->sh, c->nin + o, ndim, shape);
+    return st == CF_OK ? 0 : cf_py_fail(st, NULL);
+}
+
 /* Inputs that share memory with an output: cf_gufunc_launch copies them first (on the GPU,
  * stream-ordered), as NumPy defines the call (so the pipeline's overlap step is off). */
 static int gu_launch(cf_py_call *c)
@@ -501,6 +511,7 @@ static const cf_py_engine GU_ENGINE = {
     .prepare = gu_prepare,
     .move_as = gu_move_as,
     .alloc_out = gu_alloc_out,
+    .out_shape = gu_out_shape,
     .in_place_ok = -1,
     .launch = gu_launch,
     .present = gu_present,
@@ -508,6 +519,10 @@ static const cf_py_engine GU_ENGINE = {
 
 static PyObject *gufunc_call(CfPyGUFunc *self, PyObject *args, PyObject *kwargs)
 {
+    PyObject *r;
+    int ov = cf_py_override_tp((PyObject *)self, "__call__", self->nin, args, kwargs, &r);
+    if (ov != 0) /* NEP 13 (py_override.h) */
+        return ov > 0 ? r : NULL;
     gu_call g;
     if (parse_call(self, args, kwargs, &g) < 0)
         return NULL;
@@ -727,6 +742,7 @@ static PyObject *gufunc_repr(CfPyGUFunc *self)
 /* ---- attributes (the shared ones are cf_py_func_get_*) ---------------------------------------- */
 
 static PyObject *get_ntypes(CfPyGUFunc *self, void *c) { return PyLong_FromLong(cf_gufunc_nloops(self->gu)); }
+static PyObject *get_identity(CfPyGUFunc *self, void *c) { Py_RETURN_NONE; }
 static PyObject *get_signature(CfPyGUFunc *self, void *c)
 {
     return PyUnicode_FromString(cf_gufunc_signature(self->gu));
@@ -765,6 +781,8 @@ static PyGetSetDef gufunc_getset[] = {
     {"ntypes", (getter)get_ntypes, NULL, "number of loops", NULL},
     {"types", (getter)get_types, NULL, "the loops, as NumPy spells them ('ff->f')", NULL},
     {"signature", (getter)get_signature, NULL, "the layout, '(m,n),(n,p)->(m,p)'", NULL},
+    {"identity", (getter)get_identity, NULL, "None: a gufunc has no reduction identity (as NumPy's)",
+     NULL},
     {"loops", (getter)cf_py_func_get_loops, NULL,
      "(types, arg_ndim, source, fn_name, captures) of each loop", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},

@@ -21,6 +21,7 @@
 #include "py_args.h"
 #include "py_call.h"
 #include "py_capture.h"
+#include "py_override.h"
 #include "py_ufunc.h"
 
 /* ---- arguments ------------------------------------------------------------------------------ */
@@ -390,6 +391,10 @@ static PyObject *reducer_call(CfPyReducer *self, PyObject *args, PyObject *kwarg
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:reduce", kw, &S.call_arr, &S.size,
                                      &S.res, &S.init, &stream))
         return NULL;
+    PyObject *r;
+    int ov = cf_py_override_dask((PyObject *)self, "reduce_all", S.call_arr, args, kwargs, &r);
+    if (ov != 0) /* a dask array: a lazy reduction (cufunc/_dask.py) */
+        return ov > 0 ? r : NULL;
     const char *name = PyUnicode_AsUTF8(self->name);
     if (name == NULL)
         return NULL;
@@ -912,6 +917,15 @@ static PyObject *rd_alloc_out(cf_py_call *c, int o)
     return cf_py_devicearray_alloc(S->rndim, S->rshape, dt, 'C', c->pl.device, c->pl.for_arrays);
 }
 
+static int rd_out_shape(cf_py_call *c, int o, cf_dtype *dt, int *ndim, int64_t *shape)
+{
+    const rd_state *S = RD_STATE(c);
+    *dt = S->acc;
+    *ndim = S->rndim;
+    memcpy(shape, S->rshape, sizeof(int64_t) * (size_t)S->rndim);
+    return 0;
+}
+
 static int rd_launch(cf_py_call *c)
 {
     rd_state *S = RD_STATE(c);
@@ -956,6 +970,7 @@ static int ac_launch(cf_py_call *c)
 static const cf_py_engine RD_ENGINE = {
     .prepare = rd_prepare,
     .alloc_out = rd_alloc_out,
+    .out_shape = rd_out_shape,
     .in_place_ok = 0,
     .launch = rd_launch,
 };
@@ -966,6 +981,7 @@ static const cf_py_engine RD_ENGINE = {
 static const cf_py_engine AC_ENGINE = {
     .prepare = ac_prepare,
     .alloc_out = rd_alloc_out,
+    .out_shape = rd_out_shape,
     .in_place_ok = 1,
     .launch = ac_launch,
 };
@@ -1000,6 +1016,10 @@ PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs
                         "single value");
         return NULL;
     }
+    PyObject *r;
+    int ov = cf_py_override_tp(selfobj, "reduce", 1, args, kwargs, &r);
+    if (ov != 0) /* NEP 13 (py_override.h) */
+        return ov > 0 ? r : NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOpOOO:reduce", kw, &S.array, &S.axis,
                                      &S.dtype, &S.out, &S.keepdims, &S.initial, &S.where, &stream))
         return NULL;
@@ -1021,6 +1041,10 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
                         "single value");
         return NULL;
     }
+    PyObject *r;
+    int ov = cf_py_override_tp(selfobj, "accumulate", 1, args, kwargs, &r);
+    if (ov != 0) /* NEP 13 (py_override.h) */
+        return ov > 0 ? r : NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:accumulate", kw, &S.array, &S.axis,
                                      &S.dtype, &S.out, &stream))
         return NULL;

@@ -19,6 +19,7 @@
 #include "py_ufunc.h"
 #include "py_args.h"
 #include "py_capture.h"
+#include "py_override.h"
 #include "py_reduce.h"
 
 #include <string.h>
@@ -445,6 +446,15 @@ static PyObject *uf_alloc_out(cf_py_call *c, int o)
     return dev;
 }
 
+static int uf_out_shape(cf_py_call *c, int o, cf_dtype *dt, int *ndim, int64_t *shape)
+{
+    const uf_state *S = UF_STATE(c);
+    *dt = S->types[c->nin + o];
+    *ndim = S->ndim;
+    memcpy(shape, S->shape, sizeof(int64_t) * (size_t)S->ndim);
+    return 0;
+}
+
 static int uf_launch(cf_py_call *c)
 {
     CfPyUFunc *self = (CfPyUFunc *)c->self;
@@ -479,6 +489,7 @@ static const cf_py_engine UF_ENGINE = {
     .prepare = uf_prepare,
     .host_strategy = uf_host_strategy,
     .alloc_out = uf_alloc_out,
+    .out_shape = uf_out_shape,
     .in_place_ok = 1,
     .launch = uf_launch,
 };
@@ -666,7 +677,13 @@ static PyObject *ufunc_vectorcall(PyObject *self, PyObject *const *args, size_t 
                                   PyObject *kwnames)
 {
     int handled;
-    PyObject *r = ufunc_fast((CfPyUFunc *)self, args, PyVectorcall_NARGS(nargsf), kwnames, &handled);
+    PyObject *r;
+    /* NEP 13 first (py_override.h): a pointer test per operand when nothing overrides */
+    int ov = cf_py_override_vc(self, "__call__", ((CfPyUFunc *)self)->nin, args,
+                               PyVectorcall_NARGS(nargsf), kwnames, &r);
+    if (ov != 0)
+        return ov > 0 ? r : NULL;
+    r = ufunc_fast((CfPyUFunc *)self, args, PyVectorcall_NARGS(nargsf), kwnames, &handled);
     if (handled)
         return r;
     uf_call c;
@@ -682,6 +699,10 @@ static PyObject *ufunc_outer(CfPyUFunc *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "outer product only supported for binary functions");
         return NULL;
     }
+    PyObject *r;
+    int ov = cf_py_override_vc((PyObject *)self, "outer", 2, args, nargs, kwnames, &r);
+    if (ov != 0)
+        return ov > 0 ? r : NULL;
     uf_call c;
     if (parse_call(self, args, nargs, kwnames, &c, 1) < 0)
         return NULL;
@@ -811,6 +832,7 @@ static PyObject *ufunc_repr(CfPyUFunc *self)
 
 static PyObject *get_ntypes(CfPyUFunc *self, void *c) { return PyLong_FromLong(cf_ufunc_nloops(self->uf)); }
 static PyObject *get_identity(CfPyUFunc *self, void *c) { return Py_NewRef(self->identity); }
+static PyObject *get_signature(CfPyUFunc *self, void *c) { Py_RETURN_NONE; }
 static PyObject *get_kernel_count(CfPyUFunc *self, void *c)
 {
     return PyLong_FromLong(cf_ufunc_kernel_count(self->uf));
@@ -918,6 +940,8 @@ static PyGetSetDef ufunc_getset[] = {
     {"ntypes", (getter)get_ntypes, NULL, "number of loops", NULL},
     {"types", (getter)get_types, NULL, "the loops, as NumPy spells them ('ff->f')", NULL},
     {"identity", (getter)get_identity, NULL, "the identity for reductions, or None", NULL},
+    {"signature", (getter)get_signature, NULL,
+     "None: an element-wise ufunc has no core dimensions (NumPy's spelling)", NULL},
     {"loops", (getter)cf_py_func_get_loops, NULL,
      "(types, source, fn_name, options, captures) of each loop", NULL},
     {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},

@@ -1,0 +1,177 @@
+"""cufunc's ufuncs and gufuncs on Dask arrays: lazy graphs whose tasks are cufunc calls.
+
+A cufunc UFunc or GUFunc called with a dask array among its operands hands the call over through
+NumPy's override protocol (NEP 13, py_override.c), as NumPy's own ufuncs do. It does not reach
+dask's own ``Array.__array_ufunc__``, but ``array_ufunc`` here, its stand-in for cufunc's
+functions: dask's finds a multi-output ufunc and ``outer`` by the ufunc's *name* in dask's
+namespace (a cufunc ufunc named ``add`` would become NumPy's add) and refuses ``reduce`` and
+``accumulate``.
+
+What each method becomes (every task calls the cufunc function on one chunk, of whatever array
+type the chunks are: CuPy chunks stay on the GPU, NumPy chunks go through cufunc's host path):
+  __call__     da.elemwise (one output), da.apply_gufunc with the signature (gufuncs, several
+               outputs)
+  outer        da.blockwise over the concatenated indices
+  reduce       da.reduction: cufunc's reduce per chunk (keepdims) and to combine the partials
+  accumulate   da.cumreduction: cufunc's accumulate per chunk, the ufunc itself to carry the
+               running value over (ufuncs with a numeric identity: each row starts from it)
+The result dtype and meta come from a call on zero-size arrays of the chunks' type, which for
+NumPy chunks needs no GPU (cufunc answers empty host calls without the device): graphs are built
+anywhere. Dask's own inference (a call on one-element arrays) is never used.
+"""
+import functools
+
+import numpy as np
+
+__all__ = ["array_ufunc", "reduce_all"]
+
+
+def _da():
+    import dask.array as da
+    return da
+
+
+def _meta(x, extra=0):
+    """A zero-size array of x's chunk type and dtype, with `extra` more leading axes."""
+    from dask.array.utils import meta_from_array
+    da = _da()
+    if isinstance(x, da.Array):
+        return meta_from_array(x._meta, ndim=max(1, x.ndim) + extra, dtype=x.dtype)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return meta_from_array(x, ndim=max(1, x.ndim) + extra, dtype=x.dtype)
+    return x  # a scalar: passed as it is (NEP 50 weak)
+
+
+def _meta_call(func, inputs, extra=0, **kwargs):
+    """func on zero-size stand-ins of the inputs: the results' types (no GPU for NumPy chunks)."""
+    return func(*[_meta(x, extra) for x in inputs], **kwargs)
+
+
+def _should_delegate(self, inputs, out):
+    from dask.array.core import _should_delegate as delegate
+    return any(delegate(self, x) for x in tuple(inputs) + tuple(out))
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """dask.array.Array.__array_ufunc__ for cufunc's functions (see the module's docstring)."""
+    out = kwargs.get("out", ())
+    if _should_delegate(self, inputs, out):
+        return NotImplemented
+    handler = _METHODS.get(method)
+    if handler is None:
+        return NotImplemented
+    return handler(ufunc, inputs, kwargs)
+
+
+def _call(ufunc, inputs, kwargs):
+    da = _da()
+    out = kwargs.pop("out", None)
+    where = kwargs.pop("where", True)
+    if ufunc.signature is not None or ufunc.nout > 1:
+        if out is not None or where is not True:
+            return NotImplemented  # as dask's apply_gufunc: no out=, no where=
+        signature = ufunc.signature or "%s->%s" % (",".join(["()"] * ufunc.nin),
+                                                   ",".join(["()"] * ufunc.nout))
+        meta = _meta_call(ufunc, inputs, extra=1, **kwargs)
+        return da.apply_gufunc(ufunc, signature, *inputs, meta=meta, **kwargs)
+    op = functools.partial(ufunc, **kwargs) if kwargs else ufunc
+    dtype = _meta_call(op, inputs).dtype
+    if out is not None:
+        out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    from dask.array.core import elemwise
+    return elemwise(op, *inputs, dtype=dtype, out=out, where=where)
+
+
+def _outer(ufunc, inputs, kwargs):
+    da = _da()
+    if "out" in kwargs or len(inputs) != 2:
+        return NotImplemented
+    a, b = (x if isinstance(x, da.Array) else da.asarray(x) for x in inputs)
+    ia = tuple(range(a.ndim))
+    ib = tuple(range(a.ndim, a.ndim + b.ndim))
+    op = functools.partial(ufunc.outer, **kwargs) if kwargs else ufunc.outer
+    meta = op(_meta(a), _meta(b))
+    return da.blockwise(op, ia + ib, a, ia, b, ib, dtype=meta.dtype,
+                        meta=meta.reshape((0,) * (a.ndim + b.ndim)) if a.ndim + b.ndim else None)
+
+
+def _reduce_chunk(ufunc, x, axis=None, keepdims=False, computing_meta=False, **kw):
+    return ufunc.reduce(x, axis=axis, keepdims=keepdims, **kw)
+
+
+def _reduce(ufunc, inputs, kwargs):
+    da = _da()
+    (x,) = inputs
+    if "out" in kwargs or kwargs.get("where", True) is not True:
+        return NotImplemented
+    axis = kwargs.pop("axis", 0)
+    keepdims = kwargs.pop("keepdims", False)
+    dtype = kwargs.pop("dtype", None)
+    if "initial" in kwargs:
+        return NotImplemented  # folded in once: not per chunk
+    kw = {} if dtype is None else {"dtype": dtype}
+    kw.update(kwargs)  # stream=
+    if dtype is None:  # the accumulator type: the loop of (x.dtype, x.dtype)
+        m = _meta(x)
+        dtype = ufunc(m, m).dtype
+    chunk = functools.partial(_reduce_chunk, ufunc, **kw)
+    combine = functools.partial(_reduce_chunk, ufunc, **{k: v for k, v in kw.items()
+                                                         if k != "dtype"})
+    from dask.array.utils import meta_from_array
+    nd = x.ndim if keepdims else x.ndim - (x.ndim if axis is None else len(np.atleast_1d(axis)))
+    meta = meta_from_array(x._meta, ndim=nd, dtype=dtype)
+    return da.reduction(x, chunk, combine, axis=axis, keepdims=keepdims, dtype=dtype,
+                        combine=combine, meta=meta, concatenate=True)
+
+
+def _accumulate(ufunc, inputs, kwargs):
+    da = _da()
+    (x,) = inputs
+    ident = ufunc.identity
+    if "out" in kwargs or ident is None or isinstance(ident, str):
+        return NotImplemented  # cumreduction starts each row from the identity
+    axis = kwargs.pop("axis", 0)
+    dtype = kwargs.pop("dtype", None)
+    if dtype is None:
+        m = _meta(x)
+        dtype = ufunc(m, m).dtype
+    extra = dict(kwargs)
+
+    def func(block, axis=None, dtype=None):  # dask names the graph's keys after it
+        return ufunc.accumulate(block, axis=axis, dtype=dtype, **extra)
+    func.__name__ = "%s_accumulate" % ufunc.__name__
+    binop = functools.partial(ufunc, **extra) if extra else ufunc
+    from dask.array.reductions import cumreduction
+    return cumreduction(func, binop, ident, x, axis=axis, dtype=dtype, method="sequential")
+
+
+def _reduce_all_chunk(reducer, init, stream, c, axis=None, keepdims=False, computing_meta=False,
+                      **kw):
+    """cuda.reduce of one chunk (or of the partials), in the shape da.reduction expects. A
+    device chunk's result stays on the device (res=); a host chunk's is a NumPy scalar."""
+    shape = (1,) * c.ndim if keepdims else ()
+    if isinstance(c, np.ndarray):
+        return np.asarray(reducer(c, init=init, stream=stream)).reshape(shape)
+    res = np.empty_like(c, shape=(1,))  # the chunk's array type (__array_function__)
+    reducer(c, res=res, init=init, stream=stream)
+    return res.reshape(shape)
+
+
+def reduce_all(reducer, arr, size=None, res=None, init=0, stream=0):
+    """cuda.reduce on a dask array: a lazy 0-d dask array (da.reduction, cuda.reduce per chunk
+    and over the partials). init is folded into each chunk's partial and into their combination:
+    the result is one call's when init is an identity of the function (0 for sums, the default)
+    or the function is idempotent (max, min)."""
+    da = _da()
+    from dask.array.utils import meta_from_array
+    if res is not None:
+        raise TypeError("cuda.reduce on a dask array: res= is not supported (the result is a "
+                        "lazy 0-d dask array; compute it into place)")
+    if size is not None:
+        arr = arr[:size]
+    f = functools.partial(_reduce_all_chunk, reducer, init, stream)
+    return da.reduction(arr, f, f, axis=None, keepdims=False, dtype=arr.dtype, combine=f,
+                        concatenate=True, meta=meta_from_array(arr._meta, ndim=0))
+
+
+_METHODS = {"__call__": _call, "outer": _outer, "reduce": _reduce, "accumulate": _accumulate}
