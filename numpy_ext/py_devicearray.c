@@ -34,6 +34,9 @@ typedef struct {
      * first (cf_py_order_operand), so no call or copy reads the memory before the work that
      * produced it, whichever streams the two were queued on. */
     PyObject *pending;
+    /* Its address was handed out where cufunc cannot follow it (__cuda_array_interface__, DLPack,
+     * .ptr, a kernel's captured global): get_ipc_handle must not move it then. */
+    int exposed;
 } CfPyAllocation;
 
 /* cuda.defer_cleanup(): while its depth is above 0, memory whose last view dies is moved to a new
@@ -58,6 +61,7 @@ static int defer_free(CfPyAllocation *self)
     keep->device = self->device;
     keep->stream = self->stream;
     keep->pending = self->pending;
+    keep->exposed = self->exposed;
     if (PyList_Append(deferred, (PyObject *)keep) < 0) {
         PyErr_Clear();
         keep->ptr = 0;
@@ -188,6 +192,7 @@ static CfPyAllocation *allocation_new_ex(size_t nbytes, int device, PyObject *st
     a->stream = (stream != NULL && stream != Py_None) ? stream : NULL;
     Py_XINCREF(a->stream);
     a->pending = Py_XNewRef(a->stream); /* the memory is usable after the allocation on it */
+    a->exposed = 0;
     return a;
 }
 
@@ -267,6 +272,18 @@ static PyObject **pending_slot(PyObject *obj)
     if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type)
         return &((CfPyAllocation *)base)->pending;
     return cf_py_dlpack_pending_slot(base);
+}
+
+void cf_py_devicearray_mark_exposed(PyObject *obj)
+{
+    PyObject *base;
+    if (!CfPyDeviceArray_Check(obj))
+        return;
+    base = ((CfPyDeviceArray *)obj)->base;
+    for (int depth = 0; base != NULL && CfPyDeviceArray_Check(base) && depth < 8; depth++)
+        base = ((CfPyDeviceArray *)base)->base;
+    if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type)
+        ((CfPyAllocation *)base)->exposed = 1;
 }
 
 PyObject *cf_py_pending_stream(PyObject *obj)
@@ -1639,6 +1656,7 @@ static PyObject *da_get_device_id(CfPyDeviceArray *self, void *c)
 
 static PyObject *da_get_ptr(CfPyDeviceArray *self, void *c)
 {
+    cf_py_devicearray_mark_exposed((PyObject *)self);
     return PyLong_FromUnsignedLongLong((unsigned long long)self->view.data);
 }
 
@@ -1680,6 +1698,7 @@ static PyObject *da_get_flags(CfPyDeviceArray *self, void *c)
 
 static PyObject *da_get_device_ctypes_pointer(CfPyDeviceArray *self, void *c)
 {
+    cf_py_devicearray_mark_exposed((PyObject *)self);
     PyObject *ctypes = PyImport_ImportModule("ctypes"), *r;
     if (ctypes == NULL)
         return NULL;
@@ -1690,6 +1709,7 @@ static PyObject *da_get_device_ctypes_pointer(CfPyDeviceArray *self, void *c)
 
 static PyObject *da_get_cai(CfPyDeviceArray *self, void *c)
 {
+    cf_py_devicearray_mark_exposed((PyObject *)self);
     char ts[8];
     PyObject *shape = NULL, *strides = NULL, *stream = NULL, *r = NULL;
     cf_dtype_typestr(self->view.dtype, ts);
@@ -2224,12 +2244,16 @@ static PyObject *py_devicearray_ipc_export(PyObject *self, PyObject *arg)
     if (pooled) {
         PyObject *on;
         cf_stream *s;
-        if (Py_REFCNT(a) != 1) {
-            PyErr_SetString(PyExc_ValueError,
-                            "get_ipc_handle: the array's memory comes from the stream-ordered "
-                            "pool, which CUDA IPC cannot export, and other views share it, so it "
-                            "cannot be moved; call get_ipc_handle before making views (or export "
-                            "a copy: d.copy_to_device / cuda.to_device(d))");
+        if (Py_REFCNT(a) != 1 || a->exposed) {
+            PyErr_Format(PyExc_ValueError,
+                         "get_ipc_handle: the array's memory comes from the stream-ordered pool, "
+                         "which CUDA IPC cannot export, and it cannot be moved into exportable "
+                         "memory because %s; call get_ipc_handle first, or export a copy "
+                         "(e = cuda.device_array_like(d); e.copy_to_device(d); "
+                         "e.get_ipc_handle())",
+                         a->exposed ? "its address was handed out (__cuda_array_interface__, "
+                                      "DLPack, .ptr or a kernel's captured global)"
+                                    : "other views share it");
             return NULL;
         }
         /* the stream the old memory is freed on (allocation_dealloc's choice) does the copy */

@@ -443,3 +443,23 @@ def test_ipc_of_a_shared_allocation_is_refused_with_the_way_out():
     assert len(h.handle) == 64
     h2 = d.get_ipc_handle()                 # already IPC-able: same memory
     assert h2.offset == h.offset
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("expose", [
+    lambda d: d.__cuda_array_interface__,
+    lambda d: d.ptr,
+    lambda d: d.device_ctypes_pointer,
+    lambda d: d.__dlpack__(),
+], ids=["cai", "ptr", "ctypes", "dlpack"])
+def test_ipc_never_moves_memory_whose_address_was_handed_out(expose):
+    d = cuda.to_device(np.arange(100.0))
+    expose(d)
+    with pytest.raises(ValueError, match="address was handed out"):
+        d.get_ipc_handle()
+    # the way out the message names: an exportable copy
+    e = cuda.device_array_like(d)
+    e.copy_to_device(d)
+    h = e.get_ipc_handle()
+    assert len(h.handle) == 64
+    np.testing.assert_array_equal(e.copy_to_host(), np.arange(100.0))
