@@ -177,10 +177,12 @@ class _HostDeviceArray(np.ndarray):
     @property
     def __cuda_array_interface__(self):
         m = self._cufunc_map
-        if m is None:
-            raise AttributeError("this array is not mapped into the device")
-        host_base, dev_base = m
         ai = self.__array_interface__
+        # NumPy's own results keep the subclass and its attributes (m * 2 is a new, pageable
+        # array): only views inside the mapped block have a device view
+        if m is None or not m[0] <= ai["data"][0] < m[0] + max(m[2], 1):
+            raise AttributeError("this array is not mapped into the device")
+        host_base, dev_base, _ = m
         return {"shape": ai["shape"], "strides": ai["strides"], "typestr": ai["typestr"],
                 "data": (dev_base + (ai["data"][0] - host_base), not self.flags.writeable),
                 "version": 3, "stream": None}
@@ -208,7 +210,7 @@ def _special(kind, cls, shape, dtype, strides, order, stream, attach_global=True
     ary, dptr = require_core(kind + "_array").special_array(kind, shape, dtype, order,
                                                             attach_global)
     view = ary.view(cls)
-    view._cufunc_map = (ary.__array_interface__["data"][0], dptr)
+    view._cufunc_map = (ary.__array_interface__["data"][0], dptr, ary.nbytes)
     return view
 
 

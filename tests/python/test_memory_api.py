@@ -159,6 +159,9 @@ def test_mapped_array_is_used_in_place(dtype, order):
     twice(m, out=out)                  # the kernel reads m and writes out in place, no copy
     cuda.synchronize()
     np.testing.assert_array_equal(out, (m * 2).astype(dtype))
+    assert not cuda.is_cuda_array(m * 2)   # NumPy's result: new pageable memory, host data
+    np.testing.assert_array_equal(twice(m * 2), (m * 4).astype(dtype))
+    assert isinstance(twice(m * 2), np.ndarray)
     r = twice(m[::2, 1:])              # views of mapped memory are mapped too
     assert isinstance(r, cuda.DeviceNDArray)
     np.testing.assert_array_equal(r.copy_to_host(), (m[::2, 1:] * 2).astype(dtype))
