@@ -74,6 +74,7 @@ int cf_py_captures_read(PyObject *seq, cf_py_captures *c, const char *what)
         /* sync: the producer's stream (CAI v3) is waited for once, as any consumer does */
         if (cf_py_device_view(PyTuple_GET_ITEM(t, 1), &view, &keep, 1, label) < 0)
             goto fail;
+        cf_py_devicearray_mark_exposed(PyTuple_GET_ITEM(t, 1)); /* the kernel keeps the address */
         Py_DECREF(keep); /* the array itself is kept by `items` */
         unsigned char *value = c->values + (size_t)i * CF_ARRAY_REF_MAX_BYTES;
         cf_module_global *g = &c->globals[i];

@@ -197,6 +197,9 @@ int cf_py_order_operand(PyObject *obj, int device, PyObject *resolved, cf_stream
 /* The resolved stream the memory of `obj` is pending on (borrowed; NULL: the legacy default
  * stream), for the CUDA Array Interface and DLPack exports. */
 PyObject *cf_py_pending_stream(PyObject *obj);
+/* Record that a DeviceArray's address left cufunc's hands (CAI, DLPack, .ptr, a captured global),
+ * so that get_ipc_handle never moves its memory (no-op for other objects). */
+void cf_py_devicearray_mark_exposed(PyObject *obj);
 /* Whether obj is a DeviceArray or exposes __cuda_array_interface__ (no GPU needed). */
 int cf_py_is_device_object(PyObject *obj);
 /* cuda.as_cuda_array's engine: a DeviceArray view of a CAI object (the object itself if it is one). */

@@ -1,6 +1,8 @@
 /* py_device.c: the driver, devices, device memory accounting and pinned host arrays, from Python. */
 #include "py_common.h"
 
+#include <string.h>
+
 /* ---- driver and devices ---------------------------------------------------------------------- */
 
 static PyObject *py_is_available(PyObject *self, PyObject *unused)
@@ -189,11 +191,24 @@ typedef struct {
     PyObject_HEAD
     void *ptr;
     size_t nbytes;
+    int managed; /* cuMemAllocManaged memory (cf_mem_free), else cuMemHostAlloc (cf_host_free_pinned) */
+    int device;  /* of managed memory */
 } PinnedBuffer;
 
 static void pinned_dealloc(PinnedBuffer *self)
 {
-    cf_host_free_pinned(self->ptr);
+    if (self->managed) {
+        cf_stream *s;
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        /* cuMemFree of managed memory waits for the device: no kernel still reads it. */
+        if (self->ptr != NULL && cf_py_stream_get(NULL, self->device, &s) == 0)
+            cf_mem_free(s, (uint64_t)(uintptr_t)self->ptr);
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    } else {
+        cf_host_free_pinned(self->ptr);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -250,6 +265,8 @@ static PyObject *py_pinned_array(PyObject *self, PyObject *args, PyObject *kwarg
         goto fail;
     buf->ptr = NULL;
     buf->nbytes = nbytes;
+    buf->managed = 0;
+    buf->device = 0;
     /* One byte for empty arrays, so that every pinned_array has a real (freeable) block. */
     st = cf_host_alloc_pinned(nbytes ? nbytes : 1, &buf->ptr);
     if (st != CF_OK) {
@@ -270,6 +287,125 @@ fail:
     Py_XDECREF(descr);
     Py_XDECREF(buf);
     return NULL;
+}
+
+/* special_array(kind, shape, dtype, order, attach_global) -> (ndarray, device pointer of its first
+ * byte): kind 'mapped' (cuMemHostAlloc DEVICEMAP: host memory the device reads and writes in
+ * place) or 'managed' (cuMemAllocManaged on the current device, refused up front when larger than
+ * the device's free memory). cuda.mapped_array / managed_array wrap the result in their NumPy
+ * subclasses. */
+static PyObject *py_special_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"kind", "shape", "dtype", "order", "attach_global", NULL};
+    const char *kind;
+    PyObject *shape_obj, *dtype_obj = Py_None, *order_obj = Py_None, *arr;
+    int ndim, i, managed, attach_global = 1, device = 0;
+    int64_t shape[CF_MAX_DIMS];
+    npy_intp dims[CF_MAX_DIMS];
+    cf_dtype dt;
+    PyArray_Descr *descr = NULL;
+    char order;
+    size_t nbytes;
+    uint64_t dptr = 0;
+    PinnedBuffer *buf = NULL;
+    cf_status st;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sO|OOp:special_array", kwlist, &kind,
+                                     &shape_obj, &dtype_obj, &order_obj, &attach_global))
+        return NULL;
+    managed = strcmp(kind, "managed") == 0;
+    if (!managed && strcmp(kind, "mapped") != 0) {
+        PyErr_Format(PyExc_ValueError, "special_array: kind must be 'mapped' or 'managed'");
+        return NULL;
+    }
+    if (cf_py_parse_shape(shape_obj, &ndim, shape, "shape") < 0 ||
+        cf_py_parse_order(order_obj, &order, "order") < 0 ||
+        cf_py_dtype_from_object(dtype_obj, &dt, &descr, "dtype") < 0)
+        return NULL;
+    if (cf_py_check_nbytes(ndim, shape, cf_dtype_size(dt), "shape") < 0 ||
+        cf_py_cuda_init(managed ? "managed_array" : "mapped_array") < 0 ||
+        cf_py_current_device(&device, "managed_array") < 0)
+        goto fail;
+    nbytes = cf_dtype_size(dt);
+    for (i = 0; i < ndim; i++) {
+        nbytes *= (size_t)shape[i];
+        dims[i] = (npy_intp)shape[i];
+    }
+    buf = PyObject_New(PinnedBuffer, &PinnedBuffer_Type);
+    if (buf == NULL)
+        goto fail;
+    buf->ptr = NULL;
+    buf->nbytes = nbytes;
+    buf->managed = managed;
+    buf->device = device;
+    if (managed) {
+        st = cf_mem_alloc_managed(device, nbytes ? nbytes : 1, attach_global, &dptr);
+        buf->ptr = (void *)(uintptr_t)dptr;
+    } else {
+        st = cf_host_alloc_mapped(nbytes, &buf->ptr, &dptr);
+    }
+    if (st != CF_OK) {
+        cf_py_raise(st, managed ? "managed_array" : "mapped_array");
+        goto fail;
+    }
+    arr = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, buf->ptr,
+                               order == 'F' ? NPY_ARRAY_FARRAY : NPY_ARRAY_CARRAY, NULL);
+    descr = NULL; /* stolen */
+    if (arr == NULL)
+        goto fail;
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, (PyObject *)buf) < 0) {
+        Py_DECREF(arr);
+        return NULL; /* SetBaseObject stole buf */
+    }
+    return Py_BuildValue("(NK)", arr, (unsigned long long)dptr);
+fail:
+    Py_XDECREF(descr);
+    Py_XDECREF(buf);
+    return NULL;
+}
+
+/* host_register(ptr, nbytes, mapped) -> whether this call registered the range (False when it was
+ * page-locked already: then it must not be unregistered). */
+static PyObject *py_host_register(PyObject *self, PyObject *args)
+{
+    unsigned long long ptr;
+    Py_ssize_t nbytes;
+    int mapped, registered = 0;
+    cf_status st;
+    if (!PyArg_ParseTuple(args, "Knp:host_register", &ptr, &nbytes, &mapped))
+        return NULL;
+    if (cf_py_cuda_init("pinned") < 0)
+        return NULL;
+    st = cf_host_register((void *)(uintptr_t)ptr, (size_t)nbytes, mapped, &registered);
+    if (st != CF_OK)
+        return cf_py_raise(st, mapped ? "mapped" : "pinned");
+    return PyBool_FromLong(registered);
+}
+
+static PyObject *py_host_unregister(PyObject *self, PyObject *arg)
+{
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(arg);
+    cf_status st;
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    st = cf_host_unregister((void *)(uintptr_t)ptr);
+    if (st != CF_OK)
+        return cf_py_raise(st, "unregistering page-locked memory");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_host_device_pointer(PyObject *self, PyObject *arg)
+{
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(arg);
+    uint64_t d = 0;
+    cf_status st;
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (cf_py_cuda_init("mapped") < 0)
+        return NULL;
+    st = cf_host_device_pointer((void *)(uintptr_t)ptr, &d);
+    if (st != CF_OK)
+        return cf_py_raise(st, "mapped");
+    return PyLong_FromUnsignedLongLong((unsigned long long)d);
 }
 
 static PyObject *py_host_is_pinned(PyObject *self, PyObject *arg)
@@ -312,6 +448,14 @@ PyMethodDef cf_py_device_methods[] = {
      "mem_outstanding() -> bytes allocated from the device pools and not yet freed."},
     {"pinned_array", (PyCFunction)(void (*)(void))py_pinned_array, METH_VARARGS | METH_KEYWORDS,
      "pinned_array(shape, dtype=float64, order='C') -> a NumPy array over page-locked memory."},
+    {"special_array", (PyCFunction)(void (*)(void))py_special_array, METH_VARARGS | METH_KEYWORDS,
+     "special_array(kind, shape, dtype, order, attach_global) -> (ndarray, device pointer): "
+     "mapped or managed memory (cuda.mapped_array / managed_array wrap it)."},
+    {"host_register", py_host_register, METH_VARARGS,
+     "host_register(ptr, nbytes, mapped) -> whether the range was page-locked by this call."},
+    {"host_unregister", py_host_unregister, METH_O, "host_unregister(ptr)"},
+    {"host_device_pointer", py_host_device_pointer, METH_O,
+     "host_device_pointer(ptr) -> the device address of mapped page-locked host memory."},
     {"host_is_pinned", py_host_is_pinned, METH_O,
      "host_is_pinned(ndarray_or_address) -> whether the memory is page-locked."},
     {NULL, NULL, 0, NULL},

@@ -34,13 +34,54 @@ typedef struct {
      * first (cf_py_order_operand), so no call or copy reads the memory before the work that
      * produced it, whichever streams the two were queued on. */
     PyObject *pending;
+    /* Its address was handed out where cufunc cannot follow it (__cuda_array_interface__, DLPack,
+     * .ptr, a kernel's captured global): get_ipc_handle must not move it then. */
+    int exposed;
 } CfPyAllocation;
+
+/* cuda.defer_cleanup(): while its depth is above 0, memory whose last view dies is moved to a new
+ * Allocation kept in `deferred`, freed when the outermost block ends (the GIL guards both). */
+static int defer_depth;
+static PyObject *deferred;
+
+static PyTypeObject CfPyAllocation_Type;
+
+static int defer_free(CfPyAllocation *self)
+{
+    CfPyAllocation *keep;
+    if (defer_depth == 0 || deferred == NULL || cf_py_is_finalizing())
+        return 0;
+    keep = PyObject_New(CfPyAllocation, &CfPyAllocation_Type);
+    if (keep == NULL) {
+        PyErr_Clear();
+        return 0; /* freed now rather than lost */
+    }
+    keep->ptr = self->ptr;
+    keep->nbytes = self->nbytes;
+    keep->device = self->device;
+    keep->stream = self->stream;
+    keep->pending = self->pending;
+    keep->exposed = self->exposed;
+    if (PyList_Append(deferred, (PyObject *)keep) < 0) {
+        PyErr_Clear();
+        keep->ptr = 0;
+        keep->stream = keep->pending = NULL;
+        Py_DECREF(keep);
+        return 0;
+    }
+    Py_DECREF(keep); /* the list holds it */
+    self->ptr = 0;
+    self->stream = self->pending = NULL; /* moved */
+    return 1;
+}
 
 static void allocation_dealloc(CfPyAllocation *self)
 {
     PyObject *type, *value, *tb;
     cf_stream *s = NULL;
     PyErr_Fetch(&type, &value, &tb);
+    if (self->ptr != 0)
+        defer_free(self);
     if (self->ptr != 0) {
         /* Freed in order on the stream it was allocated on when that is a stream cufunc owns (the
          * reference we hold keeps it alive); external streams may already be destroyed by their
@@ -106,8 +147,18 @@ static void format_bytes(char *buf, size_t len, uint64_t n)
 }
 
 /* Allocate nbytes on `device`, ordered on `stream` (a resolved stream). */
+static CfPyAllocation *allocation_new_ex(size_t nbytes, int device, PyObject *stream,
+                                         const char *what, int ipc);
+
 static CfPyAllocation *allocation_new(size_t nbytes, int device, PyObject *stream,
                                       const char *what)
+{
+    return allocation_new_ex(nbytes, device, stream, what, 0);
+}
+
+/* ipc: cuMemAlloc memory that cuIpcGetMemHandle can export (pool memory cannot be). */
+static CfPyAllocation *allocation_new_ex(size_t nbytes, int device, PyObject *stream,
+                                         const char *what, int ipc)
 {
     CfPyAllocation *a;
     cf_stream *s;
@@ -115,7 +166,7 @@ static CfPyAllocation *allocation_new(size_t nbytes, int device, PyObject *strea
     uint64_t ptr = 0;
     if (cf_py_stream_get(stream, device, &s) < 0)
         return NULL;
-    st = cf_mem_alloc(s, nbytes, &ptr);
+    st = ipc ? cf_mem_alloc_ipc(s, nbytes, &ptr) : cf_mem_alloc(s, nbytes, &ptr);
     if (st == CF_ERR_DEVICE_NOMEM || st == CF_ERR_NOMEM) {
         /* The message must name the size asked for; the core's does, this makes sure. */
         char human[32], digits[32];
@@ -141,6 +192,7 @@ static CfPyAllocation *allocation_new(size_t nbytes, int device, PyObject *strea
     a->stream = (stream != NULL && stream != Py_None) ? stream : NULL;
     Py_XINCREF(a->stream);
     a->pending = Py_XNewRef(a->stream); /* the memory is usable after the allocation on it */
+    a->exposed = 0;
     return a;
 }
 
@@ -220,6 +272,18 @@ static PyObject **pending_slot(PyObject *obj)
     if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type)
         return &((CfPyAllocation *)base)->pending;
     return cf_py_dlpack_pending_slot(base);
+}
+
+void cf_py_devicearray_mark_exposed(PyObject *obj)
+{
+    PyObject *base;
+    if (!CfPyDeviceArray_Check(obj))
+        return;
+    base = ((CfPyDeviceArray *)obj)->base;
+    for (int depth = 0; base != NULL && CfPyDeviceArray_Check(base) && depth < 8; depth++)
+        base = ((CfPyDeviceArray *)base)->base;
+    if (base != NULL && Py_TYPE(base) == &CfPyAllocation_Type)
+        ((CfPyAllocation *)base)->exposed = 1;
 }
 
 PyObject *cf_py_pending_stream(PyObject *obj)
@@ -477,7 +541,10 @@ int cf_py_is_device_object(PyObject *obj)
     PyObject *cai;
     if (CfPyDeviceArray_Check(obj))
         return 1;
-    if (PyArray_Check(obj))
+    /* NumPy arrays are host data, except subclasses that declare a device view: mapped and
+     * managed arrays (cuda.mapped_array, managed_array), used in place, as Numba does. */
+    if (PyArray_CheckExact(obj) || (PyArray_Check(obj) &&
+                                    !PyObject_HasAttrString(obj, "__cuda_array_interface__")))
         return 0;
     cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
     if (cai == NULL) {
@@ -638,6 +705,8 @@ static int parse_cai(PyObject *cai, cf_array *v, int *readonly, int *has_stream,
 static int handshake_legacy(PyObject *obj, const char *argname)
 {
     PyObject *meth, *kw, *empty, *cap;
+    if (PyArray_Check(obj))
+        return 0; /* mapped or managed host arrays (cuda.mapped_array): no producer stream */
     meth = PyObject_GetAttrString(obj, "__dlpack__");
     if (meth == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
@@ -662,6 +731,17 @@ static int handshake_legacy(PyObject *obj, const char *argname)
     Py_DECREF(cap); /* unconsumed: its destructor releases the producer's tensor */
     (void)argname;
     return 0;
+}
+
+/* Host memory mapped into the device (cuda.mapped / mapped_array) has no device of its own: it
+ * is used on the current device, at the address the driver maps it to (with unified addressing,
+ * the host address itself). 0 when ptr is such memory. */
+static int mapped_host_device(uint64_t ptr, int *device)
+{
+    uint64_t d = 0;
+    if (cf_host_device_pointer((void *)(uintptr_t)ptr, &d) != CF_OK || d != ptr)
+        return -1;
+    return cf_device_get(device) == CF_OK ? 0 : -1;
 }
 
 static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, int sync,
@@ -708,6 +788,8 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
             return -1;
     } else {
         st = cf_pointer_device(out->data, &device);
+        if (st != CF_OK && mapped_host_device(out->data, &device) == 0)
+            st = CF_OK;
         if (st != CF_OK) {
             PyErr_Format(PyExc_ValueError,
                          "%s: pointer 0x%llx of %.200s is not device memory known to the CUDA "
@@ -1598,6 +1680,7 @@ static PyObject *da_get_device_id(CfPyDeviceArray *self, void *c)
 
 static PyObject *da_get_ptr(CfPyDeviceArray *self, void *c)
 {
+    cf_py_devicearray_mark_exposed((PyObject *)self);
     return PyLong_FromUnsignedLongLong((unsigned long long)self->view.data);
 }
 
@@ -1639,6 +1722,7 @@ static PyObject *da_get_flags(CfPyDeviceArray *self, void *c)
 
 static PyObject *da_get_device_ctypes_pointer(CfPyDeviceArray *self, void *c)
 {
+    cf_py_devicearray_mark_exposed((PyObject *)self);
     PyObject *ctypes = PyImport_ImportModule("ctypes"), *r;
     if (ctypes == NULL)
         return NULL;
@@ -1649,6 +1733,7 @@ static PyObject *da_get_device_ctypes_pointer(CfPyDeviceArray *self, void *c)
 
 static PyObject *da_get_cai(CfPyDeviceArray *self, void *c)
 {
+    cf_py_devicearray_mark_exposed((PyObject *)self);
     char ts[8];
     PyObject *shape = NULL, *strides = NULL, *stream = NULL, *r = NULL;
     cf_dtype_typestr(self->view.dtype, ts);
@@ -1809,6 +1894,12 @@ static PyObject *da_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return r;
 }
 
+/* Written in Python (cufunc/_devarray.py); defined below. */
+static PyObject *da_py_view(PyObject *self, PyObject *args, PyObject *kwargs);
+static PyObject *da_py_split(PyObject *self, PyObject *args, PyObject *kwargs);
+static PyObject *da_py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs);
+static PyObject *da_py_get_ipc_handle(PyObject *self, PyObject *args, PyObject *kwargs);
+
 static PyMethodDef da_methods[] = {
     {"copy_to_host", (PyCFunction)(void (*)(void))da_copy_to_host, METH_VARARGS | METH_KEYWORDS,
      "copy_to_host(ary=None, stream=0) -> a NumPy array with the data (a new one, or `ary`, which "
@@ -1825,6 +1916,16 @@ static PyMethodDef da_methods[] = {
     {"transpose", (PyCFunction)da_transpose, METH_VARARGS,
      "transpose(*axes) -> a view with the axes permuted (reversed by default)."},
     {"is_c_contiguous", (PyCFunction)da_is_c_contiguous, METH_NOARGS, NULL},
+    {"view", (PyCFunction)(void (*)(void))da_py_view, METH_VARARGS | METH_KEYWORDS,
+     "view(dtype): the same memory as another dtype (Numba's rules), no copy."},
+    {"split", (PyCFunction)(void (*)(void))da_py_split, METH_VARARGS | METH_KEYWORDS,
+     "split(section, stream=0): an iterator of 1-d views of `section` elements (the last may "
+     "be shorter)."},
+    {"squeeze", (PyCFunction)(void (*)(void))da_py_squeeze, METH_VARARGS | METH_KEYWORDS,
+     "squeeze(axis=None, stream=0): the view without axes of extent 1."},
+    {"get_ipc_handle", (PyCFunction)(void (*)(void))da_py_get_ipc_handle,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_ipc_handle() -> an IpcArrayHandle another process opens to use this memory."},
     {"is_f_contiguous", (PyCFunction)da_is_f_contiguous, METH_NOARGS, NULL},
     {"bind", (PyCFunction)(void (*)(void))da_bind, METH_VARARGS | METH_KEYWORDS,
      "bind(stream=0) -> a view whose operations are ordered on `stream`."},
@@ -2038,6 +2139,321 @@ static PyObject *py_is_cuda_array(PyObject *self, PyObject *obj)
     return PyBool_FromLong(cf_py_is_device_object(obj));
 }
 
+/* ---- defer_cleanup, views for the Python-level methods, IPC (issue 16) ---------------------- */
+
+/* A tuple of byte strides (any sign). */
+static int parse_strides(PyObject *obj, int *n, int64_t *out)
+{
+    PyObject *seq = PySequence_Fast(obj, "strides must be a sequence of ints");
+    Py_ssize_t len, i;
+    if (seq == NULL)
+        return -1;
+    len = PySequence_Fast_GET_SIZE(seq);
+    if (len > CF_MAX_DIMS) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "strides: too many dimensions");
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        out[i] = v;
+    }
+    Py_DECREF(seq);
+    *n = (int)len;
+    return 0;
+}
+
+static PyObject *py_defer_cleanup_enter(PyObject *self, PyObject *unused)
+{
+    if (deferred == NULL && (deferred = PyList_New(0)) == NULL)
+        return NULL;
+    defer_depth++;
+    Py_RETURN_NONE;
+}
+
+/* Ends one block; the outermost frees what was held (each in stream order, as always). */
+static PyObject *py_defer_cleanup_exit(PyObject *self, PyObject *unused)
+{
+    if (defer_depth > 0 && --defer_depth == 0 && deferred != NULL)
+        if (PyList_SetSlice(deferred, 0, PY_SSIZE_T_MAX, NULL) < 0)
+            return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_defer_cleanup_count(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("(in)", defer_depth, deferred ? PyList_GET_SIZE(deferred) : 0);
+}
+
+/* devicearray_view(src, offset, shape, strides, dtype, stream) -> a DeviceArray over src's memory
+ * at src.ptr + offset bytes, sharing its owner (and so its pending-write tracking); the new view
+ * must lie inside the bytes src touches. For DeviceNDArray.view / split / squeeze. */
+static PyObject *py_devicearray_view(PyObject *self, PyObject *args)
+{
+    PyObject *src_obj, *shape_obj, *strides_obj, *dtype_obj, *stream, *resolved, *r;
+    long long offset;
+    CfPyDeviceArray *src;
+    cf_array v;
+    int ndim, sndim;
+    int64_t slo, shi, lo, hi, strides[CF_MAX_DIMS];
+    PyArray_Descr *descr = NULL;
+    if (!PyArg_ParseTuple(args, "O!LOOOO:devicearray_view", &CfPyDeviceArray_Type, &src_obj,
+                          &offset, &shape_obj, &strides_obj, &dtype_obj, &stream))
+        return NULL;
+    src = (CfPyDeviceArray *)src_obj;
+    v = src->view;
+    if (cf_py_parse_shape(shape_obj, &ndim, v.shape, "shape") < 0 ||
+        parse_strides(strides_obj, &sndim, strides) < 0)
+        return NULL;
+    if (cf_py_dtype_from_object(dtype_obj, &v.dtype, &descr, "dtype") < 0)
+        return NULL;
+    Py_XDECREF(descr);
+    if (sndim != ndim) {
+        PyErr_SetString(PyExc_ValueError, "devicearray_view: shape and strides differ in length");
+        return NULL;
+    }
+    v.ndim = ndim;
+    memcpy(v.strides, strides, sizeof(int64_t) * (size_t)ndim);
+    v.data = src->view.data + (uint64_t)offset;
+    cf_array_byte_bounds(&src->view, &slo, &shi);
+    cf_array_byte_bounds(&v, &lo, &hi);
+    if (cf_array_nbytes(&v) > 0 && (offset + lo < slo || offset + hi > shi)) {
+        PyErr_SetString(PyExc_ValueError, "devicearray_view: the view runs outside the array");
+        return NULL;
+    }
+    if (cf_py_stream_check(stream, "stream") < 0)
+        return NULL;
+    if (stream == Py_None || (PyLong_Check(stream) && PyLong_AsLong(stream) == 0)) {
+        resolved = Py_NewRef(src->stream ? src->stream : Py_None);
+    } else if ((resolved = cf_py_stream_resolve(stream, src->view.device, "stream")) == NULL) {
+        return NULL;
+    }
+    r = cf_py_devicearray_wrap(&v, src->base, resolved, src->readonly);
+    Py_DECREF(resolved);
+    return r;
+}
+
+/* devicearray_ipc_export(ary) -> (64-byte handle, offset of ary's data in the allocation, bytes
+ * of the allocation). Pool memory cannot be exported by cuIpcGetMemHandle: an array that is the
+ * only view of its pool allocation is moved first into IPC-able memory (a device-to-device copy
+ * ordered after its last write; ary.ptr changes); one sharing its allocation with other views
+ * cannot be moved and is a ValueError. */
+static PyObject *py_devicearray_ipc_export(PyObject *self, PyObject *arg)
+{
+    CfPyDeviceArray *da;
+    CfPyAllocation *a, *fresh;
+    unsigned char h[CF_IPC_HANDLE_BYTES];
+    int pooled = 0;
+    cf_status st;
+    if (!CfPyDeviceArray_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "get_ipc_handle: not a DeviceNDArray");
+        return NULL;
+    }
+    da = (CfPyDeviceArray *)arg;
+    if (da->base == NULL || Py_TYPE(da->base) != &CfPyAllocation_Type) {
+        PyErr_SetString(PyExc_ValueError,
+                        "get_ipc_handle: only memory allocated by cufunc can be exported (this "
+                        "array views memory of another library or an IPC handle)");
+        return NULL;
+    }
+    a = (CfPyAllocation *)da->base;
+    if (!cf_mem_lookup(a->ptr, &pooled, NULL)) {
+        PyErr_SetString(PyExc_ValueError, "get_ipc_handle: the allocation is not live");
+        return NULL;
+    }
+    if (pooled) {
+        PyObject *on;
+        cf_stream *s;
+        if (Py_REFCNT(a) != 1 || a->exposed) {
+            PyErr_Format(PyExc_ValueError,
+                         "get_ipc_handle: the array's memory comes from the stream-ordered pool, "
+                         "which CUDA IPC cannot export, and it cannot be moved into exportable "
+                         "memory because %s; call get_ipc_handle first, or export a copy "
+                         "(e = cuda.device_array_like(d); e.copy_to_device(d); "
+                         "e.get_ipc_handle())",
+                         a->exposed ? "its address was handed out (__cuda_array_interface__, "
+                                      "DLPack, .ptr or a kernel's captured global)"
+                                    : "other views share it");
+            return NULL;
+        }
+        /* the stream the old memory is freed on (allocation_dealloc's choice) does the copy */
+        on = (a->stream != NULL && ((CfPyStream *)a->stream)->kind == CF_PY_STREAM_OWNED)
+                 ? a->stream : NULL;
+        fresh = allocation_new_ex(a->nbytes, a->device, on, "get_ipc_handle", 1);
+        if (fresh == NULL || cf_py_stream_get(on, a->device, &s) < 0) {
+            Py_XDECREF(fresh);
+            return NULL;
+        }
+        if ((cf_py_stream_usable_later(a->pending) &&
+             cf_py_stream_order_after(s, on, a->pending, a->device) < 0)) {
+            Py_DECREF(fresh);
+            return NULL;
+        }
+        st = cf_memcpy_dtod(s, fresh->ptr, a->ptr, a->nbytes);
+        if (st == CF_OK)
+            st = cf_stream_synchronize(s); /* the other process reads it without our streams */
+        if (st != CF_OK) {
+            Py_DECREF(fresh);
+            return cf_py_raise(st, "get_ipc_handle");
+        }
+        da->view.data = fresh->ptr + (da->view.data - a->ptr);
+        Py_SETREF(da->base, (PyObject *)fresh);
+        a = fresh;
+    }
+    st = cf_ipc_get_handle(a->ptr, h);
+    if (st != CF_OK)
+        return cf_py_raise(st, "get_ipc_handle");
+    return Py_BuildValue("(y#KK)", (const char *)h, (Py_ssize_t)CF_IPC_HANDLE_BYTES,
+                         (unsigned long long)(da->view.data - a->ptr), (unsigned long long)a->nbytes);
+}
+
+/* ---- IpcMemory: memory of another process, opened from its IPC handle ----------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    uint64_t ptr; /* 0 once closed */
+    int device;
+} CfPyIpcMemory;
+
+static PyObject *ipcmem_close(CfPyIpcMemory *self, PyObject *unused)
+{
+    if (self->ptr != 0) {
+        cf_status st = cf_ipc_close(self->device, self->ptr);
+        self->ptr = 0;
+        if (st != CF_OK)
+            return cf_py_raise(st, "IpcHandle.close");
+    }
+    Py_RETURN_NONE;
+}
+
+static void ipcmem_dealloc(CfPyIpcMemory *self)
+{
+    if (self->ptr != 0 && !cf_py_is_finalizing())
+        cf_ipc_close(self->device, self->ptr);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *ipcmem_get_ptr(CfPyIpcMemory *self, void *c)
+{
+    return PyLong_FromUnsignedLongLong((unsigned long long)self->ptr);
+}
+
+static PyMethodDef ipcmem_methods[] = {
+    {"close", (PyCFunction)ipcmem_close, METH_NOARGS, "close(): cuIpcCloseMemHandle."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef ipcmem_getset[] = {
+    {"ptr", (getter)ipcmem_get_ptr, NULL, "The device address (0 once closed).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CfPyIpcMemory_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cufunc._core.IpcMemory",
+    .tp_basicsize = sizeof(CfPyIpcMemory),
+    .tp_dealloc = (destructor)ipcmem_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = ipcmem_methods,
+    .tp_getset = ipcmem_getset,
+    .tp_doc = "Device memory of another process, opened from a CUDA IPC handle.",
+};
+
+/* ipc_open(handle, device, offset, shape, strides, dtype) -> (IpcMemory, DeviceNDArray over it). */
+static PyObject *py_ipc_open(PyObject *self, PyObject *args)
+{
+    const char *h;
+    Py_ssize_t hlen;
+    int device, ndim, sndim;
+    unsigned long long offset;
+    PyObject *shape_obj, *strides_obj, *dtype_obj, *arr;
+    PyArray_Descr *descr = NULL;
+    CfPyIpcMemory *mem;
+    cf_array v;
+    cf_status st;
+    uint64_t ptr = 0;
+    if (!PyArg_ParseTuple(args, "y#iKOOO:ipc_open", &h, &hlen, &device, &offset, &shape_obj,
+                          &strides_obj, &dtype_obj))
+        return NULL;
+    if (hlen != CF_IPC_HANDLE_BYTES) {
+        PyErr_Format(PyExc_ValueError, "ipc_open: an IPC handle has %d bytes, not %zd",
+                     CF_IPC_HANDLE_BYTES, hlen);
+        return NULL;
+    }
+    memset(&v, 0, sizeof v);
+    if (cf_py_parse_shape(shape_obj, &ndim, v.shape, "shape") < 0 ||
+        parse_strides(strides_obj, &sndim, v.strides) < 0 ||
+        cf_py_dtype_from_object(dtype_obj, &v.dtype, &descr, "dtype") < 0)
+        return NULL;
+    Py_XDECREF(descr);
+    if (sndim != ndim) {
+        PyErr_SetString(PyExc_ValueError, "ipc_open: shape and strides differ in length");
+        return NULL;
+    }
+    if (cf_py_cuda_init("open_ipc_array") < 0)
+        return NULL;
+    st = cf_ipc_open(device, (const unsigned char *)h, &ptr);
+    if (st != CF_OK)
+        return cf_py_raise(st, "IpcHandle.open");
+    mem = PyObject_New(CfPyIpcMemory, &CfPyIpcMemory_Type);
+    if (mem == NULL) {
+        cf_ipc_close(device, ptr);
+        return NULL;
+    }
+    mem->ptr = ptr;
+    mem->device = device;
+    v.ndim = ndim;
+    v.device = device;
+    v.data = ptr + offset;
+    arr = cf_py_devicearray_wrap(&v, (PyObject *)mem, NULL, 0);
+    if (arr == NULL) {
+        Py_DECREF(mem);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", (PyObject *)mem, arr);
+}
+
+/* Methods written in Python (cufunc/_devarray.py), over devicearray_view and the IPC helpers. */
+static PyObject *call_py_method(const char *name, PyObject *self, PyObject *args,
+                                PyObject *kwargs)
+{
+    PyObject *mod = PyImport_ImportModule("cufunc._devarray"), *fn, *full, *r;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (mod == NULL)
+        return NULL;
+    fn = PyObject_GetAttrString(mod, name);
+    Py_DECREF(mod);
+    if (fn == NULL)
+        return NULL;
+    full = PyTuple_New(n + 1);
+    if (full == NULL) {
+        Py_DECREF(fn);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(full, 0, Py_NewRef(self));
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    r = PyObject_Call(fn, full, kwargs);
+    Py_DECREF(full);
+    Py_DECREF(fn);
+    return r;
+}
+
+#define CF_DA_PY_METHOD(name)                                                                      \
+    static PyObject *da_py_##name(PyObject *self, PyObject *args, PyObject *kwargs)                \
+    {                                                                                              \
+        return call_py_method(#name, self, args, kwargs);                                          \
+    }
+CF_DA_PY_METHOD(view)
+CF_DA_PY_METHOD(split)
+CF_DA_PY_METHOD(squeeze)
+CF_DA_PY_METHOD(get_ipc_handle)
+#undef CF_DA_PY_METHOD
+
 PyMethodDef cf_py_devicearray_methods[] = {
     {"device_array", (PyCFunction)(void (*)(void))py_device_array, METH_VARARGS | METH_KEYWORDS,
      "device_array(shape, dtype=float64, order='C', stream=0) -> an uninitialised device array."},
@@ -2051,6 +2467,13 @@ PyMethodDef cf_py_devicearray_methods[] = {
     {"as_cuda_array", (PyCFunction)(void (*)(void))py_as_cuda_array, METH_VARARGS | METH_KEYWORDS,
      "as_cuda_array(obj, sync=True) -> a DeviceArray view of an object exposing "
      "__cuda_array_interface__ (its stream is synchronised first when sync)."},
+    {"defer_cleanup_enter", py_defer_cleanup_enter, METH_NOARGS, NULL},
+    {"defer_cleanup_exit", py_defer_cleanup_exit, METH_NOARGS, NULL},
+    {"defer_cleanup_count", py_defer_cleanup_count, METH_NOARGS,
+     "defer_cleanup_count() -> (depth, allocations held)."},
+    {"devicearray_view", py_devicearray_view, METH_VARARGS, NULL},
+    {"devicearray_ipc_export", py_devicearray_ipc_export, METH_O, NULL},
+    {"ipc_open", py_ipc_open, METH_VARARGS, NULL},
     {"is_cuda_array", py_is_cuda_array, METH_O,
      "is_cuda_array(obj) -> whether obj exposes __cuda_array_interface__."},
     {NULL, NULL, 0, NULL},
@@ -2058,7 +2481,8 @@ PyMethodDef cf_py_devicearray_methods[] = {
 
 int cf_py_devicearray_init_module(PyObject *m)
 {
-    if (PyType_Ready(&CfPyAllocation_Type) < 0 || PyType_Ready(&CfPyDeviceArray_Type) < 0)
+    if (PyType_Ready(&CfPyAllocation_Type) < 0 || PyType_Ready(&CfPyDeviceArray_Type) < 0 ||
+        PyType_Ready(&CfPyIpcMemory_Type) < 0)
         return -1;
     Py_INCREF(&CfPyDeviceArray_Type);
     if (PyModule_AddObject(m, "DeviceArray", (PyObject *)&CfPyDeviceArray_Type) < 0) {

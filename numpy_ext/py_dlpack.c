@@ -148,6 +148,7 @@ PyObject *cf_py_devicearray_dlpack(PyObject *self_obj, PyObject *args, PyObject 
     int versioned = 0, want_copy = 0, i, nd;
     uint32_t minor = DLPACK_MINOR_VERSION;
     size_t itemsize;
+    cf_py_devicearray_mark_exposed(self_obj); /* the consumer keeps the address */
     dl_export *e = NULL;
     DLTensor *t;
     CfPyDeviceArray *a;

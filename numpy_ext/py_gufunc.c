@@ -355,6 +355,56 @@ static int gu_apply_axes(cf_py_call *c)
     return 0;
 }
 
+/* Numba's habit for NumPy scalars (issue 16): when no loop takes the inputs as given, a strong
+ * NumPy scalar input (np.int64(2)) matches the first loop whose type for it casts safely *to*
+ * the scalar's type (Numba's np.can_cast(loop type, given type) test, so a wider scalar matches a
+ * narrower loop) and is converted as Numba converts it, with NumPy's astype (C casting). Other
+ * inputs must match as usual: a device array of the wrong type stays an error. 1 when scalars
+ * were converted (resolve again), 0 when no loop matches this way, -1 on error. */
+static int numba_scalar_cast(CfPyGUFunc *self, cf_py_call *c)
+{
+    int nloops = cf_gufunc_nloops(self->gu), any_scalar = 0;
+    for (int i = 0; i < c->nin; i++)
+        any_scalar |= c->in[i].kind == CF_PY_ARG_SCALAR && !c->in[i].weak;
+    if (!any_scalar)
+        return 0;
+    for (int L = 0; L < nloops; L++) {
+        cf_dtype t[2 * GU_PY_MAX_ARGS];
+        int ok = cf_gufunc_loop_types(self->gu, L, t, NULL) == CF_OK;
+        for (int i = 0; ok && i < c->nin; i++) {
+            const cf_py_arg *a = &c->in[i];
+            if (a->kind == CF_PY_ARG_SCALAR && !a->weak)
+                ok = cf_can_cast_safe(t[i], a->dtype);
+            else if (!a->weak)
+                ok = cf_can_cast_safe(a->dtype, t[i]);
+        }
+        if (!ok)
+            continue;
+        for (int i = 0; i < c->nin; i++) {
+            cf_py_arg *a = &c->in[i];
+            if (a->kind != CF_PY_ARG_SCALAR || a->weak || a->dtype == t[i])
+                continue;
+            PyArray_Descr *d = cf_py_descr_from_dtype(t[i]);
+            PyObject *arr = d ? PyArray_FROM_O(a->value) : NULL, *cast = NULL, *v = NULL;
+            if (arr != NULL) {
+                Py_INCREF(d);
+                cast = PyArray_CastToType((PyArrayObject *)arr, d, 0);
+            }
+            if (cast != NULL)
+                v = PyArray_Return((PyArrayObject *)cast); /* steals cast: a NumPy scalar */
+            Py_XDECREF(arr);
+            Py_XDECREF(d);
+            if (v == NULL)
+                return -1;
+            Py_XSETREF(a->keep, v);
+            a->value = v;
+            a->dtype = t[i];
+        }
+        return 1;
+    }
+    return 0;
+}
+
 /* Steps 1-3: classify, axes, loop, casting checks, shapes (cf_gufunc_bind). Needs no GPU for host
  * and scalar arguments. Results are DeviceArrays when anything is on the device. */
 static int gu_prepare(cf_py_call *c)
@@ -373,8 +423,29 @@ static int gu_prepare(cf_py_call *c)
     cf_casting casting;
     if (cf_py_parse_casting(S->call->casting, &casting) < 0)
         return -1;
-    if (resolve(self, c->in, out_dt, &S->loop) < 0)
-        return -1;
+    if (resolve(self, c->in, out_dt, &S->loop) < 0) {
+        PyObject *et, *ev, *tb;
+        int r;
+        if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1;
+        PyErr_Fetch(&et, &ev, &tb);
+        r = numba_scalar_cast(self, c);
+        if (r <= 0) {
+            if (r == 0)
+                PyErr_Restore(et, ev, tb);
+            else {
+                Py_XDECREF(et);
+                Py_XDECREF(ev);
+                Py_XDECREF(tb);
+            }
+            return -1;
+        }
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        if (resolve(self, c->in, out_dt, &S->loop) < 0)
+            return -1;
+    }
     cf_gufunc_loop_types(self->gu, S->loop, S->types, S->arg_ndim);
     for (int i = 0; i < nin; i++)
         if (!c->in[i].weak && !cf_can_cast(c->in[i].dtype, S->types[i], casting)) {

@@ -424,6 +424,159 @@ int cf_py_stream_order_after(cf_stream *s, PyObject *consumer, PyObject *produce
                                             "arguments");
 }
 
+/* ---- Event (Numba's cuda.event) ------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    cf_event *event;
+    int device;
+    int timing;
+} CfPyEvent;
+
+static PyTypeObject CfPyEvent_Type;
+
+static void event_dealloc(CfPyEvent *self)
+{
+    cf_event_free(self->event);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The cf_stream for a `stream=` argument of an event method (0: the legacy default stream). */
+static int event_stream(CfPyEvent *self, PyObject *arg, const char *argname, cf_stream **s,
+                        PyObject **resolved)
+{
+    *resolved = cf_py_stream_resolve(arg, self->device, argname);
+    if (*resolved == NULL)
+        return -1;
+    if (cf_py_stream_get(*resolved, self->device, s) < 0) {
+        Py_CLEAR(*resolved);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *event_record_or_wait(CfPyEvent *self, PyObject *args, PyObject *kwargs, int wait)
+{
+    static char *kwlist[] = {"stream", NULL};
+    PyObject *stream = NULL, *resolved;
+    cf_stream *s;
+    cf_status st;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, wait ? "|O:wait" : "|O:record", kwlist,
+                                     &stream))
+        return NULL;
+    if (cf_py_stream_check(stream, "stream") < 0 ||
+        event_stream(self, stream, "stream", &s, &resolved) < 0)
+        return NULL;
+    st = wait ? cf_event_wait(self->event, s) : cf_event_record(self->event, s);
+    Py_DECREF(resolved);
+    if (st != CF_OK)
+        return cf_py_raise(st, wait ? "Event.wait" : "Event.record");
+    Py_RETURN_NONE;
+}
+
+static PyObject *event_record(CfPyEvent *self, PyObject *args, PyObject *kwargs)
+{
+    return event_record_or_wait(self, args, kwargs, 0);
+}
+
+static PyObject *event_wait(CfPyEvent *self, PyObject *args, PyObject *kwargs)
+{
+    return event_record_or_wait(self, args, kwargs, 1);
+}
+
+static PyObject *event_synchronize(CfPyEvent *self, PyObject *unused)
+{
+    cf_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_event_synchronize(self->event);
+    Py_END_ALLOW_THREADS
+    if (st != CF_OK)
+        return cf_py_raise(st, "Event.synchronize");
+    Py_RETURN_NONE;
+}
+
+static PyObject *event_query(CfPyEvent *self, PyObject *unused)
+{
+    int done = 0;
+    cf_status st = cf_event_query(self->event, &done);
+    if (st != CF_OK)
+        return cf_py_raise(st, "Event.query");
+    return PyBool_FromLong(done);
+}
+
+/* elapsed_time(evtend) -> milliseconds from self to evtend, as a float (both must be complete). */
+static PyObject *event_elapsed_time(CfPyEvent *self, PyObject *end)
+{
+    float ms = 0.f;
+    cf_status st;
+    if (!PyObject_TypeCheck(end, &CfPyEvent_Type)) {
+        PyErr_Format(PyExc_TypeError, "elapsed_time: evtend must be a cufunc Event, got %.200s",
+                     Py_TYPE(end)->tp_name);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_event_elapsed_ms(self->event, ((CfPyEvent *)end)->event, &ms);
+    Py_END_ALLOW_THREADS
+    if (st != CF_OK)
+        return cf_py_raise(st, "elapsed_time");
+    return PyFloat_FromDouble((double)ms);
+}
+
+static PyObject *event_repr(CfPyEvent *self)
+{
+    return PyUnicode_FromFormat("<cufunc Event on device %d%s>", self->device,
+                                self->timing ? " (timing)" : "");
+}
+
+static PyMethodDef event_methods[] = {
+    {"record", (PyCFunction)(void (*)(void))event_record, METH_VARARGS | METH_KEYWORDS,
+     "record(stream=0): record the event at the current end of the stream's work."},
+    {"wait", (PyCFunction)(void (*)(void))event_wait, METH_VARARGS | METH_KEYWORDS,
+     "wait(stream=0): make the stream's later work wait (on the device) for the event."},
+    {"synchronize", (PyCFunction)event_synchronize, METH_NOARGS,
+     "synchronize(): wait on the host for the work recorded before the event."},
+    {"query", (PyCFunction)event_query, METH_NOARGS,
+     "query() -> True if the work recorded before the event is done."},
+    {"elapsed_time", (PyCFunction)event_elapsed_time, METH_O,
+     "elapsed_time(evtend) -> milliseconds between this event and evtend (timing events)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject CfPyEvent_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cufunc._core.Event",
+    .tp_basicsize = sizeof(CfPyEvent),
+    .tp_dealloc = (destructor)event_dealloc,
+    .tp_repr = (reprfunc)event_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = event_methods,
+    .tp_doc = "A CUDA event (cuda.event(timing=True)), as Numba's.",
+};
+
+static PyObject *py_event(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"timing", NULL};
+    int timing = 1, device;
+    cf_event *e = NULL;
+    cf_status st;
+    CfPyEvent *ev;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:event", kwlist, &timing))
+        return NULL;
+    if (cf_py_current_device(&device, "event") < 0)
+        return NULL;
+    if ((st = cf_event_create(device, timing, &e)) != CF_OK)
+        return cf_py_raise(st, "event");
+    ev = PyObject_New(CfPyEvent, &CfPyEvent_Type);
+    if (ev == NULL) {
+        cf_event_free(e);
+        return NULL;
+    }
+    ev->event = e;
+    ev->device = device;
+    ev->timing = timing;
+    return (PyObject *)ev;
+}
+
 /* ---- module functions ------------------------------------------------------------------------ */
 
 static PyObject *py_stream(PyObject *self, PyObject *unused)
@@ -514,6 +667,8 @@ PyMethodDef cf_py_stream_methods[] = {
      "external_stream(ptr) -> a Stream over a CUstream made elsewhere (an int handle, e.g. "
      "torch.cuda.current_stream().cuda_stream, or an object with __cuda_stream__). The stream "
      "must belong to the current device and outlive its use."},
+    {"event", (PyCFunction)(void (*)(void))py_event, METH_VARARGS | METH_KEYWORDS,
+     "event(timing=True) -> a new CUDA event on the current device."},
     {"check_stream", py_check_stream, METH_O,
      "check_stream(obj): raise TypeError if obj is not a valid stream argument."},
     {NULL, NULL, 0, NULL},
@@ -521,8 +676,13 @@ PyMethodDef cf_py_stream_methods[] = {
 
 int cf_py_stream_init_module(PyObject *m)
 {
-    if (PyType_Ready(&CfPyStream_Type) < 0)
+    if (PyType_Ready(&CfPyStream_Type) < 0 || PyType_Ready(&CfPyEvent_Type) < 0)
         return -1;
+    Py_INCREF(&CfPyEvent_Type);
+    if (PyModule_AddObject(m, "Event", (PyObject *)&CfPyEvent_Type) < 0) {
+        Py_DECREF(&CfPyEvent_Type);
+        return -1;
+    }
     Py_INCREF(&CfPyStream_Type);
     if (PyModule_AddObject(m, "Stream", (PyObject *)&CfPyStream_Type) < 0) {
         Py_DECREF(&CfPyStream_Type);

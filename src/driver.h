@@ -64,6 +64,11 @@
     X(cuMemFreeHost, 2000)                                                                         \
     X(cuMemHostRegister, 6050)                                                                     \
     X(cuMemHostUnregister, 4000)                                                                   \
+    X(cuMemHostGetDevicePointer, 3020)                                                             \
+    X(cuMemAllocManaged, 6000)                                                                     \
+    X(cuIpcGetMemHandle, 4010)                                                                     \
+    X(cuIpcOpenMemHandle, 11000)                                                                   \
+    X(cuIpcCloseMemHandle, 4010)                                                                   \
     X(cuMemcpyHtoDAsync, 3020)                                                                     \
     X(cuMemcpyDtoHAsync, 3020)                                                                     \
     X(cuMemcpyDtoDAsync, 3020)                                                                     \

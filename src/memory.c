@@ -549,3 +549,234 @@ cf_status cf_memset8(cf_stream *s, uint64_t dst, unsigned char value, size_t nby
     CF_CU_TRY(cf_drv.cuMemsetD8Async((CUdeviceptr)dst, value, nbytes, cf_stream_cu(s)));
     return CF_OK;
 }
+
+/* ---- registered, mapped and managed host memory; IPC -------------------------------------- */
+
+/* Whether every page of [p, p + n) is page-locked: the first and last byte and one byte per page
+ * between (a range may span two registrations, or a registered and an unregistered part). */
+static int range_fully_pinned(const void *p, size_t n)
+{
+    const size_t page = 4096;
+    for (size_t off = 0; off < n; off += page)
+        if (!byte_is_pinned((const char *)p + off))
+            return 0;
+    return byte_is_pinned((const char *)p + n - 1);
+}
+
+cf_status cf_host_register(void *ptr, size_t nbytes, int mapped, int *registered)
+{
+    if (!ptr || !registered)
+        return cf_error_set(CF_ERR_INVALID, "cf_host_register: ptr or registered is NULL");
+    *registered = 0;
+    cf_status st = enter_current();
+    if (st || nbytes == 0)
+        return st;
+    if (range_fully_pinned(ptr, nbytes))
+        return CF_OK;
+    unsigned flags = CU_MEMHOSTREGISTER_PORTABLE | (mapped ? CU_MEMHOSTREGISTER_DEVICEMAP : 0);
+    CUresult r = cf_drv.cuMemHostRegister(ptr, nbytes, flags);
+    if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+        return cf_error_set(CF_ERR_INVALID,
+                            "cannot page-lock %zu bytes at %p: part of the range is page-locked "
+                            "already (an overlapping array registered by another pinned() or "
+                            "library); pin the larger array",
+                            nbytes, ptr);
+    CF_CU_TRY(r);
+    *registered = 1;
+    return CF_OK;
+}
+
+cf_status cf_host_unregister(void *ptr)
+{
+    if (!ptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_host_unregister: ptr is NULL");
+    cf_status st = enter_current();
+    if (st)
+        return st;
+    CF_CU_TRY(cf_drv.cuMemHostUnregister(ptr));
+    return CF_OK;
+}
+
+cf_status cf_host_device_pointer(void *ptr, uint64_t *dptr)
+{
+    if (!ptr || !dptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_host_device_pointer: ptr or dptr is NULL");
+    cf_status st = enter_current();
+    if (st)
+        return st;
+    CUdeviceptr d = 0;
+    CUresult r = cf_drv.cuMemHostGetDevicePointer(&d, ptr, 0);
+    if (r == CUDA_ERROR_INVALID_VALUE)
+        return cf_error_set(CF_ERR_INVALID,
+                            "host memory at %p is not mapped into the device (page-lock it with "
+                            "cuda.mapped() or allocate it with cuda.mapped_array())",
+                            ptr);
+    CF_CU_TRY(r);
+    *dptr = (uint64_t)d;
+    return CF_OK;
+}
+
+/* Ownership: *ptr belongs to the caller until cf_host_free_pinned. */
+cf_status cf_host_alloc_mapped(size_t nbytes, void **ptr, uint64_t *dptr)
+{
+    if (!ptr || !dptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_host_alloc_mapped: ptr or dptr is NULL");
+    *ptr = NULL;
+    *dptr = 0;
+    cf_status st = enter_current();
+    if (st)
+        return st;
+    void *p = NULL;
+    CUresult r = cf_drv.cuMemHostAlloc(&p, nbytes ? nbytes : 1,
+                                       CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        char h[32];
+        return cf_error_set(CF_ERR_NOMEM,
+                            "out of page-locked host memory: cannot allocate %zu bytes (%s) of "
+                            "mapped memory",
+                            nbytes, human_bytes(nbytes, h));
+    }
+    CF_CU_TRY(r);
+    CUdeviceptr d = 0;
+    r = cf_drv.cuMemHostGetDevicePointer(&d, p, 0);
+    if (r != CUDA_SUCCESS) {
+        cf_drv.cuMemFreeHost(p);
+        return cf_cu_check(r, "cuMemHostGetDevicePointer");
+    }
+    *ptr = p;
+    *dptr = (uint64_t)d;
+    return CF_OK;
+}
+
+/* Record a block from cuMemAlloc / cuMemAllocManaged (freed by cf_mem_free with cuMemFree). */
+static cf_status record_unpooled(int device, CUdeviceptr p, size_t nbytes, uint64_t *ptr)
+{
+    mem_entry e = {p, nbytes, device, 0};
+    pthread_mutex_lock(&table_lock);
+    cf_status st = table_insert(e);
+    pthread_mutex_unlock(&table_lock);
+    if (st) {
+        cf_drv.cuMemFree(p);
+        return st;
+    }
+    *ptr = p;
+    return CF_OK;
+}
+
+/* Ownership: *ptr belongs to the caller until cf_mem_free. */
+cf_status cf_mem_alloc_managed(int device, size_t nbytes, int attach_global, uint64_t *ptr)
+{
+    if (!ptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_mem_alloc_managed: ptr is NULL");
+    *ptr = 0;
+    cf_status st = cf_context_enter(device);
+    if (st || nbytes == 0)
+        return st;
+    /* Checked before asking: the driver may accept an oversubscribed managed allocation and
+     * then thrash or hang the GPU when kernels touch it. */
+    size_t free_bytes = 0, total_bytes = 0;
+    CF_CU_TRY(cf_drv.cuMemGetInfo(&free_bytes, &total_bytes));
+    if (nbytes > free_bytes)
+        return nomem_error(device, nbytes);
+    CUdeviceptr p = 0;
+    CUresult r = cf_drv.cuMemAllocManaged(&p, nbytes,
+                                          attach_global ? CU_MEM_ATTACH_GLOBAL : CU_MEM_ATTACH_HOST);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return nomem_error(device, nbytes);
+    CF_CU_TRY(r);
+    return record_unpooled(device, p, nbytes, ptr);
+}
+
+/* Ownership: *ptr belongs to the caller until cf_mem_free. */
+cf_status cf_mem_alloc_ipc(cf_stream *s, size_t nbytes, uint64_t *ptr)
+{
+    int device = -1;
+    if (!ptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_mem_alloc_ipc: ptr is NULL");
+    *ptr = 0;
+    cf_status st = stream_arg(s, "cf_mem_alloc_ipc", &device);
+    if (st || nbytes == 0)
+        return st;
+    if ((st = cf_context_enter(device)) != CF_OK)
+        return st;
+    CUdeviceptr p = 0;
+    CUresult r = cf_drv.cuMemAlloc(&p, nbytes);
+    if (is_nomem(r, device, nbytes)) {
+        cf_drv.cuCtxSynchronize();
+        pool_state pool = {0, 0, NULL};
+        if (device_pool(device, &pool) == CF_OK && pool.pooled)
+            cf_drv.cuMemPoolTrimTo(pool.pool, 0);
+        r = cf_drv.cuMemAlloc(&p, nbytes);
+        if (is_nomem(r, device, nbytes))
+            return nomem_error(device, nbytes);
+    }
+    CF_CU_TRY(r);
+    return record_unpooled(device, p, nbytes, ptr);
+}
+
+int cf_mem_lookup(uint64_t ptr, int *pooled, size_t *nbytes)
+{
+    pthread_mutex_lock(&table_lock);
+    size_t pos = ptr ? table_find(ptr) : SIZE_MAX;
+    int found = pos != SIZE_MAX;
+    if (found) {
+        if (pooled)
+            *pooled = table[pos].pooled;
+        if (nbytes)
+            *nbytes = table[pos].size;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return found;
+}
+
+cf_status cf_ipc_get_handle(uint64_t ptr, unsigned char handle[CF_IPC_HANDLE_BYTES])
+{
+    int pooled = 0;
+    if (!handle)
+        return cf_error_set(CF_ERR_INVALID, "cf_ipc_get_handle: handle is NULL");
+    if (cf_mem_lookup(ptr, &pooled, NULL) && pooled)
+        return cf_error_set(CF_ERR_INVALID,
+                            "cf_ipc_get_handle: 0x%" PRIx64 " is stream-ordered pool memory, which "
+                            "cuIpcGetMemHandle cannot export; allocate it with cf_mem_alloc_ipc",
+                            ptr);
+    cf_status st = enter_current();
+    if (st)
+        return st;
+    CUipcMemHandle h;
+    CF_CU_TRY(cf_drv.cuIpcGetMemHandle(&h, (CUdeviceptr)ptr));
+    memcpy(handle, h.reserved, CF_IPC_HANDLE_BYTES);
+    return CF_OK;
+}
+
+/* Ownership: *ptr stays mapped until cf_ipc_close. */
+cf_status cf_ipc_open(int device, const unsigned char handle[CF_IPC_HANDLE_BYTES], uint64_t *ptr)
+{
+    if (!handle || !ptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_ipc_open: handle or ptr is NULL");
+    *ptr = 0;
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    CUipcMemHandle h;
+    memcpy(h.reserved, handle, CF_IPC_HANDLE_BYTES);
+    CUdeviceptr p = 0;
+    CUresult r = cf_drv.cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_INVALID_VALUE)
+        return cf_error_set(CF_ERR_INVALID,
+                            "cannot open the IPC handle (%s): a handle opens in another process "
+                            "than the one that exported it, while the exporter keeps the memory",
+                            r == CUDA_ERROR_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT"
+                                                            : "CUDA_ERROR_INVALID_VALUE");
+    CF_CU_TRY(r);
+    *ptr = (uint64_t)p;
+    return CF_OK;
+}
+
+cf_status cf_ipc_close(int device, uint64_t ptr)
+{
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    CF_CU_TRY(cf_drv.cuIpcCloseMemHandle((CUdeviceptr)ptr));
+    return CF_OK;
+}

@@ -307,3 +307,115 @@ cf_status cf_stream_synchronize_queued(cf_stream *s)
     CF_CU_TRY(cf_drv.cuEventSynchronize(ev));
     return CF_OK;
 }
+
+/* ---- events (Numba's cuda.event) ---------------------------------------------------------- */
+
+#define EVENT_MAGIC 0x6366657674u /* "cfevt" */
+
+struct cf_event {
+    uint64_t magic;
+    CUevent handle;
+    int device;
+    int timing;
+    int recorded; /* elapsed_time of an event never recorded is an error, not the driver's */
+};
+
+static cf_status check_event(const cf_event *e, const char *fn, const char *arg)
+{
+    if (!e || e->magic != EVENT_MAGIC)
+        return cf_error_set(CF_ERR_INVALID, "%s: %s is not a live cf_event", fn, arg);
+    return cf_context_enter(e->device);
+}
+
+/* Ownership: the caller frees *out with cf_event_free. */
+cf_status cf_event_create(int device, int timing, cf_event **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_event_create: out is NULL");
+    *out = NULL;
+    cf_status st = cf_context_enter(device);
+    if (st)
+        return st;
+    CUevent h = NULL;
+    CF_CU_TRY(cf_drv.cuEventCreate(&h, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING));
+    cf_event *e = cf_malloc(sizeof *e);
+    if (!e) {
+        cf_drv.cuEventDestroy(h);
+        return cf_error_prefix("allocating an event wrapper");
+    }
+    *e = (cf_event){EVENT_MAGIC, h, device, timing != 0, 0};
+    *out = e;
+    return CF_OK;
+}
+
+void cf_event_free(cf_event *e)
+{
+    if (!e || e->magic != EVENT_MAGIC)
+        return;
+    e->magic = 0;
+    if (cf_context_enter(e->device) == CF_OK)
+        cf_drv.cuEventDestroy(e->handle); /* returns at once; a pending record still completes */
+    cf_free(e);
+}
+
+cf_status cf_event_record(cf_event *e, cf_stream *s)
+{
+    cf_status st = check_event(e, "cf_event_record", "e");
+    if (st || (st = check_stream(s, "cf_event_record", "s")) != CF_OK)
+        return st;
+    if (s->device != e->device)
+        return cf_error_set(CF_ERR_INVALID,
+                            "cf_event_record: the event is on device %d, the stream on device %d",
+                            e->device, s->device);
+    CF_CU_TRY(cf_drv.cuEventRecord(e->handle, s->handle));
+    e->recorded = 1;
+    return CF_OK;
+}
+
+cf_status cf_event_synchronize(cf_event *e)
+{
+    cf_status st = check_event(e, "cf_event_synchronize", "e");
+    if (st)
+        return st;
+    CF_CU_TRY(cf_drv.cuEventSynchronize(e->handle));
+    return CF_OK;
+}
+
+cf_status cf_event_query(cf_event *e, int *done)
+{
+    cf_status st = check_event(e, "cf_event_query", "e");
+    if (st)
+        return st;
+    CUresult r = cf_drv.cuEventQuery(e->handle);
+    if (r == CUDA_ERROR_NOT_READY) {
+        *done = 0;
+        return CF_OK;
+    }
+    CF_CU_TRY(r);
+    *done = 1;
+    return CF_OK;
+}
+
+cf_status cf_event_wait(cf_event *e, cf_stream *s)
+{
+    cf_status st = check_event(e, "cf_event_wait", "e");
+    if (st || (st = check_stream(s, "cf_event_wait", "s")) != CF_OK)
+        return st;
+    CF_CU_TRY(cf_drv.cuStreamWaitEvent(s->handle, e->handle, 0));
+    return CF_OK;
+}
+
+cf_status cf_event_elapsed_ms(cf_event *start, cf_event *end, float *ms)
+{
+    cf_status st = check_event(start, "cf_event_elapsed_ms", "start");
+    if (st || (st = check_event(end, "cf_event_elapsed_ms", "end")) != CF_OK)
+        return st;
+    if (!start->timing || !end->timing)
+        return cf_error_set(CF_ERR_INVALID,
+                            "elapsed_time: both events must be made with timing=True");
+    if (!start->recorded || !end->recorded)
+        return cf_error_set(CF_ERR_INVALID,
+                            "elapsed_time: both events must be recorded first (event.record())");
+    CF_CU_TRY(cf_drv.cuEventElapsedTime(ms, start->handle, end->handle));
+    return CF_OK;
+}

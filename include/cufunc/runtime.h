@@ -110,6 +110,24 @@ CF_API cf_status cf_stream_wait_stream(cf_stream *waiter, cf_stream *s);
  * the device (which cuStreamSynchronize of the legacy stream is not documented to do). */
 CF_API cf_status cf_stream_synchronize_queued(cf_stream *s);
 
+/* ---- events (Numba's cuda.event) ----------------------------------------------------------- */
+
+typedef struct cf_event cf_event;
+/* A new event on `device`; timing 0 makes a lighter event that elapsed times refuse. */
+CF_API cf_status cf_event_create(int device, int timing, cf_event **out);
+/* No-op on NULL. */
+CF_API void cf_event_free(cf_event *e);
+/* Record the event at the current end of stream `s` (same device). */
+CF_API cf_status cf_event_record(cf_event *e, cf_stream *s);
+/* Wait on the host until the work recorded before the event is done. */
+CF_API cf_status cf_event_synchronize(cf_event *e);
+/* *done: 1 if the recorded work is done (or the event was never recorded), 0 if not. */
+CF_API cf_status cf_event_query(cf_event *e, int *done);
+/* Make stream `s` wait (on the device) for the event. */
+CF_API cf_status cf_event_wait(cf_event *e, cf_stream *s);
+/* Milliseconds between two recorded timing events (both complete, else an error). */
+CF_API cf_status cf_event_elapsed_ms(cf_event *start, cf_event *end, float *ms);
+
 /* ---- device memory ------------------------------------------------------------------------- */
 
 /* Allocate from the device's stream-ordered pool (cuMemAllocAsync on `s`); the pool has a release
@@ -126,6 +144,36 @@ CF_API cf_status cf_host_alloc_pinned(size_t nbytes, void **ptr);
 CF_API void cf_host_free_pinned(void *ptr);
 /* Whether host memory at ptr is page-locked (registered with or allocated by the driver). */
 CF_API int cf_host_is_pinned(const void *ptr);
+
+/* Page-lock existing host memory for cuMemHostRegister's lifetime (portable; mapped into the
+ * device too when `mapped`). *registered is 0 when the range was page-locked already (by the
+ * caller, another library, or an enclosing registration): then nothing is done and nothing must
+ * be unregistered. */
+CF_API cf_status cf_host_register(void *ptr, size_t nbytes, int mapped, int *registered);
+CF_API cf_status cf_host_unregister(void *ptr);
+/* The device address of mapped page-locked host memory (cuMemHostGetDevicePointer). */
+CF_API cf_status cf_host_device_pointer(void *ptr, uint64_t *dptr);
+/* Page-locked host memory mapped into every device's address space (DEVICEMAP | PORTABLE); free
+ * with cf_host_free_pinned. */
+CF_API cf_status cf_host_alloc_mapped(size_t nbytes, void **ptr, uint64_t *dptr);
+/* Unified (managed) memory usable from the host and every kernel, freed with cf_mem_free (any
+ * stream of the device; the free synchronises). Never asks the driver for more than the device
+ * has free (cuMemGetInfo): an oversized managed allocation can hang a GPU, so that is
+ * CF_ERR_DEVICE_NOMEM up front. attach_global 0 attaches to the host (CU_MEM_ATTACH_HOST). */
+CF_API cf_status cf_mem_alloc_managed(int device, size_t nbytes, int attach_global, uint64_t *ptr);
+/* Device memory that can be exported with cf_ipc_get_handle (cuMemAlloc, not the pool: pool
+ * memory cannot be exported by cuIpcGetMemHandle); freed with cf_mem_free. */
+CF_API cf_status cf_mem_alloc_ipc(cf_stream *s, size_t nbytes, uint64_t *ptr);
+/* Whether ptr is the start of a live cf_mem_alloc* block: 1 (then *pooled and *nbytes are set) or
+ * 0. */
+CF_API int cf_mem_lookup(uint64_t ptr, int *pooled, size_t *nbytes);
+/* CUDA IPC: the 64-byte handle of a block from cf_mem_alloc_ipc (CF_ERR_INVALID for pool
+ * memory), open one made by another process (on `device`), close what was opened. */
+#define CF_IPC_HANDLE_BYTES 64
+CF_API cf_status cf_ipc_get_handle(uint64_t ptr, unsigned char handle[CF_IPC_HANDLE_BYTES]);
+CF_API cf_status cf_ipc_open(int device, const unsigned char handle[CF_IPC_HANDLE_BYTES],
+                             uint64_t *ptr);
+CF_API cf_status cf_ipc_close(int device, uint64_t ptr);
 
 /* ---- copies ---------------------------------------------------------------------------------
  * Contiguous byte copies ordered on `s`. Host-to-device and device-to-host copies of pageable host

@@ -9,6 +9,8 @@ Every function that needs the GPU raises CudaSupportError when there is none (or
 checks of its arguments come first, so bad input is reported as such everywhere.
 """
 
+import contextlib
+import os
 import threading
 
 import numpy as np
@@ -26,6 +28,9 @@ __all__ = [
     "as_cuda_array", "is_cuda_array", "from_dlpack", "DeviceNDArray", "DeviceArray",
     "RawKernel", "compile_source", "jit", "local", "Device", "vectorize", "guvectorize",
     "reduce", "Reduce",
+    "pinned", "mapped", "mapped_array", "mapped_array_like", "managed_array", "defer_cleanup",
+    "event", "event_elapsed_time", "Event", "open_ipc_array", "IpcArrayHandle", "MappedNDArray",
+    "ManagedNDArray",
 ]
 
 _core = _env.core
@@ -69,13 +74,228 @@ def pinned_array_like(ary):
     return pinned_array(ary.shape, dtype=ary.dtype, order=order)
 
 
-_CORE_TYPES = ("DeviceNDArray", "DeviceArray", "Stream", "RawKernel")
+_CORE_TYPES = ("DeviceNDArray", "DeviceArray", "Stream", "RawKernel", "Event")
 if _core is not None:
     DeviceNDArray = DeviceArray = _core.DeviceArray
     Stream = _core.Stream
     RawKernel = _core.RawKernel
+    Event = _core.Event
 else:
     __all__ = [n for n in __all__ if n not in _CORE_TYPES]
+
+
+# ---- pinned, mapped and managed host memory (Numba's names) -------------------------------------
+
+def _host_span(ary, what):
+    """(first byte address, byte length) of the memory a NumPy array touches."""
+    if not isinstance(ary, np.ndarray):
+        raise TypeError("%s: expected NumPy arrays, got %s" % (what, type(ary).__name__))
+    if ary.size == 0:
+        return ary.__array_interface__["data"][0], 0
+    lo = hi = 0
+    for n, st in zip(ary.shape, ary.strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return ary.__array_interface__["data"][0] + lo, hi - lo + ary.itemsize
+
+
+def _check_stream_kw(what, kws):
+    bad = set(kws) - {"stream"}
+    if bad:
+        raise TypeError("%s: unexpected keyword argument %r (only stream= is accepted)"
+                        % (what, sorted(bad)[0]))
+    stream = kws.get("stream", 0)
+    if _core is not None:
+        _core.check_stream(stream)
+    return stream
+
+
+@contextlib.contextmanager
+def _registered(arylist, mapped, what):
+    """Page-lock each array's memory (cuMemHostRegister) for the block; what this block
+    registered is unregistered on exit, also when the block raises. Arrays already page-locked
+    (pinned_array, or an enclosing pinned()) are left as they are."""
+    spans = [_host_span(a, what) for a in arylist]  # argument checks first: no GPU needed
+    core = require_core(what)
+    done = []
+    try:
+        for ptr, nbytes in spans:
+            if nbytes and core.host_register(ptr, nbytes, mapped):
+                done.append(ptr)
+        yield spans
+    finally:
+        for ptr in reversed(done):
+            core.host_unregister(ptr)
+
+
+@contextlib.contextmanager
+def pinned(*arylist):
+    """Page-lock the NumPy arrays for the block (Numba's cuda.pinned): copies to and from them,
+    and ufunc calls on them, then run as direct DMA at full PCIe speed. Unpinned on exit."""
+    with _registered(arylist, False, "pinned"):
+        yield
+
+
+class _MappedView:
+    """__cuda_array_interface__ of host memory mapped into the device (keeps the array alive)."""
+
+    def __init__(self, ary, dptr):
+        self._ary = ary
+        self.__cuda_array_interface__ = {
+            "shape": ary.shape, "strides": None if ary.flags.c_contiguous else ary.strides,
+            "typestr": ary.dtype.str, "data": (dptr, not ary.flags.writeable), "version": 3,
+            "stream": None}
+
+
+@contextlib.contextmanager
+def mapped(*arylist, **kws):
+    """Map the NumPy arrays into the device for the block (Numba's cuda.mapped): yields a
+    DeviceNDArray over each array's own memory (one, or a list for several) that ufuncs, gufuncs
+    and reductions read and write in place. Unmapped on exit, also on exceptions."""
+    _check_stream_kw("mapped", kws)
+    with _registered(arylist, True, "mapped"):
+        core = _core
+        devs = []
+        for ary in arylist:
+            base = ary.__array_interface__["data"][0]
+            dptr = core.host_device_pointer(base) if ary.size else 0
+            devs.append(as_cuda_array(_MappedView(ary, dptr)) if ary.size else
+                        device_array(ary.shape, ary.dtype))
+        yield devs[0] if len(devs) == 1 else devs
+
+
+class _HostDeviceArray(np.ndarray):
+    """A NumPy array over memory the device can use in place; __cuda_array_interface__ names the
+    device address of each view, so cufunc's ufuncs, gufuncs and reductions (and CuPy, Numba)
+    take it with no copy."""
+
+    def __array_finalize__(self, obj):
+        self._cufunc_map = getattr(obj, "_cufunc_map", None)
+
+    @property
+    def __cuda_array_interface__(self):
+        m = self._cufunc_map
+        ai = self.__array_interface__
+        # NumPy's own results keep the subclass and its attributes (m * 2 is a new, pageable
+        # array): only views inside the mapped block have a device view
+        if m is None or not m[0] <= ai["data"][0] < m[0] + max(m[2], 1):
+            raise AttributeError("this array is not mapped into the device")
+        host_base, dev_base, _ = m
+        return {"shape": ai["shape"], "strides": ai["strides"], "typestr": ai["typestr"],
+                "data": (dev_base + (ai["data"][0] - host_base), not self.flags.writeable),
+                "version": 3, "stream": None}
+
+    @property
+    def device_ctypes_pointer(self):
+        import ctypes
+        return ctypes.c_void_p(self.__cuda_array_interface__["data"][0])
+
+
+class MappedNDArray(_HostDeviceArray):
+    """What cuda.mapped_array returns: host memory mapped into the device."""
+
+
+class ManagedNDArray(_HostDeviceArray):
+    """What cuda.managed_array returns: unified memory, usable from the host and the device."""
+
+
+def _special(kind, cls, shape, dtype, strides, order, stream, attach_global=True):
+    if strides is not None:
+        raise NotImplementedError("%s: strides= is not supported; give order= ('C' or 'F')"
+                                  % cls.__name__)
+    if _core is not None:
+        _core.check_stream(stream)
+    ary, dptr = require_core(kind + "_array").special_array(kind, shape, dtype, order,
+                                                            attach_global)
+    view = ary.view(cls)
+    view._cufunc_map = (ary.__array_interface__["data"][0], dptr, ary.nbytes)
+    return view
+
+
+def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False,
+                 wc=False):
+    """A NumPy array over page-locked host memory mapped into the device (Numba's
+    cuda.mapped_array): passed to a ufunc, gufunc or reduction, the kernel reads and writes it in
+    place over PCIe, no copy. portable and wc are accepted for Numba compatibility (the memory is
+    always portable; write-combining is not used)."""
+    return _special("mapped", MappedNDArray, shape, dtype, strides, order, stream)
+
+
+def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    """mapped_array with ary's shape, dtype and order."""
+    ary = np.asarray(ary)
+    order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
+    return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
+
+
+def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
+                  attach_global=True):
+    """A NumPy array over unified (managed) memory (Numba's cuda.managed_array), usable from the
+    host and, with no copy, from ufuncs, gufuncs and reductions. More than the device has free is
+    a MemoryError before the driver is asked (an oversized managed allocation can hang a GPU).
+    Synchronise (cuda.synchronize()) before reading on the host what a kernel wrote."""
+    return _special("managed", ManagedNDArray, shape, dtype, strides, order, stream,
+                    attach_global)
+
+
+@contextlib.contextmanager
+def defer_cleanup():
+    """Hold the freeing of device memory whose last reference dies in the block until the block
+    (the outermost, when nested) ends (Numba's cuda.defer_cleanup). cufunc's frees are
+    stream-ordered and never synchronise, so this is rarely needed for speed; it keeps the memory
+    allocated, as Numba documents."""
+    core = require_core("defer_cleanup")
+    core.defer_cleanup_enter()
+    try:
+        yield
+    finally:
+        core.defer_cleanup_exit()
+
+
+# ---- events ------------------------------------------------------------------------------------
+
+event = _from_core("event")
+
+
+def event_elapsed_time(evtstart, evtend):
+    """Milliseconds between two recorded timing events (Numba's cuda.event_elapsed_time)."""
+    if _core is not None and not isinstance(evtstart, _core.Event):
+        raise TypeError("event_elapsed_time: evtstart must be an Event, got %s"
+                        % type(evtstart).__name__)
+    return evtstart.elapsed_time(evtend)
+
+
+# ---- IPC ---------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
+    """Open another process's device memory as a DeviceNDArray for the block (Numba's
+    cuda.open_ipc_array). handle: the 64-byte IPC handle (bytes, a sequence of ints, or an
+    IpcArrayHandle, whose .handle it is)."""
+    from ._devarray import IpcArrayHandle
+    device = None
+    if isinstance(handle, IpcArrayHandle):
+        device = handle.device_id
+        offset = offset or handle.offset
+        handle = handle.handle
+    raw = bytes(bytearray(handle))
+    if len(raw) != 64:
+        raise ValueError("open_ipc_array: an IPC handle has 64 bytes, not %d" % len(raw))
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if strides is None:
+        strides, acc = [], dtype.itemsize
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= n
+    h = IpcArrayHandle(raw, offset, None, shape, strides, dtype,
+                       get_current_device().id if device is None else device, -1)
+    try:
+        yield h.open()
+    finally:
+        h.close()
 
 
 # ---- streams -----------------------------------------------------------------------------------
@@ -314,6 +534,10 @@ def __getattr__(name):
         value = getattr(importlib.import_module(__package__ + "." + module), name)
         globals()[name] = value
         return value
+    if name == "IpcArrayHandle":
+        from ._devarray import IpcArrayHandle
+        globals()[name] = IpcArrayHandle
+        return IpcArrayHandle
     if name in _CORE_TYPES:
         # An AttributeError (so hasattr() and `import *` behave) that says why.
         try:

@@ -141,9 +141,13 @@ def _void_loop(pyfunc, form, argtypes, fastmath):
         ndims.append(nd)
     r = _translate(pyfunc, seen, None, fastmath=fastmath)
     if not isinstance(r.return_type, _T.Void):
-        raise TypeError("gufunc kernel must have void return type: %s returns %s; write the "
+        # Numba's words first (its TypeError says "guvectorized functions cannot return values"),
+        # then what cufunc offers instead
+        raise TypeError("guvectorized functions cannot return values: %s returns %s with the "
+                        "layout %s (a gufunc kernel must have void return type); write the "
                         "results into the output arguments (or declare the outputs as the "
-                        "return type and take only the inputs)" % (form.name, r.return_type))
+                        "return type and take only the inputs)"
+                        % (form.name, r.return_type, form.layout))
     source, name, captures = _loop_function(r, form.name)
     types = tuple((t.dtype if isinstance(t, _T.Array) else t).dtype for t in seen)
     return (types, tuple(ndims), source, name, _compile_options(fastmath), captures)

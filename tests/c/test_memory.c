@@ -455,6 +455,152 @@ static void test_bad_pointers(void)
     cf_stream_free(s);
 }
 
+
+/* ---- issue 16: registration, mapped, managed, IPC, events ---------------------------------- */
+
+static void test_new_api_args(void)
+{
+    int reg = 7;
+    uint64_t d = 1;
+    void *h = (void *)1;
+    unsigned char handle[CF_IPC_HANDLE_BYTES];
+    CHECK_STATUS(cf_host_register(NULL, 16, 0, &reg), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "cf_host_register");
+    CHECK_STATUS(cf_host_unregister(NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_host_device_pointer(NULL, &d), CF_ERR_INVALID);
+    CHECK_STATUS(cf_host_alloc_mapped(16, NULL, &d), CF_ERR_INVALID);
+    CHECK_STATUS(cf_host_alloc_mapped(16, &h, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_mem_alloc_managed(0, 16, 1, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_mem_alloc_ipc(NULL, 16, &d), CF_ERR_INVALID);
+    CHECK(d == 0);
+    CHECK_STATUS(cf_ipc_get_handle(0x1234, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_ipc_open(0, NULL, &d), CF_ERR_INVALID);
+    CHECK_STATUS(cf_ipc_open(0, handle, NULL), CF_ERR_INVALID);
+    CHECK(cf_mem_lookup(0, NULL, NULL) == 0);
+    CHECK(cf_mem_lookup(0x1234, NULL, NULL) == 0);
+    cf_event *e = (cf_event *)1;
+    CHECK_STATUS(cf_event_create(0, 1, NULL), CF_ERR_INVALID);
+    CHECK_STATUS(cf_event_record(NULL, NULL), CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "not a live cf_event");
+    CHECK_STATUS(cf_event_synchronize(NULL), CF_ERR_INVALID);
+    int done = 0;
+    CHECK_STATUS(cf_event_query(NULL, &done), CF_ERR_INVALID);
+    CHECK_STATUS(cf_event_wait(NULL, NULL), CF_ERR_INVALID);
+    float ms = 0;
+    CHECK_STATUS(cf_event_elapsed_ms(NULL, NULL, &ms), CF_ERR_INVALID);
+    cf_event_free(NULL);
+    (void)e;
+}
+
+static void test_register_mapped_managed(void)
+{
+    NEED_GPU();
+    size_t n = (size_t)1 << 20;
+    char *m = malloc(n);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    memset(m, 3, n);
+    int reg = 0;
+    CHECK(!cf_host_is_pinned(m));
+    CHECK_OK(cf_host_register(m, n, 1, &reg));
+    CHECK(reg == 1);
+    CHECK(cf_host_is_pinned(m) && cf_host_is_pinned(m + n - 1));
+    int again = 7;
+    CHECK_OK(cf_host_register(m, n, 1, &again)); /* already page-locked: nothing done */
+    CHECK(again == 0);
+    uint64_t dp = 0;
+    CHECK_OK(cf_host_device_pointer(m, &dp));
+    CHECK(dp != 0);
+    CHECK_OK(cf_host_unregister(m));
+    CHECK(!cf_host_is_pinned(m));
+    free(m);
+
+    void *h = NULL;
+    uint64_t hd = 0;
+    CHECK_OK(cf_host_alloc_mapped(n, &h, &hd));
+    CHECK(h != NULL && hd != 0 && cf_host_is_pinned(h));
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_default(0, &s));
+    uint64_t dev = 0;
+    CHECK_OK(cf_mem_alloc(s, n, &dev));
+    CHECK_OK(cf_memset8(s, dev, 0x5a, n));
+    CHECK_OK(cf_memcpy_dtod(s, hd, dev, n)); /* the device writes host memory in place */
+    CHECK_OK(cf_stream_synchronize(s));
+    CHECK(all_bytes(h, n, 0x5a));
+    cf_host_free_pinned(h);
+
+    int64_t before = cf_mem_outstanding();
+    uint64_t mp = 0;
+    CHECK_OK(cf_mem_alloc_managed(0, n, 1, &mp));
+    CHECK(mp != 0 && cf_mem_outstanding() == before + (int64_t)n);
+    memset((void *)(uintptr_t)mp, 0x11, n); /* host-usable */
+    CHECK_OK(cf_memset8(s, mp, 0x22, n / 2));
+    CHECK_OK(cf_stream_synchronize(s));
+    CHECK(all_bytes((unsigned char *)(uintptr_t)mp, n / 2, 0x22));
+    CHECK(all_bytes((unsigned char *)(uintptr_t)mp + n / 2, n / 2, 0x11));
+    int pooled = 7;
+    size_t sz = 0;
+    CHECK(cf_mem_lookup(mp, &pooled, &sz) == 1 && pooled == 0 && sz == n);
+    CHECK_OK(cf_mem_free(s, mp));
+    CHECK(cf_mem_outstanding() == before);
+    size_t free_b = 0, total_b = 0;
+    CHECK_OK(cf_device_mem_info(0, &free_b, &total_b));
+    /* more than is free: refused before the driver is asked */
+    CHECK_STATUS(cf_mem_alloc_managed(0, free_b + ((size_t)1 << 30), 1, &mp), CF_ERR_DEVICE_NOMEM);
+    CHECK(mp == 0);
+    CHECK_OK(cf_mem_free(s, dev));
+    cf_stream_free(s);
+}
+
+static void test_ipc_and_events(void)
+{
+    NEED_GPU();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    uint64_t pool = 0, ipc = 0;
+    unsigned char h[CF_IPC_HANDLE_BYTES];
+    CHECK_OK(cf_mem_alloc(s, 4096, &pool));
+    CHECK_STATUS(cf_ipc_get_handle(pool, h), CF_ERR_INVALID); /* pool memory: not exportable */
+    CHECK_CONTAINS(cf_last_error(), "cf_mem_alloc_ipc");
+    CHECK_OK(cf_mem_alloc_ipc(s, 4096, &ipc));
+    int pooled = 7;
+    CHECK(cf_mem_lookup(ipc, &pooled, NULL) == 1 && pooled == 0);
+    CHECK_OK(cf_ipc_get_handle(ipc, h));
+    uint64_t opened = 0;
+    /* the exporting process cannot open its own handle: an error, not a crash */
+    CHECK(cf_ipc_open(0, h, &opened) != CF_OK);
+
+    cf_event *a = NULL, *b = NULL, *nt = NULL;
+    CHECK_OK(cf_event_create(0, 1, &a));
+    CHECK_OK(cf_event_create(0, 1, &b));
+    CHECK_OK(cf_event_create(0, 0, &nt));
+    float ms = -1;
+    CHECK_STATUS(cf_event_elapsed_ms(a, b, &ms), CF_ERR_INVALID); /* not recorded */
+    CHECK_OK(cf_event_record(a, s));
+    CHECK_OK(cf_memset8(s, ipc, 1, 4096));
+    CHECK_OK(cf_event_record(b, s));
+    CHECK_OK(cf_event_record(nt, s));
+    CHECK_OK(cf_event_synchronize(b));
+    int done = 0;
+    CHECK_OK(cf_event_query(b, &done));
+    CHECK(done == 1);
+    CHECK_OK(cf_event_elapsed_ms(a, b, &ms));
+    CHECK(ms >= 0);
+    CHECK_STATUS(cf_event_elapsed_ms(a, nt, &ms), CF_ERR_INVALID); /* no timing */
+    cf_stream *d = NULL;
+    CHECK_OK(cf_stream_default(0, &d));
+    CHECK_OK(cf_event_wait(b, d));
+    cf_event_free(a);
+    cf_event_free(b);
+    cf_event_free(nt);
+    CHECK_OK(cf_mem_free(s, ipc));
+    CHECK_OK(cf_mem_free(s, pool));
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(d);
+    cf_stream_free(s);
+}
+
 int main(void)
 {
     RUN(test_no_driver); /* first: it forks before this process loads the driver */
@@ -466,6 +612,9 @@ int main(void)
     RUN(test_roundtrips);
     RUN(test_dtod_memset);
     RUN(test_bad_pointers);
+    RUN(test_new_api_args);
+    RUN(test_register_mapped_managed);
+    RUN(test_ipc_and_events);
     RUN(test_out_of_memory);
     return SUMMARY();
 }
