@@ -1,0 +1,307 @@
+"""GPU twins of NumPy's ufuncs, and what DeviceArray does with them (issue 15, section 2).
+
+``np.sin(d)``, ``np.add(d, 1.5)``, ``np.maximum.reduce(d, axis=0)``, ``np.add.accumulate(d)``,
+``np.multiply.outer(a, b)`` and ``np.add.at(d, idx, v)`` on cufunc DeviceArrays run on the GPU:
+DeviceArray.__array_ufunc__ (NEP 13) hands them to a *twin*, a cufunc ufunc whose body (in
+_twin_defs.py) calls the NumPy function, which the kernel language translates with NumPy's meaning.
+The operators of DeviceArray (``d + 1``, ``d < e``, ``d += 1``, ``-d``, ``abs(d)``) go through the
+same twins. A NumPy ufunc with no twin raises TypeError naming it; nothing is copied to the host
+behind the caller's back (``np.asarray(d)`` stays the explicit copy).
+
+A twin is made on first use. Its loops are NumPy's own (``np.add.types``) in NumPy's order, minus
+the types cufunc cannot run (object, datetime, timedelta, and float16, which the translator does not
+support yet), one loop per distinct dtype tuple ('l' and 'q' are both int64). With NumPy's order,
+cufunc's resolution (the first loop the inputs reach by safe casting) is NumPy's. Python scalars
+(NEP 50 weak scalars) are resolved by NumPy itself: ``ufunc.resolve_dtypes`` gives the loop NumPy
+would pick, and each Python scalar becomes a NumPy scalar of that loop's type before the twin is
+called, as NumPy converts it. Where NumPy would pick a float16 loop, the twin picks the next loop
+of NumPy's list (float32): the one documented difference.
+
+The C side (py_twins.c) forwards DeviceArray's number slots, rich comparison and
+``__array_ufunc__`` to the functions in ``_hooks`` below.
+"""
+import numpy as np
+
+from . import _core
+from . import _twin_defs
+from . import types as _T
+from .vectorize import GPUUFunc, _compile_options, _loop_from
+
+__all__ = ["twin", "loop_signatures", "has_twin", "array_ufunc"]
+
+_DA = _core.DeviceArray
+
+# Type characters of the loops cufunc runs. float16 ('e') is a cufunc dtype but the translator does
+# not support it yet; object, datetime, timedelta and strings are no GPU types at all.
+_CHARS = frozenset("?bhilqBHILQfdFD")
+# Loops of a kind the twin's body does not give NumPy's meaning to (NumPy orders complex numbers
+# lexicographically; the language has no ordering of complex values): left out.
+_EXCLUDE_KINDS = {
+    "maximum": "c", "minimum": "c", "fmax": "c", "fmin": "c", "sign": "c", "less": "c",
+    "less_equal": "c", "greater": "c", "greater_equal": "c", "reciprocal": "biu", "logaddexp": "c",
+    "logaddexp2": "c", "floor_divide": "c", "remainder": "c", "fmod": "c",
+}
+# Identity for reduce: NumPy's ufunc.identity; maximum and minimum have none in NumPy but reduce in
+# any order, which cufunc spells 'reorderable'.
+_REORDERABLE = frozenset(["maximum", "minimum", "fmax", "fmin"])
+
+_TWINS = {}   # NumPy ufunc -> its twin (a GPUUFunc)
+_RESOLVED = {}  # (NumPy ufunc, input keys) -> per-input converter (None: passed as is)
+
+
+def has_twin(ufunc):
+    """Whether cufunc can make a GPU twin of this NumPy ufunc."""
+    return isinstance(ufunc, np.ufunc) and hasattr(_twin_defs, ufunc.__name__)
+
+
+def loop_signatures(ufunc):
+    """The twin's loops: NumPy's ``ufunc.types`` in NumPy's order, as tuples of dtypes (inputs,
+    then outputs), without the types cufunc cannot run and without repeats (NumPy lists both 'l'
+    and 'q', both int64 here). Pure NumPy: no GPU needed."""
+    name = ufunc.__name__
+    skip = _EXCLUDE_KINDS.get(name, "")
+    seen, loops = set(), []
+    for t in ufunc.types:
+        chars = t.replace("->", "")
+        if not all(c in _CHARS for c in chars):
+            continue
+        dts = tuple(np.dtype(c) for c in chars)
+        if any(d.kind in skip for d in dts[:ufunc.nin]) or dts in seen:
+            continue
+        seen.add(dts)
+        loops.append(dts)
+    return loops
+
+
+def _body(name, dts, nin):
+    """The Python body of one loop: name__bool for an all-bool loop and name__unsigned for an
+    unsigned one where _twin_defs spells those out differently, else name."""
+    kinds = {d.kind for d in dts[:nin]}
+    if kinds == {"b"} and hasattr(_twin_defs, name + "__bool"):
+        return getattr(_twin_defs, name + "__bool")
+    if kinds == {"u"} and hasattr(_twin_defs, name + "__unsigned"):
+        return getattr(_twin_defs, name + "__unsigned")
+    return getattr(_twin_defs, name)
+
+
+def _no_twin(ufunc, what="ufunc"):
+    name = getattr(ufunc, "__name__", repr(ufunc))
+    return TypeError("cufunc: numpy %s '%s' has no GPU twin, so it cannot run on a cufunc "
+                     "DeviceArray (copy to the host explicitly with np.asarray(d) or "
+                     "d.copy_to_host())" % (what, name))
+
+
+def twin(ufunc):
+    """The GPU twin of a NumPy ufunc, made on first use (every loop translated then; kernels are
+    compiled per launch shape, as for any cufunc ufunc). TypeError naming the ufunc if cufunc has
+    none."""
+    tw = _TWINS.get(ufunc)
+    if tw is not None:
+        return tw
+    if not has_twin(ufunc):
+        raise _no_twin(ufunc)
+    name = ufunc.__name__
+    identity = "reorderable" if name in _REORDERABLE else ufunc.identity
+    tw = GPUUFunc(name, ufunc.nin, ufunc.nout, identity=identity,
+                  doc="GPU twin of numpy.%s (cufunc)." % name, compiler=None)
+    skipped = []
+    for dts in loop_signatures(ufunc):
+        body = _body(name, dts, ufunc.nin)
+        args = [_T.from_dtype(d) for d in dts[:ufunc.nin]]
+        ret = _T.from_dtype(dts[ufunc.nin])
+        try:
+            spec, _ = _loop_from(body, args, ret, False)
+        except (TypeError, NotImplementedError) as e:
+            # a loop the language cannot give NumPy's meaning: left out, as an unsupported type
+            skipped.append(("".join(d.char for d in dts), str(e).splitlines()[0]))
+            continue
+        tw.add_loop(*spec)
+    if tw.ntypes == 0:
+        raise _no_twin(ufunc)
+    tw.py_func = getattr(_twin_defs, name)
+    tw.numpy_ufunc = ufunc
+    tw.skipped_loops = tuple(skipped)
+    tw.loop_set = frozenset(tuple(np.dtype(t) for t in spec[0]) for spec in tw.loops)
+    _TWINS[ufunc] = tw
+    return tw
+
+
+# ---- argument conversion --------------------------------------------------------------------
+
+_WEAK = (int, float, complex)
+
+
+def _key(x):
+    t = type(x)
+    if t is _DA:
+        return x.dtype
+    if t in _WEAK:
+        return t
+    if t is bool:
+        return np.dtype(bool)
+    d = getattr(x, "dtype", None)
+    if isinstance(d, np.dtype):
+        return d
+    return np.asarray(x).dtype
+
+
+def _converters(ufunc, inputs):
+    """Per input: None, or the NumPy scalar type a Python scalar becomes (NumPy's NEP 50 answer).
+    NumPy's own resolution decides, once per combination of input types; a combination whose
+    NumPy loop the twin lacks (a loop the language cannot translate) is a TypeError, never a
+    silently different result type. float16 loops are the documented exception: the twin runs the
+    next loop of NumPy's list (float32)."""
+    keys = tuple(_key(x) for x in inputs)
+    ck = (ufunc, keys)
+    conv = _RESOLVED.get(ck)
+    if conv is None:
+        dts = tuple(ufunc.resolve_dtypes(keys + (None,) * ufunc.nout))
+        tw = twin(ufunc)
+        if dts not in tw.loop_set and not any(d.char == "e" for d in dts):
+            raise TypeError("cufunc: the GPU twin of numpy.%s has no loop for NumPy's '%s' "
+                            "(the kernel language cannot give it NumPy's meaning)"
+                            % (ufunc.__name__, "".join(d.char for d in dts)))
+        conv = tuple(dts[i].type if k in _WEAK else None for i, k in enumerate(keys))
+        conv = tuple(np.bool_ if k is np.dtype(bool) and type(x) is bool else c
+                     for k, c, x in zip(keys, conv, inputs))
+        if len(_RESOLVED) > 4096:
+            _RESOLVED.clear()
+        _RESOLVED[ck] = conv
+    return conv
+
+
+def _args(ufunc, inputs):
+    conv = _converters(ufunc, inputs)
+    return [x if c is None else c(x) for x, c in zip(inputs, conv)]
+
+
+def _foreign(x):
+    """An operand that overrides __array_ufunc__ itself (dask, xarray, CuPy, pint...): NEP 13
+    says we step aside for it."""
+    t = type(x)
+    if t is _DA or t in _WEAK or t is bool or isinstance(x, (np.ndarray, np.generic)):
+        return False
+    au = getattr(t, "__array_ufunc__", None)
+    return au is not None and au is not _DA.__array_ufunc__
+
+
+def _single_out(kwargs):
+    out = kwargs.get("out")
+    if isinstance(out, tuple):
+        if len(out) == 1:
+            kwargs["out"] = out[0]
+        elif all(o is None for o in out):
+            del kwargs["out"]
+    elif out is None and "out" in kwargs:
+        del kwargs["out"]
+    return kwargs
+
+
+def _reduce_dtype(ufunc, a, kwargs):
+    # NumPy's rule: add and multiply reduce and accumulate bool and small integers in the
+    # platform integer (int64 / uint64), unless dtype= or out= says otherwise
+    if kwargs.get("dtype") is None and kwargs.get("out") is None and \
+            ufunc in (np.add, np.multiply):
+        d = _key(a)
+        if isinstance(d, np.dtype) and d.kind in "biu" and d.itemsize < 8:
+            kwargs["dtype"] = np.dtype(np.uint64 if d.kind == "u" else np.int64)
+    if "dtype" in kwargs and kwargs["dtype"] is None:
+        del kwargs["dtype"]
+    return kwargs
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """DeviceArray.__array_ufunc__ (NEP 13): NumPy's ufunc on the GPU through its twin."""
+    for x in inputs + tuple(kwargs.get("out", ()) or ()):
+        if _foreign(x):
+            return NotImplemented
+    if not isinstance(ufunc, np.ufunc):
+        raise _no_twin(ufunc)
+    tw = twin(ufunc)
+    kwargs = _single_out(kwargs)
+    if kwargs.pop("subok", True) is not True:
+        raise TypeError("cufunc: subok=False is not supported on DeviceArrays")
+    for k in ("signature", "order"):
+        if kwargs.get(k) not in (None, "K"):
+            raise TypeError("cufunc: numpy.%s(%s=...) is not supported on DeviceArrays"
+                            % (ufunc.__name__, k))
+        kwargs.pop(k, None)
+    if method == "__call__":
+        return tw(*_args(ufunc, inputs), **kwargs)
+    if method == "reduce":
+        return tw.reduce(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
+    if method == "accumulate":
+        return tw.accumulate(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
+    if method == "outer":
+        return tw.outer(*_args(ufunc, inputs), **kwargs)
+    if method == "at":
+        from . import _at
+        return _at.ufunc_at(tw, *inputs, **kwargs)
+    raise TypeError("cufunc: numpy.%s.%s is not supported on DeviceArrays (no GPU twin of the "
+                    "method)" % (ufunc.__name__, method))
+
+
+# ---- DeviceArray's operators ------------------------------------------------------------------
+
+def _binary(ufunc):
+    def op(a, b):
+        if _foreign(b) or _foreign(a):
+            return NotImplemented
+        return twin(ufunc)(*_args(ufunc, (a, b)))
+    op.__name__ = ufunc.__name__
+    return op
+
+
+def _inplace(ufunc):
+    def op(a, b):
+        if _foreign(b):
+            return NotImplemented
+        # NumPy's a += b: np.add(a, b, out=a) with the same_kind rule for the output
+        return twin(ufunc)(*_args(ufunc, (a, b)), out=a)
+    op.__name__ = "i" + ufunc.__name__
+    return op
+
+
+def _unary(ufunc):
+    def op(a):
+        return twin(ufunc)(a)
+    op.__name__ = ufunc.__name__
+    return op
+
+
+def _power(a, b, mod=None):
+    if mod is not None:
+        return NotImplemented
+    return _POW(a, b)
+
+
+def _ipower(a, b, mod=None):
+    if mod is not None:
+        return NotImplemented
+    return _IPOW(a, b)
+
+
+_BINARY = (np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide, np.remainder,
+           np.power, np.left_shift, np.right_shift, np.bitwise_and, np.bitwise_or, np.bitwise_xor)
+_POW = _binary(np.power)
+_IPOW = _inplace(np.power)
+_COMPARE = (np.less, np.less_equal, np.equal, np.not_equal, np.greater, np.greater_equal)
+
+
+def _compare(ufunc):
+    op = _binary(ufunc)
+
+    def cmp(a, b):
+        if b is None or a is None:
+            return NotImplemented   # d == None: Python's identity answer, not an elementwise one
+        return op(a, b)
+    return cmp
+
+
+# The order py_twins.c reads them in (CF_TWIN_* there): __array_ufunc__, 12 binary operators,
+# their 12 in-place forms, 4 unary ones, 6 comparisons in Py_LT..Py_GE order.
+_hooks = ((array_ufunc,)
+          + tuple(_power if u is np.power else _binary(u) for u in _BINARY)
+          + tuple(_ipower if u is np.power else _inplace(u) for u in _BINARY)
+          + tuple(_unary(u) for u in (np.negative, np.positive, np.absolute, np.invert))
+          + tuple(_compare(u) for u in _COMPARE))
