@@ -129,6 +129,7 @@ def twin(ufunc):
 # ---- argument conversion --------------------------------------------------------------------
 
 _WEAK = (int, float, complex)
+_MISSING = object()
 
 
 def _key(x):
@@ -145,34 +146,72 @@ def _key(x):
     return np.asarray(x).dtype
 
 
+def _first_safe_loop(tw, in_dtypes):
+    """The loop cufunc's own resolution picks for strong inputs (cf_loops_find: exact match, then
+    the first loop every input reaches by safe casting), as a dtype tuple."""
+    loops = [tuple(np.dtype(t) for t in spec[0]) for spec in tw.loops]
+    for lp in loops:
+        if lp[:tw.nin] == in_dtypes:
+            return lp
+    for lp in loops:
+        if all(np.can_cast(a, b, "safe") for a, b in zip(in_dtypes, lp)):
+            return lp
+    return None
+
+
 def _converters(ufunc, inputs):
-    """Per input: None, or the NumPy scalar type a Python scalar becomes (NumPy's NEP 50 answer).
-    NumPy's own resolution decides, once per combination of input types; a combination whose
-    NumPy loop the twin lacks (a loop the language cannot translate) is a TypeError, never a
-    silently different result type. float16 loops are the documented exception: the twin runs the
-    next loop of NumPy's list (float32)."""
+    """(per input: None or the NumPy scalar type a Python scalar becomes, extra keywords).
+
+    NumPy's own resolution (ufunc.resolve_dtypes, NEP 50) decides, once per combination of input
+    types. Python scalars become NumPy scalars of the loop's type, as NumPy converts them. Where
+    cufunc's resolution from there (first safe-cast loop in NumPy's order) would differ from
+    NumPy's (true_divide of integers: NumPy's own type resolver goes to float64), dtype= names
+    NumPy's output. A combination whose NumPy loop the twin lacks (one the language cannot
+    translate) is a TypeError, never a silently different result type; float16 loops are the
+    documented exception: the twin runs the next loop of NumPy's list (float32)."""
     keys = tuple(_key(x) for x in inputs)
     ck = (ufunc, keys)
     conv = _RESOLVED.get(ck)
     if conv is None:
         dts = tuple(ufunc.resolve_dtypes(keys + (None,) * ufunc.nout))
         tw = twin(ufunc)
-        if dts not in tw.loop_set and not any(d.char == "e" for d in dts):
+        half = any(d.char == "e" for d in dts)
+        if dts not in tw.loop_set and not half:
             raise TypeError("cufunc: the GPU twin of numpy.%s has no loop for NumPy's '%s' "
                             "(the kernel language cannot give it NumPy's meaning)"
                             % (ufunc.__name__, "".join(d.char for d in dts)))
-        conv = tuple(dts[i].type if k in _WEAK else None for i, k in enumerate(keys))
-        conv = tuple(np.bool_ if k is np.dtype(bool) and type(x) is bool else c
-                     for k, c, x in zip(keys, conv, inputs))
+        scal = tuple(dts[i].type if k in _WEAK else None for i, k in enumerate(keys))
+        scal = tuple(np.bool_ if k is np.dtype(bool) and type(x) is bool else c
+                     for k, c, x in zip(keys, scal, inputs))
+        strong = tuple(np.dtype(c) if c is not None else k for k, c in zip(keys, scal))
+        extra = {}
+        if not half and _first_safe_loop(tw, strong) != dts and ufunc.nout == 1:
+            extra = {"dtype": dts[-1]}
+        conv = (scal, extra)
         if len(_RESOLVED) > 4096:
             _RESOLVED.clear()
         _RESOLVED[ck] = conv
     return conv
 
 
+_COMPARISONS = frozenset([np.less, np.less_equal, np.equal, np.not_equal, np.greater,
+                          np.greater_equal])
+
+
+def _scalar(ufunc, c, x):
+    try:
+        return c(x)
+    except OverflowError:
+        # NumPy compares an out-of-range Python int with an integer array by value
+        # (np.uint8 array < -3 is all False); as a wide NumPy integer the twin does the same
+        if ufunc in _COMPARISONS and type(x) is int:
+            return np.asarray(x)[()]
+        raise
+
+
 def _args(ufunc, inputs):
-    conv = _converters(ufunc, inputs)
-    return [x if c is None else c(x) for x, c in zip(inputs, conv)]
+    scal, extra = _converters(ufunc, inputs)
+    return [x if c is None else _scalar(ufunc, c, x) for x, c in zip(inputs, scal)], extra
 
 
 def _foreign(x):
@@ -181,8 +220,9 @@ def _foreign(x):
     t = type(x)
     if t is _DA or t in _WEAK or t is bool or isinstance(x, (np.ndarray, np.generic)):
         return False
-    au = getattr(t, "__array_ufunc__", None)
-    return au is not None and au is not _DA.__array_ufunc__
+    au = getattr(t, "__array_ufunc__", _MISSING)
+    # __array_ufunc__ = None: the object opts out of ufuncs, so binary operators step aside
+    return au is not _MISSING and au is not _DA.__array_ufunc__
 
 
 def _single_out(kwargs):
@@ -227,13 +267,19 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                             % (ufunc.__name__, k))
         kwargs.pop(k, None)
     if method == "__call__":
-        return tw(*_args(ufunc, inputs), **kwargs)
+        args, extra = _args(ufunc, inputs)
+        if extra and "dtype" not in kwargs:
+            kwargs.update(extra)
+        return tw(*args, **kwargs)
     if method == "reduce":
         return tw.reduce(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
     if method == "accumulate":
         return tw.accumulate(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
     if method == "outer":
-        return tw.outer(*_args(ufunc, inputs), **kwargs)
+        args, extra = _args(ufunc, inputs)
+        if extra and "dtype" not in kwargs:
+            kwargs.update(extra)
+        return tw.outer(*args, **kwargs)
     if method == "at":
         from . import _at
         return _at.ufunc_at(tw, *inputs, **kwargs)
@@ -247,7 +293,8 @@ def _binary(ufunc):
     def op(a, b):
         if _foreign(b) or _foreign(a):
             return NotImplemented
-        return twin(ufunc)(*_args(ufunc, (a, b)))
+        args, extra = _args(ufunc, (a, b))
+        return twin(ufunc)(*args, **extra)
     op.__name__ = ufunc.__name__
     return op
 
@@ -257,7 +304,8 @@ def _inplace(ufunc):
         if _foreign(b):
             return NotImplemented
         # NumPy's a += b: np.add(a, b, out=a) with the same_kind rule for the output
-        return twin(ufunc)(*_args(ufunc, (a, b)), out=a)
+        args, extra = _args(ufunc, (a, b))
+        return twin(ufunc)(*args, out=a, **extra)
     op.__name__ = "i" + ufunc.__name__
     return op
 
