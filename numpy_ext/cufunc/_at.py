@@ -48,7 +48,7 @@ def _engine(spec):
 
 def _reaches(src, dst):
     """NumPy's safe cast, with NEP 50 for a Python scalar type (src int/float/complex)."""
-    if src in _WEAK:
+    if src is int or src is float or src is complex:   # by identity (dtype == float holds)
         kind = {int: "i", float: "f", complex: "c"}[src]
         return _KIND_ORDER[dst.kind] >= _KIND_ORDER[kind]
     return np.can_cast(src, dst, "safe")
@@ -138,15 +138,15 @@ def ufunc_at(uf, a, indices, b=None):
     if uf.nout != 1 or uf.nin not in (1, 2):
         raise TypeError("ufunc.at: only ufuncs of 1 or 2 inputs and one output (%s has %d, %d)"
                         % (uf.__name__, uf.nin, uf.nout))
+    if uf.nin == 2 and b is None:
+        raise TypeError("ufunc.at: second operand needed for ufunc %s" % uf.__name__)
+    if uf.nin == 1 and b is not None:
+        raise TypeError("ufunc.at: second operand provided when ufunc is unary")
     if type(a) is not _DA:
         raise TypeError("ufunc.at: the first argument must be a cufunc DeviceArray, not %s"
                         % type(a).__name__)
     if a.readonly:
         raise ValueError("ufunc.at: the array is read-only")
-    if uf.nin == 2 and b is None:
-        raise TypeError("ufunc.at: second operand needed for ufunc %s" % uf.__name__)
-    if uf.nin == 1 and b is not None:
-        raise TypeError("ufunc.at: second operand provided when ufunc is unary")
     shape, strides = tuple(a.shape), tuple(a.strides)
     if type(indices) is _DA:
         keep_ix, ishape = _device_index(indices)
@@ -178,7 +178,7 @@ def ufunc_at(uf, a, indices, b=None):
                         "'same_kind'" % (uf.__name__, out_t, a.dtype))
     if uf.nin == 2:
         if type(b) is not _DA:
-            hb = np.asarray(b, dtype=types[1]) if b_key in _WEAK else np.asarray(b)
+            hb = np.asarray(b, dtype=types[1]) if b_key in (int, float, complex) and not isinstance(b_key, np.dtype) else np.asarray(b)
             try:
                 np.broadcast_shapes(hb.shape, full)
             except ValueError:

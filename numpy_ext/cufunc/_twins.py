@@ -132,6 +132,12 @@ _WEAK = (int, float, complex)
 _MISSING = object()
 
 
+def _weak(k):
+    # by identity: np.dtype('float64') == float is True, so `k in _WEAK` would take a float64
+    # array for a Python float
+    return k is int or k is float or k is complex
+
+
 def _key(x):
     t = type(x)
     if t is _DA:
@@ -180,7 +186,7 @@ def _converters(ufunc, inputs):
             raise TypeError("cufunc: the GPU twin of numpy.%s has no loop for NumPy's '%s' "
                             "(the kernel language cannot give it NumPy's meaning)"
                             % (ufunc.__name__, "".join(d.char for d in dts)))
-        scal = tuple(dts[i].type if k in _WEAK else None for i, k in enumerate(keys))
+        scal = tuple(dts[i].type if _weak(k) else None for i, k in enumerate(keys))
         scal = tuple(np.bool_ if k is np.dtype(bool) and type(x) is bool else c
                      for k, c, x in zip(keys, scal, inputs))
         strong = tuple(np.dtype(c) if c is not None else k for k, c in zip(keys, scal))

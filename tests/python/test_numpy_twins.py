@@ -382,3 +382,13 @@ def test_unknown_operand_gives_python_typeerror():
 
     with pytest.raises(TypeError):
         d + Other()
+
+
+@pytest.mark.parametrize("dt", ["float64", "int64", "complex128", "float32"])
+def test_arrays_of_default_dtypes_are_not_taken_for_python_scalars(dt):
+    # np.dtype('float64') == float holds: the weak-scalar test must be by identity
+    h = np.zeros(3, dt)
+    for other in (1.5, 2, h):
+        args, _ = _twins._args(np.add, (h, other))
+        assert args[0] is h
+        assert _twins._converters(np.add, (h, other))[0][0] is None
