@@ -215,8 +215,31 @@ def _scalar(ufunc, c, x):
         raise
 
 
+_BY_TYPE = {}   # (ufunc, DeviceArray dtype or Python scalar type, ...) -> _converters' answer
+
+
 def _args(ufunc, inputs):
-    scal, extra = _converters(ufunc, inputs)
+    """The inputs as the twin gets them, and extra keywords (see _converters)."""
+    fk = [ufunc]
+    for x in inputs:
+        t = type(x)
+        if t is _DA:
+            fk.append(x.dtype)
+        elif t is float or t is int or t is complex or t is bool:
+            fk.append(t)
+        else:
+            fk = None
+            break
+    if fk is not None:
+        fk = tuple(fk)
+        ent = _BY_TYPE.get(fk)
+        if ent is None:
+            ent = _BY_TYPE[fk] = _converters(ufunc, inputs)
+    else:
+        ent = _converters(ufunc, inputs)
+    scal, extra = ent
+    if scal.count(None) == len(scal):
+        return inputs, extra
     return [x if c is None else _scalar(ufunc, c, x) for x, c in zip(inputs, scal)], extra
 
 
@@ -256,11 +279,39 @@ def _reduce_dtype(ufunc, a, kwargs):
     return kwargs
 
 
+# (NumPy ufunc, dtype of each input) -> (twin, extra keywords) for calls whose inputs are all
+# DeviceArrays: the per-call path of np.sin(d) and d + d is one dict look-up on top of the twin's
+_FAST = {}
+
+
+def _fast_key(ufunc, inputs):
+    key = [ufunc]
+    for x in inputs:
+        if type(x) is not _DA:
+            return None
+        key.append(x.dtype)
+    return tuple(key)
+
+
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """DeviceArray.__array_ufunc__ (NEP 13): NumPy's ufunc on the GPU through its twin."""
+    if method == "__call__":
+        fk = _fast_key(ufunc, inputs)
+        ent = _FAST.get(fk) if fk is not None else None
+        if ent is not None:
+            if not kwargs:
+                return ent[0](*inputs, **ent[1])
+            out = kwargs.get("out")
+            if len(kwargs) == 1 and type(out) is tuple and len(out) == 1 and type(out[0]) is _DA:
+                return ent[0](*inputs, out=out[0], **ent[1])
     for x in inputs + tuple(kwargs.get("out", ()) or ()):
         if _foreign(x):
             return NotImplemented
+    if isinstance(ufunc, (_core.UFunc, _core.GUFunc)):
+        # a cufunc ufunc handed to us (NEP 13 dispatch must treat DeviceArray as NumPy treats
+        # ndarray: not an override; this is for a direct call): it runs on DeviceArrays itself
+        kwargs = _single_out(kwargs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
     if not isinstance(ufunc, np.ufunc):
         raise _no_twin(ufunc)
     tw = twin(ufunc)
@@ -274,6 +325,9 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         kwargs.pop(k, None)
     if method == "__call__":
         args, extra = _args(ufunc, inputs)
+        fk = _fast_key(ufunc, inputs)
+        if fk is not None:
+            _FAST[fk] = (tw, extra)
         if extra and "dtype" not in kwargs:
             kwargs.update(extra)
         return tw(*args, **kwargs)
@@ -297,10 +351,18 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 
 def _binary(ufunc):
     def op(a, b):
+        if type(a) is _DA and type(b) is _DA:
+            ent = _FAST.get((ufunc, a.dtype, b.dtype))
+            if ent is not None:
+                return ent[0](a, b, **ent[1])
         if _foreign(b) or _foreign(a):
             return NotImplemented
         args, extra = _args(ufunc, (a, b))
-        return twin(ufunc)(*args, **extra)
+        tw = twin(ufunc)
+        fk = _fast_key(ufunc, (a, b))
+        if fk is not None:
+            _FAST[fk] = (tw, extra)
+        return tw(*args, **extra)
     op.__name__ = ufunc.__name__
     return op
 
