@@ -13,7 +13,8 @@ enum {
     TW_IRSHIFT, TW_IAND, TW_IOR, TW_IXOR,
     TW_NEG, TW_POS, TW_ABS, TW_INVERT,
     TW_LT, /* then LE, EQ, NE, GT, GE: Py_LT..Py_GE added to TW_LT */
-    TW_COUNT = TW_LT + 6
+    TW_BOOL = TW_LT + 6,
+    TW_COUNT
 };
 
 static PyObject *hooks; /* the tuple cufunc._twins._hooks; a strong reference kept for good */
@@ -88,6 +89,18 @@ static PyObject *tw_pos(PyObject *a) { return call1(TW_POS, a); }
 static PyObject *tw_abs(PyObject *a) { return call1(TW_ABS, a); }
 static PyObject *tw_invert(PyObject *a) { return call1(TW_INVERT, a); }
 
+/* bool(d): NumPy's rule (the one element's truth; ValueError for more or none), since == is
+ * element-wise now and `d in list` must not answer from the length */
+static int tw_bool(PyObject *a)
+{
+    PyObject *r = call1(TW_BOOL, a);
+    if (r == NULL)
+        return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
 PyNumberMethods cf_py_twins_as_number = {
     .nb_add = tw_add, .nb_subtract = tw_sub, .nb_multiply = tw_mul,
     .nb_true_divide = tw_truediv, .nb_floor_divide = tw_floordiv, .nb_remainder = tw_mod,
@@ -99,6 +112,7 @@ PyNumberMethods cf_py_twins_as_number = {
     .nb_inplace_lshift = tw_ilshift, .nb_inplace_rshift = tw_irshift,
     .nb_inplace_and = tw_iand, .nb_inplace_or = tw_ior, .nb_inplace_xor = tw_ixor,
     .nb_negative = tw_neg, .nb_positive = tw_pos, .nb_absolute = tw_abs, .nb_invert = tw_invert,
+    .nb_bool = tw_bool,
 };
 
 PyObject *cf_py_twins_richcompare(PyObject *a, PyObject *b, int op)

@@ -406,18 +406,36 @@ _COMPARE = (np.less, np.less_equal, np.equal, np.not_equal, np.greater, np.great
 
 def _compare(ufunc):
     op = _binary(ufunc)
+    eq = ufunc in (np.equal, np.not_equal)
 
     def cmp(a, b):
         if b is None or a is None:
             return NotImplemented   # d == None: Python's identity answer, not an elementwise one
-        return op(a, b)
+        if not eq:
+            return op(a, b)
+        try:
+            return op(a, b)
+        except TypeError:
+            # d == "text", d == object(): no loop; Python's answer (identity), as NumPy's
+            return NotImplemented
     return cmp
 
 
-# The order py_twins.c reads them in (CF_TWIN_* there): __array_ufunc__, 12 binary operators,
-# their 12 in-place forms, 4 unary ones, 6 comparisons in Py_LT..Py_GE order.
+def _bool(a):
+    n = a.size
+    if n != 1:
+        raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                         "Use a.any() or a.all()" if n else
+                         "The truth value of an empty array is ambiguous. Use `array.size > 0` "
+                         "to check that an array is not empty.")
+    return bool(a.copy_to_host().reshape(-1)[0])   # one element read back: an explicit sync
+
+
+# The order py_twins.c reads them in (TW_* there): __array_ufunc__, 12 binary operators, their 12
+# in-place forms, 4 unary ones, 6 comparisons in Py_LT..Py_GE order, bool().
 _hooks = ((array_ufunc,)
           + tuple(_power if u is np.power else _binary(u) for u in _BINARY)
           + tuple(_ipower if u is np.power else _inplace(u) for u in _BINARY)
           + tuple(_unary(u) for u in (np.negative, np.positive, np.absolute, np.invert))
-          + tuple(_compare(u) for u in _COMPARE))
+          + tuple(_compare(u) for u in _COMPARE)
+          + (_bool,))

@@ -147,7 +147,8 @@ def test_devicearray_is_unhashable_and_has_the_protocol():
     assert DA.__hash__ is None
     assert "__array_ufunc__" in DA.__dict__
     for op in ("__add__", "__radd__", "__iadd__", "__lt__", "__eq__", "__neg__", "__abs__",
-               "__invert__", "__pow__", "__rpow__", "__ipow__", "__rshift__", "__ixor__"):
+               "__invert__", "__pow__", "__rpow__", "__ipow__", "__rshift__", "__ixor__",
+               "__bool__"):
         assert hasattr(DA, op), op
 
 
@@ -314,10 +315,18 @@ def test_comparisons_give_bool_device_arrays():
     e = d == d
     assert e.dtype == np.bool_ and e.copy_to_host().all()
     assert (d == None) is False   # noqa: E711 - Python's answer, as for a NumPy array's ==
+    assert (d == "text") is False
     with pytest.raises(TypeError):
         hash(d)
     with pytest.raises(TypeError):
         {d}
+    # NumPy's truth rule: `d in [e]` must not answer from the length
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(d < 2)
+    with pytest.raises(ValueError, match="ambiguous"):
+        d in [cuda.to_device(np.zeros(5, np.float32))]
+    assert bool(cuda.to_device(np.array([3.0]))) is True
+    assert bool(cuda.to_device(np.array([0]))) is False
 
 
 @gpu
