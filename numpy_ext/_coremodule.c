@@ -2,6 +2,7 @@
  * exceptions, and the dtype and shape helpers every other file of the extension uses. */
 #define CF_PY_IMPORT_ARRAY
 #include "py_common.h"
+#include "py_twins.h"
 #include "py_ufunc.h"
 #include "py_reduce.h"
 #include "py_gufunc.h"
@@ -438,6 +439,7 @@ static const struct {
     {cf_py_reduce_methods, cf_py_reduce_init_module},
     {cf_py_gufunc_methods, cf_py_gufunc_init_module},
     {cf_py_call_methods, NULL},
+    {cf_py_at_methods, NULL},
 };
 
 PyMODINIT_FUNC PyInit__core(void)

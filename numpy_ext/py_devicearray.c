@@ -17,6 +17,7 @@
  * default stream if none) and returns when the copy is complete, as Numba does; an explicit stream
  * makes copies to or from pinned host memory asynchronous. */
 #include "py_common.h"
+#include "py_twins.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -1936,6 +1937,7 @@ static PyMethodDef da_methods[] = {
      "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule."},
     {"__dlpack_device__", (PyCFunction)cf_py_devicearray_dlpack_device, METH_NOARGS,
      "(2, device_id): kDLCUDA."},
+    CF_PY_TWINS_METHODS,
     {NULL, NULL, 0, NULL},
 };
 
@@ -1983,6 +1985,11 @@ PyTypeObject CfPyDeviceArray_Type = {
     .tp_repr = (reprfunc)da_repr,
     .tp_as_sequence = &da_as_sequence,
     .tp_as_mapping = &da_as_mapping,
+    /* operators and comparisons through the GPU twins of NumPy's ufuncs (py_twins.c); unhashable,
+     * as a NumPy array, since == is element-wise */
+    .tp_as_number = &cf_py_twins_as_number,
+    .tp_richcompare = cf_py_twins_richcompare,
+    .tp_hash = PyObject_HashNotImplemented,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "An array in GPU memory (cuda.DeviceNDArray): a strided view that keeps its memory "
               "alive. Made by cuda.to_device, cuda.device_array, cuda.as_cuda_array, "

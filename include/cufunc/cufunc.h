@@ -35,5 +35,6 @@
 #include "cufunc/signature.h"
 #include "cufunc/reduce.h"
 #include "cufunc/gufunc.h"
+#include "cufunc/at.h"
 
 #endif

@@ -87,6 +87,12 @@ class GPUUFunc(_core.UFunc):
             return self.kernel_source(*inputs)
         return "\n".join(loop[1] for loop in self.loops)
 
+    def at(self, a, indices, b=None):
+        """Unbuffered in-place ``a[indices] = self(a[indices], b)`` on a DeviceArray, repeated
+        indices accumulating (as np.add.at); see cufunc._at for the method used per type."""
+        from ._at import ufunc_at
+        return ufunc_at(self, a, indices, b)
+
     @property
     def signatures(self):
         return ["%s(%s)" % (", ".join(str(t) for t in types[self.nin:]),

@@ -1,0 +1,214 @@
+/* at.c: the engine of ufunc.at (include/cufunc/at.h). Stands on its own: one loop's device
+ * function (cf_loop_fn), a kernel table keyed by the specialisation, kernels instantiated from
+ * templates/cufunc/at.cuh exactly as reduce.c instantiates reduce.cuh. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cufunc/at.cuh"
+#include "cufunc/at.h"
+#include "error.h"
+#include "ktable.h"
+#include "loopfn.h"
+#include "strbuf.h"
+
+struct cf_at {
+    cf_loop_fn fn;
+    pthread_mutex_t lock;
+    cf_ktable table;
+};
+
+#define AT_BLOCK 256
+
+cf_status cf_at_create(const char *source, const char *fn_name, const char *const *options,
+                       int noptions, const cf_module_global *globals, int nglobals, cf_at **out)
+{
+    if (out == NULL)
+        return cf_error_set(CF_ERR_INVALID, "cf_at_create: NULL argument");
+    *out = NULL;
+    cf_at *at = cf_calloc(1, sizeof *at);
+    if (at == NULL)
+        return cf_error_set(CF_ERR_NOMEM, "cf_at_create: out of memory");
+    cf_status st = cf_loop_fn_init(&at->fn, source, fn_name, options, noptions, globals, nglobals);
+    if (st) {
+        cf_free(at);
+        return st;
+    }
+    pthread_mutex_init(&at->lock, NULL);
+    *out = at;
+    return CF_OK;
+}
+
+void cf_at_destroy(cf_at *at)
+{
+    if (at == NULL)
+        return;
+    cf_loop_fn_clear(&at->fn);
+    cf_ktable_clear(&at->table);
+    pthread_mutex_destroy(&at->lock);
+    cf_free(at);
+}
+
+cf_at_mode cf_at_pick_mode(cf_at_op op, int same_types, cf_dtype t)
+{
+    size_t size = cf_dtype_size(t);
+    int i32_64 = t == CF_INT32 || t == CF_INT64 || t == CF_UINT32 || t == CF_UINT64;
+    if (same_types && op == CF_AT_OP_ADD && (i32_64 || t == CF_FLOAT32 || t == CF_FLOAT64))
+        return CF_AT_ADD;
+    if (same_types && op == CF_AT_OP_MIN && i32_64)
+        return CF_AT_MIN;
+    if (same_types && op == CF_AT_OP_MAX && i32_64)
+        return CF_AT_MAX;
+    if (size == 4 || size == 8)
+        return CF_AT_CAS;
+    return size < 4 ? CF_AT_CAS_WORD : CF_AT_SERIAL;
+}
+
+static cf_status check_call(const cf_at_call *c)
+{
+    if (c->nin != 1 && c->nin != 2)
+        return cf_error_set(CF_ERR_INVALID, "ufunc.at: the function must take 1 or 2 inputs");
+    if (c->index_type != CF_INT32 && c->index_type != CF_INT64)
+        return cf_error_set(CF_ERR_TYPE, "ufunc.at: indices must be int32 or int64");
+    for (int k = 0; k <= c->nin; k++)
+        if (c->types[k] < 0 || c->types[k] >= CF_NDTYPES || c->types[k] == CF_FLOAT16)
+            return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 is not supported");
+    if (c->a_type < 0 || c->a_type >= CF_NDTYPES || c->a_type == CF_FLOAT16 ||
+        (c->nin == 2 && (c->b_type < 0 || c->b_type >= CF_NDTYPES || c->b_type == CF_FLOAT16)))
+        return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 is not supported");
+    size_t size = cf_dtype_size(c->a_type);
+    int ok;
+    switch (c->mode) {
+    case CF_AT_CAS: ok = size == 4 || size == 8; break;
+    case CF_AT_CAS_WORD: ok = size < 4; break;
+    case CF_AT_SERIAL: ok = 1; break;
+    default: ok = cf_at_pick_mode(c->mode == CF_AT_ADD ? CF_AT_OP_ADD : c->mode == CF_AT_MIN
+                                  ? CF_AT_OP_MIN : CF_AT_OP_MAX, 1, c->a_type) == c->mode;
+    }
+    if (!ok)
+        return cf_error_set(CF_ERR_INVALID, "ufunc.at: mode %d cannot update %s", (int)c->mode,
+                            cf_dtype_name(c->a_type));
+    if (c->extent < 0 || c->inner < 1 || c->nindex < 0)
+        return cf_error_set(CF_ERR_INVALID, "ufunc.at: bad extents");
+    return CF_OK;
+}
+
+static void spec_key(const cf_at_call *c, int device, char *key, size_t cap)
+{
+    snprintf(key, cap, "d%d n%d %d,%d,%d a%d b%d i%d m%d", device, c->nin, (int)c->types[0],
+             (int)c->types[1], (int)c->types[2], (int)c->a_type, c->nin == 2 ? (int)c->b_type : -1,
+             (int)c->index_type, (int)c->mode);
+}
+
+cf_status cf_at_kernel_source(const cf_at *at, const cf_at_call *c, char **out)
+{
+    if (at == NULL || c == NULL || out == NULL)
+        return cf_error_set(CF_ERR_INVALID, "cf_at_kernel_source: NULL argument");
+    cf_status st = check_call(c);
+    if (st)
+        return st;
+    const char *T = cf_dtype_ctype(c->a_type), *T0 = cf_dtype_ctype(c->types[0]);
+    const char *B = c->nin == 2 ? cf_dtype_ctype(c->types[1]) : T;
+    const char *BS = c->nin == 2 ? cf_dtype_ctype(c->b_type) : T;
+    const char *I = c->index_type == CF_INT32 ? "int" : "long long";
+    cf_strbuf b = {0};
+    /* the runtime header first: a loop's source may use it without including it */
+    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n#include \"cufunc/at.cuh\"\n\n"
+                     "struct cf_at_op {\n    typedef %s T;\n    typedef %s B;\n"
+                     "    static __device__ __forceinline__ T apply(T cur, B v) {\n",
+                     at->fn.source, T, B);
+    if (c->nin == 2)
+        cf_strbuf_printf(&b, "        return cf_cast<T>(%s(cf_cast<%s>(cur), v));\n",
+                         at->fn.fn_name, T0);
+    else
+        cf_strbuf_printf(&b, "        (void)v;\n        return cf_cast<T>(%s(cf_cast<%s>(cur)));\n",
+                         at->fn.fn_name, T0);
+    cf_strbuf_printf(&b, "    }\n};\n\nextern \"C\" __global__ void __launch_bounds__(%d)\n"
+                     "cf_at(const __grid_constant__ cf_at_params p)\n{\n"
+                     "    cf_at_run<cf_at_op, %s, %s, %d>(p);\n}\n", AT_BLOCK, BS, I, (int)c->mode);
+    if (b.failed) {
+        cf_free(b.s);
+        return cf_error_set(CF_ERR_NOMEM, "ufunc.at: out of memory generating a kernel");
+    }
+    *out = b.s;
+    return CF_OK;
+}
+
+static cf_status get_kernel(cf_at *at, const cf_at_call *c, int device, cf_function **out)
+{
+    char key[128];
+    spec_key(c, device, key, sizeof key);
+    pthread_mutex_lock(&at->lock);
+    const cf_kentry *k = cf_ktable_find(&at->table, key);
+    if (k) {
+        *out = k->fn;
+        pthread_mutex_unlock(&at->lock);
+        return CF_OK;
+    }
+    char *src = NULL;
+    cf_module *m = NULL;
+    cf_function *fn = NULL;
+    cf_status st = cf_at_kernel_source(at, c, &src);
+    if (!st)
+        st = cf_loop_fn_load(&at->fn, device, src, &m);
+    if (!st)
+        st = cf_module_function(m, "cf_at", &fn);
+    if (!st)
+        st = cf_ktable_insert(&at->table, key, fn, 0);
+    if (!st)
+        *out = fn;
+    pthread_mutex_unlock(&at->lock);
+    cf_free(src);
+    return st;
+}
+
+cf_status cf_at_launch(cf_at *at, const cf_at_call *c, cf_stream *s, int device)
+{
+    if (at == NULL || c == NULL || s == NULL)
+        return cf_error_set(CF_ERR_INVALID, "cf_at_launch: NULL argument");
+    cf_status st = check_call(c);
+    if (st || c->nindex == 0)
+        return st;
+    cf_function *fn = NULL;
+    if ((st = get_kernel(at, c, device, &fn)))
+        return st;
+    uint64_t bad = 0;
+    unsigned long long flags[2] = {0, 0};
+    if ((st = cf_mem_alloc(s, sizeof flags, &bad)))
+        return st;
+    cf_at_params p;
+    memset(&p, 0, sizeof p);
+    p.a = c->a;
+    p.index = c->index;
+    p.b = c->nin == 2 ? c->b : c->a;
+    p.bad = bad;
+    p.nindex = c->nindex;
+    p.inner = c->inner;
+    p.extent = c->extent;
+    p.a_index = c->a_index;
+    p.a_inner = c->a_inner;
+    p.b_index = c->nin == 2 ? c->b_index : 0;
+    p.b_inner = c->nin == 2 ? c->b_inner : 0;
+    int64_t n = c->nindex * c->inner, blocks = (n + AT_BLOCK - 1) / AT_BLOCK;
+    if (c->mode == CF_AT_SERIAL || blocks < 1)
+        blocks = 1;
+    if (blocks > 65536)
+        blocks = 65536; /* grid-stride beyond */
+    unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {AT_BLOCK, 1, 1};
+    void *args[1] = {&p};
+    st = cf_memset8(s, bad, 0, sizeof flags);
+    if (!st)
+        st = cf_launch(fn, grid, block, 0, s, args);
+    if (!st)
+        st = cf_memcpy_dtoh(s, flags, bad, sizeof flags, 1);
+    cf_status fst = cf_mem_free(s, bad);
+    if (st)
+        return st;
+    if (fst)
+        return fst;
+    if (flags[0])
+        return cf_error_set(CF_ERR_RANGE, "index %lld is out of bounds for axis 0 with size %lld",
+                            (long long)flags[1], (long long)c->extent);
+    return CF_OK;
+}
