@@ -52,12 +52,9 @@ CASES = (
 
 def kernel_shape(src):
     """Which of src/ufunc.c's kernel shapes a generated source is."""
-    if "cf_ew_flat_operand" in src:
-        return "flat"
-    if "__syncthreads" in src:
-        return "tile"
-    if "p.op, off[u]);" in src:
-        return "row-vector"
+    for header, shape in (("ew_flat", "flat"), ("ew_tile", "tile"), ("ew_rowvec", "row-vector")):
+        if '#include "cufunc/%s.cuh"' % header in src:
+            return shape
     return "strided"
 
 

@@ -1,8 +1,11 @@
 /* ufunc.c: the element-wise engine (include/cufunc/ufunc.h): loops, loop resolution, kernel
  * specialisation and generation, launch.
  *
- * Kernels are generated as CUDA C text per specialisation key and compiled through the cache
- * (compile.h). Four shapes of kernel, the first whose preconditions hold being chosen:
+ * Kernels are compiled per specialisation key through the cache (compile.h). A key's source is
+ * short: the loop's function, the key as macros (operand list, shape parameters, the body of one
+ * element) and the header of its shape, templates/cufunc/ew_{flat,rowvec,tile,strided}.cuh,
+ * which holds the kernel (elementwise.cuh: the macros). Four shapes of kernel, the first whose
+ * preconditions hold being chosen:
  *   - flat: every array operand is visited at consecutive addresses (one coalesced axis, or one
  *     element) and the loop is under 2^31 elements. Flat 32-bit index, VEC-wide aligned vector
  *     loads and stores, UNROLL independent vectors per thread per iteration, grid-stride loop.
@@ -359,334 +362,28 @@ static void gen_body(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin,
     gen_where_close(b, sp, ind);
 }
 
-static void gen_flat(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
+/* One body as a one-line macro `#define NAME ...` (the body's lines joined). */
+static void gen_body_macro(cf_strbuf *b, const char *name, const uf_spec *sp, const uf_loop *l,
+                           int nin, int nout, int w, int mode)
 {
-    const int V = sp->vec, U = sp->unroll;
-    cf_strbuf_printf(b, "    const unsigned n = (unsigned)p.n;\n"
-                 "    const unsigned nvec = n / %d;\n"
-                 "    const unsigned step = gridDim.x * blockDim.x;\n"
-                 "    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;\n", V);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_CONTIG) {
-            const char *c = is_loaded(sp, i, nin, w) ? "const " : "";
-            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-            cf_strbuf_printf(b, "    %scf_vec<%s, %d> *__restrict__ p%d = (%scf_vec<%s, %d> *)p.op[%d].ptr;\n",
-                      c, st, V, i, c, st, V, i);
-        }
-    cf_strbuf_printf(b, "    for (unsigned base = t; base < nvec; base += %d * step) {\n", U);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_CONTIG)
-            cf_strbuf_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]),
-                      V, is_loaded(sp, i, nin, w) ? "in" : "out", i, U);
-    /* loads first: U independent vectors in flight per operand (outputs too under a mask, so
-     * that masked-off elements are stored back unchanged) */
-    cf_strbuf_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                 "            const unsigned k = base + u * step;\n"
-                 "            if (k < nvec) {\n", U);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_CONTIG && (is_loaded(sp, i, nin, w) || sp->has_where))
-            cf_strbuf_printf(b, "                %s%d[u] = p%d[k];\n",
-                      is_loaded(sp, i, nin, w) ? "in" : "out", i, i);
-    cf_strbuf_printf(b, "            }\n        }\n"
-                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                 "            if (base + u * step < nvec) {\n"
-                 "#pragma unroll\n                for (int e = 0; e < %d; e++) {\n", U, V);
-    gen_body(b, sp, l, nin, nout, w, M_VEC, "                    ");
-    cf_strbuf_printf(b, "                }\n            }\n        }\n"
-                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                 "            const unsigned k = base + u * step;\n"
-                 "            if (k < nvec) {\n", U);
-    for (int i = nin; i < nin + nout; i++)
-        cf_strbuf_printf(b, "                p%d[k] = out%d[u];\n", i, i);
-    cf_strbuf_printf(b, "            }\n        }\n    }\n");
-    if (V > 1) {
-        /* the last n % V elements, one per thread, through byte offsets */
-        cf_strbuf_printf(b, "    const unsigned k = nvec * %d + t;\n    if (k < n) {\n"
-                     "        long long off[%d];\n", V, sp->nops);
-        for (int i = 0; i < sp->nops; i++) {
-            if (sp->kind[i] == K_CONTIG)
-                cf_strbuf_printf(b, "        off[%d] = (long long)k * %d;\n", i,
-                          (int)cf_dtype_size((cf_dtype)sp->dtype[i]));
-            else
-                cf_strbuf_printf(b, "        off[%d] = 0;\n", i);
-        }
-        gen_body(b, sp, l, nin, nout, w, M_MEM, "        ");
-        cf_strbuf_printf(b, "    }\n");
+    cf_strbuf t = {0};
+    gen_body(&t, sp, l, nin, nout, w, mode, " ");
+    if (t.failed) {
+        b->failed = 1;
+        cf_free(t.s);
+        return;
     }
+    for (size_t k = 0; k < t.len; k++)
+        if (t.s[k] == '\n')
+            t.s[k] = ' ';
+    cf_strbuf_printf(b, "#define %s%s\n", name, t.s ? t.s : "");
+    cf_free(t.s);
 }
 
-static void gen_strided(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
-{
-    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-    const char *O = sp->index32 ? "int" : "long long";
-    cf_strbuf_printf(b, "    const %s n = (%s)p.h.n;\n"
-                 "    const %s step = (%s)gridDim.x * blockDim.x;\n"
-                 "    for (%s i = (%s)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
-                 "        %s off[%d];\n"
-                 "        cf_offsets<%d, %d, %s, %s>(i, p.h, p.op, off);\n",
-              I, I, I, I, I, I, O, sp->nops, sp->ndim, sp->nops, I, O);
-    gen_body(b, sp, l, nin, nout, w, M_MEM, "        ");
-    cf_strbuf_printf(b, "    }\n");
-}
-
-/* Row-vector: the header's loop shape has its innermost extent divided by VEC, and vector-loaded
- * operands' innermost stride is VEC * itemsize, so cf_offsets of a vector index gives the byte
- * offset of the vector's first element for every operand (broadcast rows: of their one value). */
-static void gen_rowvec(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
-{
-    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-    const char *O = sp->index32 ? "int" : "long long";
-    const int V = sp->vec, U = sp->unroll;
-    cf_strbuf_printf(b, "    const %s n = (%s)p.h.n;\n"
-                 "    const %s step = (%s)gridDim.x * blockDim.x;\n"
-                 "    for (%s base = (%s)blockIdx.x * blockDim.x + threadIdx.x; base < n; "
-                 "base += (%s)%d * step) {\n"
-                 "        %s off[%d][%d];\n",
-              I, I, I, I, I, I, I, U, O, U, sp->nops);
-    for (int i = 0; i < sp->nops; i++) {
-        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-        if (sp->kind[i] == K_CONTIG)
-            cf_strbuf_printf(b, "        cf_vec<%s, %d> %s%d[%d];\n", st, V,
-                      is_loaded(sp, i, nin, w) ? "in" : "out", i, U);
-        else if (sp->kind[i] == K_BCAST)
-            cf_strbuf_printf(b, "        %s b%d[%d];\n", st, i, U);
-    }
-    cf_strbuf_printf(b, "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                 "            const %s i = base + (%s)u * step;\n"
-                 "            if (i < n) {\n"
-                 "                cf_offsets<%d, %d, %s, %s>(i, p.h, p.op, off[u]);\n",
-              U, I, I, sp->ndim, sp->nops, I, O);
-    for (int i = 0; i < sp->nops; i++) {
-        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-        int loaded = is_loaded(sp, i, nin, w);
-        if (sp->kind[i] == K_CONTIG && (loaded || sp->has_where))
-            cf_strbuf_printf(b, "                %s%d[u] = *(const cf_vec<%s, %d> *)(p.op[%d].ptr + "
-                         "off[u][%d]);\n", loaded ? "in" : "out", i, st, V, i, i);
-        else if (sp->kind[i] == K_BCAST)
-            cf_strbuf_printf(b, "                b%d[u] = *(const %s *)(p.op[%d].ptr + off[u][%d]);\n",
-                      i, st, i, i);
-    }
-    cf_strbuf_printf(b, "            }\n        }\n"
-                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                 "            if (base + (%s)u * step < n) {\n"
-                 "#pragma unroll\n                for (int e = 0; e < %d; e++) {\n", U, I, V);
-    gen_body(b, sp, l, nin, nout, w, M_VEC, "                    ");
-    cf_strbuf_printf(b, "                }\n            }\n        }\n"
-                 "#pragma unroll\n        for (int u = 0; u < %d; u++) {\n"
-                 "            if (base + (%s)u * step < n) {\n", U, I);
-    for (int i = nin; i < nin + nout; i++)
-        cf_strbuf_printf(b, "                *(cf_vec<%s, %d> *)(p.op[%d].ptr + off[u][%d]) = out%d[u];\n",
-                  cf_dtype_ctype((cf_dtype)sp->dtype[i]), V, i, i, i);
-    cf_strbuf_printf(b, "            }\n        }\n    }\n");
-}
-
-/* Both tile kernels' shared memory for the staged operands and their constants. */
-static void gen_tile_prologue(cf_strbuf *b, const uf_spec *sp)
-{
-    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-    const int T = UF_TILE, P = UF_TILE + 1, nd = sp->ndim;
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_TRANS) {
-            const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-            cf_strbuf_printf(b, "    __shared__ __align__(16) unsigned char sm%d_bytes[%d * sizeof(%s)];\n"
-                             "    %s *const sm%d = (%s *)sm%d_bytes;\n", i, T * P, st, st, i, st, i);
-        }
-    cf_strbuf_printf(b, "    const %s R = (%s)p.h.shape[%d], C = (%s)p.h.shape[%d];\n"
-                     "    const %s ntiles = (%s)p.h.n;\n"
-                     "    const unsigned tx = threadIdx.x, ty = threadIdx.y;\n",
-                     I, I, nd - 2, I, nd - 1, I, I);
-}
-
-/* The tile kernels' geometry of tile `tv` (a variable name) into variables suffixed
- * `sfx`: its corner (r0, c0), the rows and columns left (rn, cn) and, per operand, the thread's
- * offset and the step between its rows (goff/gstep: staged operands, read along rows;
- * hoff/hstep: the others). */
-static void gen_tile_geometry(cf_strbuf *b, const uf_spec *sp, const char *tv, const char *sfx,
-                              const char *ind)
-{
-    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-    const char *O = sp->index32 ? "int" : "long long";
-    const int T = UF_TILE, TR = sp->tile_rows, nd = sp->ndim;
-    cf_strbuf_printf(b, "%sconst %s q%s = cf_divi<%s>(%s, p.h.div[%d]);\n"
-                     "%sconst %s c0%s = (%s - q%s * (%s)p.h.div[%d].divisor) * %d;\n"
-                     "%sconst %s q2%s = cf_divi<%s>(q%s, p.h.div[%d]);\n"
-                     "%sconst %s r0%s = (q%s - q2%s * (%s)p.h.div[%d].divisor) * %d;\n"
-                     "%sconst %s rn%s = R - r0%s, cn%s = C - c0%s;\n"
-                     "%s%s boff%s[%d];\n"
-                     "%scf_offsets<%d, %d, %s, %s>(q2%s, p.h, p.op, boff%s);\n",
-                     ind, I, sfx, I, tv, nd - 1,
-                     ind, I, sfx, tv, sfx, I, nd - 1, T,
-                     ind, I, sfx, I, sfx, nd - 2,
-                     ind, I, sfx, sfx, sfx, I, nd - 2, T,
-                     ind, I, sfx, sfx, sfx, sfx,
-                     ind, O, sfx, sp->nops,
-                     ind, nd - 2, sp->nops, I, O, sfx, sfx);
-    for (int i = 0; i < sp->nops; i++) {
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "%sconst %s goff%d%s = boff%s[%d] + (%s)(r0%s + tx) * (%s)p.op[%d].strides[%d] + "
-                             "(%s)(c0%s + ty) * (%s)p.op[%d].strides[%d];\n"
-                             "%sconst %s gstep%d%s = %d * (%s)p.op[%d].strides[%d];\n",
-                             ind, O, i, sfx, sfx, i, O, sfx, O, i, nd - 2, O, sfx, O, i, nd - 1,
-                             ind, O, i, sfx, TR, O, i, nd - 1);
-        else if (sp->kind[i] == K_STRIDED)
-            cf_strbuf_printf(b, "%sconst %s hoff%d%s = boff%s[%d] + (%s)(r0%s + ty) * (%s)p.op[%d].strides[%d] + "
-                             "(%s)(c0%s + tx) * (%s)p.op[%d].strides[%d];\n"
-                             "%sconst %s hstep%d%s = %d * (%s)p.op[%d].strides[%d];\n",
-                             ind, O, i, sfx, sfx, i, O, sfx, O, i, nd - 2, O, sfx, O, i, nd - 1,
-                             ind, O, i, sfx, TR, O, i, nd - 2);
-    }
-}
-
-/* The pipelined tile kernel's loads of one tile (geometry suffix `sfx`) into the register arrays
- * with prefix `pfx` (st<i>: staged operands in the order the staging writes them; pre<i>: inputs
- * read in place, in the order the body reads them). */
-static void gen_tile_fetch(cf_strbuf *b, const uf_spec *sp, int nin, int w, const char *sfx,
-                           const char *pfx, const char *ind)
-{
-    const char *O = sp->index32 ? "int" : "long long";
-    const int TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
-    cf_strbuf_printf(b, "%s#pragma unroll\n%sfor (int j = 0; j < %d; j++) {\n", ind, ind, RPT);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "%s    if (tx < rn%s && ty + j * %d < cn%s)\n"
-                             "%s        %sst%d[j] = *(const %s *)(p.op[%d].ptr + (goff%d%s + (%s)j * gstep%d%s));\n",
-                             ind, sfx, TR, sfx, ind, pfx, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i,
-                             sfx, O, i, sfx);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-            cf_strbuf_printf(b, "%s    if (ty + j * %d < rn%s && tx < cn%s)\n"
-                             "%s        %spre%d[j] = *(const %s *)(p.op[%d].ptr + (hoff%d%s + (%s)j * hstep%d%s));\n",
-                             ind, TR, sfx, sfx, ind, pfx, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i,
-                             sfx, O, i, sfx);
-    cf_strbuf_printf(b, "%s}\n", ind);
-}
-
-/* Tile, pipelined: a grid of resident blocks loops over tiles; each tile's loads (staged and
- * in-place inputs) go to registers, and a block issues the loads of its next tile right after it
- * has written the current one's staged values to shared memory, before its barrier, body and
- * stores: a block's loads stay in flight while it computes, instead of one latency per tile per
- * block with nothing in flight around it. */
-static void gen_tile_pipelined(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout,
-                               int w)
-{
-    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-    const char *O = sp->index32 ? "int" : "long long";
-    const int P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
-    gen_tile_prologue(b, sp);
-    for (int i = 0; i < sp->nops; i++) {
-        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "    %s st%d[%d], nst%d[%d];\n", st, i, RPT, i, RPT);
-        else if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-            cf_strbuf_printf(b, "    %s pre%d[%d], npre%d[%d];\n", st, i, RPT, i, RPT);
-    }
-    cf_strbuf_printf(b, "    %s t = blockIdx.x;\n    if (t < ntiles) {\n", I);
-    gen_tile_geometry(b, sp, "t", "f", "        ");
-    gen_tile_fetch(b, sp, nin, w, "f", "", "        ");
-    cf_strbuf_printf(b, "    }\n    for (; t < ntiles; t += gridDim.x) {\n");
-    gen_tile_geometry(b, sp, "t", "", "        ");
-    cf_strbuf_printf(b, "#pragma unroll\n        for (int j = 0; j < %d; j++)\n"
-                     "            if (tx < rn && ty + j * %d < cn) {\n", RPT, TR);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "                sm%d[(ty + j * %d) * %d + tx] = st%d[j];\n", i, TR, P, i);
-    cf_strbuf_printf(b, "            }\n        const %s tn = t + gridDim.x;\n        if (tn < ntiles) {\n", I);
-    gen_tile_geometry(b, sp, "tn", "n", "            ");
-    gen_tile_fetch(b, sp, nin, w, "n", "n", "            ");
-    cf_strbuf_printf(b, "        }\n        __syncthreads();\n"
-                     "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n"
-                     "            const unsigned ly = ty + j * %d;\n"
-                     "            if (ly < rn && tx < cn) {\n"
-                     "                %s off[%d];\n", RPT, TR, O, sp->nops);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_STRIDED)
-            cf_strbuf_printf(b, "                off[%d] = hoff%d + (%s)j * hstep%d;\n", i, i, O, i);
-    gen_body(b, sp, l, nin, nout, w, M_TILE, "                ");
-    cf_strbuf_printf(b, "            }\n        }\n"
-                     "        __syncthreads(); /* the next staging must not overwrite what this tile reads */\n"
-                     "#pragma unroll\n        for (int j = 0; j < %d; j++) {\n", RPT);
-    for (int i = 0; i < sp->nops; i++) {
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "            st%d[j] = nst%d[j];\n", i, i);
-        else if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-            cf_strbuf_printf(b, "            pre%d[j] = npre%d[j];\n", i, i);
-    }
-    cf_strbuf_printf(b, "        }\n    }\n");
-}
-
-/* The two phases of a tile (see gen_tile), unchecked for a full tile or checked against the
- * rows and columns left (rn, cn) for a ragged one at the loop's edge. Every operand's address is
- * its per-tile, per-thread offset plus j times a per-tile step. */
-static void gen_tile_phases(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout,
-                            int w, int checked)
-{
-    const char *O = sp->index32 ? "int" : "long long";
-    const int P = UF_TILE + 1, TR = sp->tile_rows, RPT = UF_TILE / sp->tile_rows;
-    const char *ind = "                ";
-    const char *loop = "#pragma unroll\n            for (int j = 0; j < %d; j++) {\n";
-    cf_strbuf_printf(b, loop, RPT);
-    if (checked)
-        cf_strbuf_printf(b, "              if (tx < rn && ty + j * %d < cn)\n", TR);
-    cf_strbuf_printf(b, "              {\n");
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_TRANS)
-            cf_strbuf_printf(b, "%ssm%d[(ty + j * %d) * %d + tx] = *(const %s *)(p.op[%d].ptr + "
-                             "(goff%d + (%s)j * gstep%d));\n", ind, i, TR, P,
-                             cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, i);
-    cf_strbuf_printf(b, "              }\n            }\n");
-    if (sp->tile_preload) {
-        /* the in-place inputs at the positions the body will visit, loaded before the barrier */
-        cf_strbuf_printf(b, loop, RPT);
-        if (checked)
-            cf_strbuf_printf(b, "              if (ty + j * %d < rn && tx < cn)\n", TR);
-        cf_strbuf_printf(b, "              {\n");
-        for (int i = 0; i < sp->nops; i++)
-            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-                cf_strbuf_printf(b, "%spre%d[j] = *(const %s *)(p.op[%d].ptr + (hoff%d + (%s)j * hstep%d));\n",
-                                 ind, i, cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, i, O, i);
-        cf_strbuf_printf(b, "              }\n            }\n");
-    }
-    cf_strbuf_printf(b, "            __syncthreads();\n");
-    cf_strbuf_printf(b, loop, RPT);
-    cf_strbuf_printf(b, "              const unsigned ly = ty + j * %d;\n", TR);
-    if (checked)
-        cf_strbuf_printf(b, "              if (ly < rn && tx < cn)\n");
-    cf_strbuf_printf(b, "              {\n%s%s off[%d];\n", ind, O, sp->nops);
-    for (int i = 0; i < sp->nops; i++)
-        if (sp->kind[i] == K_STRIDED)
-            cf_strbuf_printf(b, "%soff[%d] = hoff%d + (%s)j * hstep%d;\n", ind, i, i, O, i);
-    gen_body(b, sp, l, nin, nout, w, M_TILE, ind);
-    cf_strbuf_printf(b, "              }\n            }\n");
-}
-
-/* Tile, one per block (CUFUNC_EW_TILE_PIPELINE=0): block (UF_TILE, TR); tile t of the header's n
- * covers rows r0.. and columns c0.. of the last two axes (extents R, C) at outer index q (the axes
- * before them). Staged operands are read with consecutive threads on consecutive rows (their fast
- * axis) into sm[col][row] (a padded row of UF_TILE + 1, so the body's column-wise reads hit
- * distinct banks), the body then runs with consecutive threads on consecutive columns, the
- * outputs' fast axis. With the preload knob, the inputs read in place are loaded into registers
- * before the barrier too, so that a tile waits for one memory latency, not two. Full tiles (all
- * but the loop's edges) run without bounds checks. */
-static void gen_tile(cf_strbuf *b, const uf_spec *sp, const uf_loop *l, int nin, int nout, int w)
-{
-    const char *I = sp->index32 ? "unsigned" : "unsigned long long";
-    const int T = UF_TILE, RPT = UF_TILE / sp->tile_rows;
-    gen_tile_prologue(b, sp);
-    if (sp->tile_preload)
-        for (int i = 0; i < sp->nops; i++)
-            if (sp->kind[i] == K_STRIDED && is_loaded(sp, i, nin, w))
-                cf_strbuf_printf(b, "    %s pre%d[%d];\n", cf_dtype_ctype((cf_dtype)sp->dtype[i]), i, RPT);
-    cf_strbuf_printf(b, "    for (%s t = blockIdx.x; t < ntiles; t += gridDim.x) {\n", I);
-    gen_tile_geometry(b, sp, "t", "", "        ");
-    /* the condition is the same for the whole block, so both branches' barriers are reached */
-    cf_strbuf_printf(b, "        if (rn >= %d && cn >= %d) {\n", T, T);
-    gen_tile_phases(b, sp, l, nin, nout, w, 0);
-    cf_strbuf_printf(b, "        } else {\n");
-    gen_tile_phases(b, sp, l, nin, nout, w, 1);
-    /* the second barrier: the next tile's staging must not overwrite what this one still reads */
-    cf_strbuf_printf(b, "        }\n        __syncthreads();\n    }\n");
-}
-
+/* The kernel source of a key: the loop's function, then the key as macros (its operand list
+ * CF_EW_OPS, the shape's parameters, the body of one element) and the header of its shape, which
+ * is the kernel (elementwise.cuh describes the operand list; ew_flat.cuh, ew_strided.cuh,
+ * ew_rowvec.cuh, ew_tile.cuh the kernels). */
 static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
 {
     const uf_loop *l = &u->loops[sp->loop];
@@ -696,34 +393,43 @@ static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
      * including it (its include guard makes a source's own #include harmless) */
     cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n#include \"cufunc/elementwise.cuh\"\n\n",
                      l->fn.source);
-    if (sp->shape == SH_FLAT)
-        cf_strbuf_printf(&b, "struct cf_params { cf_ka_i64 n; cf_ew_flat_operand op[%d]; };\n\n", sp->nops);
-    else
-        cf_strbuf_printf(&b, "struct cf_params { cf_ew_header h; cf_ew_operand op[%d]; };\n\n", sp->nops);
-    cf_strbuf_printf(&b, "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                  "cf_ew(const __grid_constant__ cf_params p)\n{\n"
-                  "    cf_grid_dependency_wait();\n", (int)sp->block);
-    /* scalars and uniform inputs (and a uniform mask): converted once, before the loop */
+    cf_strbuf_printf(&b, "#define CF_EW_BLOCK %d\n#define CF_EW_NOPS %d\n#define CF_EW_OPS(F, sfx, pfx)",
+                     (int)sp->block, sp->nops);
+    /* index, kind, role (loaded, output, output loaded under a mask), stored and loop types, size */
     for (int i = 0; i < sp->nops; i++) {
-        if (!is_loaded(sp, i, nin, w) || (sp->kind[i] != K_SCALAR && sp->kind[i] != K_UNIFORM))
-            continue;
-        const char *lt = i == w ? "cf_bool" : cf_dtype_ctype(l->types[i]);
-        const char *st = cf_dtype_ctype((cf_dtype)sp->dtype[i]);
-        cf_strbuf_printf(&b, "    const %s v%d = cf_cast<%s>(*(const %s *)p.op[%d].%s);\n", lt, i, lt,
-                  st, i, sp->kind[i] == K_SCALAR ? "scalar" : "ptr");
+        char role = is_loaded(sp, i, nin, w) ? 'L' : sp->has_where ? 'W' : 'O';
+        cf_strbuf_printf(&b, " \\\n    F(sfx, pfx, %d, %c, %c, %s, %s, %d)", i, sp->kind[i], role,
+                         cf_dtype_ctype((cf_dtype)sp->dtype[i]),
+                         i == w ? "cf_bool" : cf_dtype_ctype(l->types[i]),
+                         (int)cf_dtype_size((cf_dtype)sp->dtype[i]));
     }
+    cf_strbuf_printf(&b, "\n");
+    if (sp->shape != SH_FLAT)
+        cf_strbuf_printf(&b, "#define CF_EW_ND %d\n#define CF_EW_I %s\n#define CF_EW_O %s\n",
+                         sp->ndim, sp->index32 ? "unsigned" : "unsigned long long",
+                         sp->index32 ? "int" : "long long");
+    const char *hdr = "ew_strided";
     switch (sp->shape) {
-    case SH_FLAT: gen_flat(&b, sp, l, nin, nout, w); break;
-    case SH_ROWVEC: gen_rowvec(&b, sp, l, nin, nout, w); break;
-    case SH_TILE:
-        if (sp->tile_pipeline)
-            gen_tile_pipelined(&b, sp, l, nin, nout, w);
-        else
-            gen_tile(&b, sp, l, nin, nout, w);
+    case SH_FLAT:
+    case SH_ROWVEC:
+        cf_strbuf_printf(&b, "#define CF_EW_V %d\n#define CF_EW_U %d\n", sp->vec, sp->unroll);
+        gen_body_macro(&b, "CF_EW_BODY_VEC", sp, l, nin, nout, w, M_VEC);
+        if (sp->shape == SH_FLAT && sp->vec > 1)
+            gen_body_macro(&b, "CF_EW_BODY_MEM", sp, l, nin, nout, w, M_MEM);
+        hdr = sp->shape == SH_FLAT ? "ew_flat" : "ew_rowvec";
         break;
-    default: gen_strided(&b, sp, l, nin, nout, w); break;
+    case SH_TILE:
+        cf_strbuf_printf(&b, "#define CF_EW_TR %d\n#define CF_EW_TILE_PRELOAD %d\n"
+                         "#define CF_EW_TILE_PIPELINE %d\n", sp->tile_rows, !!sp->tile_preload,
+                         !!sp->tile_pipeline);
+        gen_body_macro(&b, "CF_EW_BODY_TILE", sp, l, nin, nout, w, M_TILE);
+        hdr = "ew_tile";
+        break;
+    default:
+        gen_body_macro(&b, "CF_EW_BODY_MEM", sp, l, nin, nout, w, M_MEM);
+        break;
     }
-    cf_strbuf_printf(&b, "}\n");
+    cf_strbuf_printf(&b, "#include \"cufunc/%s.cuh\"\n", hdr);
     if (b.failed) {
         cf_free(b.s);
         return CF_ERR_NOMEM;

@@ -1,47 +1,10 @@
-/* cufunc/elementwise.cuh: device helpers of the element-wise kernels that src/ufunc.c generates.
- * The kernels themselves are generated text (one per specialisation key), kept small so NVRTC
- * compiles them fast; what they share lives here. */
+/* cufunc/elementwise.cuh: what the element-wise kernels (ew_flat.cuh, ew_strided.cuh,
+ * ew_rowvec.cuh, ew_tile.cuh) share: cf_offsets (device.cuh's index-to-offsets loop, which the
+ * gufunc and reduce kernels share too) and the operand-list macros. */
 #ifndef CUFUNC_ELEMENTWISE_CUH
 #define CUFUNC_ELEMENTWISE_CUH
 
-#include "cufunc/kernel_args.h"
-
-/* N consecutive elements aligned to their total size (at most 16 bytes), so that one load or store
- * moves them all (ld.global.v4.f32 for N = 4 floats). sizeof(cf_vec<T, N>) == N * sizeof(T): the
- * kernels index arrays of them. */
-template <typename T, int N> struct alignas(sizeof(T) * N) cf_vec { T v[N]; };
-
-/* Programmatic dependent launch (compute capability 9.0 and up; see cf_launch_ex): wait for the
- * previous kernel in the stream (its completion and its memory) before touching global memory.
- * A no-op for a kernel launched without the attribute, and on older devices. The kernels do not
- * signal griddepcontrol.launch_dependents themselves: the implicit signal as their blocks exit
- * already lets the next kernel's blocks fill the SMs during the tail, and an early explicit one
- * cost a one-pass store-only kernel a fifth of its speed (87% of copy to 68%, measured). */
-__device__ __forceinline__ void cf_grid_dependency_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-static_assert(sizeof(cf_vec<bool, 4>) == 4 && sizeof(cf_vec<float, 4>) == 16, "cf_vec packing");
-
-/* n / d and n % d for the loop's extents: 32-bit and 64-bit index variants. */
-__device__ __forceinline__ unsigned cf_div32(unsigned n, const cf_ew_fastdiv &d)
-{
-    return (__umulhi(n, (unsigned)d.magic) + n) >> (unsigned)d.shift;
-}
-__device__ __forceinline__ unsigned long long cf_div64(unsigned long long n, const cf_ew_fastdiv &d)
-{
-    return (__umul64hi(n, d.magic) + n) >> d.shift;
-}
-
-/* n / d in the index type I (32- or 64-bit). */
-template <typename I> __device__ __forceinline__ I cf_divi(I n, const cf_ew_fastdiv &d)
-{
-    if (sizeof(I) == 4)
-        return (I)cf_div32((unsigned)n, d);
-    return (I)cf_div64((unsigned long long)n, d);
-}
+#include "cufunc/device.cuh"
 
 /* Byte offsets of linear element i for NOPS operands over ND coalesced axes (row-major, innermost
  * last; ND == 0 gives zeros). The row-vector kernels pass a vector index over the loop shape with
@@ -49,28 +12,92 @@ template <typename I> __device__ __forceinline__ I cf_divi(I n, const cf_ew_fast
  * I is the unsigned index type and O the signed offset type: (unsigned, int) when the plan allows
  * 32-bit indexing, so the per-axis divisions are 32-bit multiply-highs and the offset sums
  * 32-bit adds; (unsigned long long, long long) otherwise. */
+struct cf_ew_strides {
+    const cf_ew_operand *op;
+    __device__ __forceinline__ cf_ka_i64 operator()(int j, int k) const { return op[j].strides[k]; }
+};
 template <int ND, int NOPS, typename I, typename O>
 __device__ __forceinline__ void cf_offsets(I i, const cf_ew_header &h, const cf_ew_operand *op,
                                            O *off)
 {
-#pragma unroll
-    for (int j = 0; j < NOPS; j++)
-        off[j] = 0;
-#pragma unroll
-    for (int k = ND - 1; k >= 0; k--) {
-        I q, c;
-        if (k == 0) {
-            c = i;
-            q = 0;
-        } else {
-            q = cf_divi<I>(i, h.div[k]);
-            c = i - q * (I)h.shape[k];
-        }
-#pragma unroll
-        for (int j = 0; j < NOPS; j++)
-            off[j] += (O)c * (O)op[j].strides[k];
-        i = q;
-    }
+    cf_index_offsets<ND, NOPS, I, O>(i, h.shape, h.div, cf_ew_strides{op}, off);
 }
+
+
+/* ---- the kernels' operand lists ------------------------------------------------------------
+ * The kernels themselves are the headers ew_flat.cuh, ew_strided.cuh, ew_rowvec.cuh and
+ * ew_tile.cuh: ufunc.c's source for a key defines the key as macros and includes the one header
+ * of its shape. Macros, not templates: the preprocessed kernel is the text the generator used to
+ * print (the same SASS, tools/kernel_compare.py), and NVRTC pays no template instantiations for
+ * it (templates made a first compile 15-25% slower). The key's operands are the list
+ * CF_EW_OPS(F, sfx, pfx), one F(sfx, pfx, i, K, R, S, L, Z) per operand: index, kind (S scalar,
+ * U uniform, C contiguous, X strided, B broadcast row, T transposed; see ufunc.c), role (L
+ * loaded: an input or the mask; O an output; W an output loaded first, because a masked-off
+ * element keeps its value), stored type, loop type, item size; sfx and pfx are passed through
+ * (the suffix and prefix of the variables a tile step names). A kernel applies a step macro to
+ * every operand with CF_EW_OPS(step, sfx, pfx); a step keeps the operands it concerns with the
+ * selectors below (CF_EW_IF_<kind>_##K(code), CF_EW_IF_<role>_##R(code)). The body of one
+ * element is CF_EW_BODY_VEC (registers in<i>[u].v[e], b<i>[u]), CF_EW_BODY_MEM (memory at
+ * off[i]) or CF_EW_BODY_TILE, written by ufunc.c. */
+#define CF_EW_KEEP(...) __VA_ARGS__
+#define CF_EW_DROP(...)
+#define CF_EW_IF_S_S CF_EW_KEEP
+#define CF_EW_IF_S_U CF_EW_DROP
+#define CF_EW_IF_S_C CF_EW_DROP
+#define CF_EW_IF_S_X CF_EW_DROP
+#define CF_EW_IF_S_B CF_EW_DROP
+#define CF_EW_IF_S_T CF_EW_DROP
+#define CF_EW_IF_U_S CF_EW_DROP
+#define CF_EW_IF_U_U CF_EW_KEEP
+#define CF_EW_IF_U_C CF_EW_DROP
+#define CF_EW_IF_U_X CF_EW_DROP
+#define CF_EW_IF_U_B CF_EW_DROP
+#define CF_EW_IF_U_T CF_EW_DROP
+#define CF_EW_IF_C_S CF_EW_DROP
+#define CF_EW_IF_C_U CF_EW_DROP
+#define CF_EW_IF_C_C CF_EW_KEEP
+#define CF_EW_IF_C_X CF_EW_DROP
+#define CF_EW_IF_C_B CF_EW_DROP
+#define CF_EW_IF_C_T CF_EW_DROP
+#define CF_EW_IF_X_S CF_EW_DROP
+#define CF_EW_IF_X_U CF_EW_DROP
+#define CF_EW_IF_X_C CF_EW_DROP
+#define CF_EW_IF_X_X CF_EW_KEEP
+#define CF_EW_IF_X_B CF_EW_DROP
+#define CF_EW_IF_X_T CF_EW_DROP
+#define CF_EW_IF_B_S CF_EW_DROP
+#define CF_EW_IF_B_U CF_EW_DROP
+#define CF_EW_IF_B_C CF_EW_DROP
+#define CF_EW_IF_B_X CF_EW_DROP
+#define CF_EW_IF_B_B CF_EW_KEEP
+#define CF_EW_IF_B_T CF_EW_DROP
+#define CF_EW_IF_T_S CF_EW_DROP
+#define CF_EW_IF_T_U CF_EW_DROP
+#define CF_EW_IF_T_C CF_EW_DROP
+#define CF_EW_IF_T_X CF_EW_DROP
+#define CF_EW_IF_T_B CF_EW_DROP
+#define CF_EW_IF_T_T CF_EW_KEEP
+/* roles: loaded (inputs, the mask, outputs under a mask), an input or the mask, an output */
+#define CF_EW_IF_LOADED_L CF_EW_KEEP
+#define CF_EW_IF_LOADED_O CF_EW_DROP
+#define CF_EW_IF_LOADED_W CF_EW_KEEP
+#define CF_EW_IF_IN_L CF_EW_KEEP
+#define CF_EW_IF_IN_O CF_EW_DROP
+#define CF_EW_IF_IN_W CF_EW_DROP
+#define CF_EW_IF_OUT_L CF_EW_DROP
+#define CF_EW_IF_OUT_O CF_EW_KEEP
+#define CF_EW_IF_OUT_W CF_EW_KEEP
+/* an operand's register array: in<i> (inputs, the mask), out<i> (outputs); pointer constness */
+#define CF_EW_REG_L(i) in##i
+#define CF_EW_REG_O(i) out##i
+#define CF_EW_REG_W(i) out##i
+#define CF_EW_CONST_L const
+#define CF_EW_CONST_O
+#define CF_EW_CONST_W
+
+/* Scalars and uniform inputs (and a uniform mask), converted once before the loop. */
+#define CF_EW_UNIFORM(sfx, pfx, i, K, R, S, L, Z)                                                          \
+    CF_EW_IF_IN_##R(CF_EW_IF_S_##K(const L v##i = cf_cast<L>(*(const S *)p.op[i].scalar);)      \
+                    CF_EW_IF_U_##K(const L v##i = cf_cast<L>(*(const S *)p.op[i].ptr);))
 
 #endif

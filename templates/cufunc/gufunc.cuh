@@ -40,35 +40,18 @@ _Static_assert(sizeof(cf_gu_operand) == CF_GU_OPERAND_BYTES, "cf_gu_operand layo
 #endif
 
 #ifdef __CUDACC__
-#include "cufunc/elementwise.cuh"
+#include "cufunc/device.cuh"
 
-/* Byte offsets of loop iteration i for NOPS operands over ND coalesced loop axes (row-major,
- * innermost last); (I, O) = (unsigned, int) under 32-bit indexing, else 64-bit. */
+/* Byte offsets of loop iteration i for NOPS operands over ND coalesced loop axes (device.cuh). */
+struct cf_gu_strides {
+    const cf_gu_operand *op;
+    __device__ __forceinline__ cf_ka_i64 operator()(int j, int k) const { return op[j].loop_strides[k]; }
+};
 template <int ND, int NOPS, typename I, typename O>
 __device__ __forceinline__ void cf_gu_offsets(I i, const cf_gu_header &h, const cf_gu_operand *op,
                                               O *off)
 {
-#pragma unroll
-    for (int j = 0; j < NOPS; j++)
-        off[j] = 0;
-#pragma unroll
-    for (int k = ND - 1; k >= 0; k--) {
-        I q, c;
-        if (k == 0) {
-            c = i;
-            q = 0;
-        } else {
-            if (sizeof(I) == 4)
-                q = (I)cf_div32((unsigned)i, h.div[k]);
-            else
-                q = (I)cf_div64((unsigned long long)i, h.div[k]);
-            c = i - q * (I)h.shape[k];
-        }
-#pragma unroll
-        for (int j = 0; j < NOPS; j++)
-            off[j] += (O)c * (O)op[j].loop_strides[k];
-        i = q;
-    }
+    cf_index_offsets<ND, NOPS, I, O>(i, h.shape, h.div, cf_gu_strides{op}, off);
 }
 
 /* One unit of W bytes (1, 2, 4, 8 or 16), moved as one access. */

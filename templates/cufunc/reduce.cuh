@@ -78,7 +78,7 @@ _Static_assert(sizeof(cf_red_params) == CF_RED_PARAMS_BYTES, "cf_red_params layo
 #endif
 
 #ifdef __CUDACC__
-#include "cufunc/elementwise.cuh"
+#include "cufunc/device.cuh"
 
 #define CF_RED_FULL 0xffffffffu
 
@@ -236,33 +236,22 @@ cf_red_result(const cf_red_params &p, const typename Op::T &v, bool ok)
 
 /* ---- offsets ----------------------------------------------------------------------------------- */
 
-/* Byte offsets of linear index i over ND coalesced axes (innermost last) for up to three operands. */
+/* Byte offsets of linear index i over ND coalesced axes (innermost last) for up to three operands
+ * (device.cuh). */
+struct cf_red_strides {
+    const cf_ka_i64 *s[3];
+    __device__ __forceinline__ cf_ka_i64 operator()(int j, int k) const { return s[j][k]; }
+};
 template <int ND, typename I, typename O>
 __device__ __forceinline__ void cf_red_offsets(I i, const cf_ka_i64 *shape, const cf_ew_fastdiv *div,
                                                const cf_ka_i64 *s0, const cf_ka_i64 *s1,
                                                const cf_ka_i64 *s2, O &o0, O &o1, O &o2)
 {
-    o0 = 0;
-    o1 = 0;
-    o2 = 0;
-#pragma unroll
-    for (int k = ND - 1; k >= 0; k--) {
-        I q, c;
-        if (k == 0) {
-            c = i;
-            q = 0;
-        } else {
-            if (sizeof(I) == 4)
-                q = (I)cf_div32((unsigned)i, div[k]);
-            else
-                q = (I)cf_div64((unsigned long long)i, div[k]);
-            c = i - q * (I)shape[k];
-        }
-        o0 += (O)c * (O)s0[k];
-        o1 += (O)c * (O)s1[k];
-        o2 += (O)c * (O)s2[k];
-        i = q;
-    }
+    O off[3];
+    cf_index_offsets<ND, 3, I, O>(i, shape, div, cf_red_strides{{s0, s1, s2}}, off);
+    o0 = off[0];
+    o1 = off[1];
+    o2 = off[2];
 }
 
 /* ---- the per-thread loops ---------------------------------------------------------------------- */

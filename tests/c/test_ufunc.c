@@ -128,11 +128,13 @@ static void test_kernel_shapes(void)
     ops[0] = arr(CF_FLOAT32, 2, shape, 0x100000, 'C');
     ops[1] = arr(CF_FLOAT32, 2, shape, 0x200000, 'C');
     ops[2] = arr(CF_FLOAT32, 2, shape, 0x300000, 'C');
-    check_kernel(u, 0, ops, NULL, 2, shape, "cf_vec<cf_float32, 4>");
-    check_kernel(u, 0, ops, NULL, 2, shape, "cf_ew_flat_operand op[3]");
+    check_kernel(u, 0, ops, NULL, 2, shape, "#define CF_EW_V 4\n");
+    check_kernel(u, 0, ops, NULL, 2, shape, "#include \"cufunc/ew_flat.cuh\"");
+    check_kernel(u, 0, ops, NULL, 2, shape, "F(sfx, pfx, 0, C, L, cf_float32, cf_float32, 4)");
+    check_kernel(u, 0, ops, NULL, 2, shape, "F(sfx, pfx, 2, C, O, cf_float32, cf_float32, 4)");
     /* a misaligned operand: scalar accesses */
     ops[1].array.data += 4;
-    check_kernel(u, 0, ops, NULL, 2, shape, "cf_vec<cf_float32, 1>");
+    check_kernel(u, 0, ops, NULL, 2, shape, "#define CF_EW_V 1\n");
     ops[1].array.data -= 4;
     /* transposed input: the tile kernel stages it through shared memory */
     int64_t tshape[2] = {100, 64};
@@ -142,11 +144,15 @@ static void test_kernel_shapes(void)
     ops[1].array.strides[0] = ops[1].array.strides[1];
     ops[1].array.strides[1] = t0;
     check_kernel(u, 0, ops, NULL, 2, shape, "sm1[");
+    check_kernel(u, 0, ops, NULL, 2, shape, "F(sfx, pfx, 1, T, L, cf_float32, cf_float32, 4)");
+    check_kernel(u, 0, ops, NULL, 2, shape, "#include \"cufunc/ew_tile.cuh\"");
     /* every other element of a row: the strided kernel */
     ops[1] = arr(CF_FLOAT32, 2, shape, 0x200000, 'C');
     ops[1].array.strides[1] = 8;
     ops[1].array.strides[0] = 8 * 100;
-    check_kernel(u, 0, ops, NULL, 2, shape, "cf_offsets<1, 3, unsigned, int>(i, p.h, p.op, off);");
+    check_kernel(u, 0, ops, NULL, 2, shape, "#define CF_EW_ND 1\n#define CF_EW_I unsigned\n"
+                                            "#define CF_EW_O int\n");
+    check_kernel(u, 0, ops, NULL, 2, shape, "#include \"cufunc/ew_strided.cuh\"");
     /* a Python scalar operand and in-kernel casting (int32 array into the float64 loop) */
     ops[0] = arr(CF_INT32, 2, shape, 0x100000, 'C');
     memset(&ops[1], 0, sizeof ops[1]);
@@ -156,26 +162,33 @@ static void test_kernel_shapes(void)
     memcpy(ops[1].scalar, &two, 8);
     ops[2] = arr(CF_FLOAT64, 2, shape, 0x300000, 'C');
     check_kernel(u, 1, ops, NULL, 2, shape, "cf_cast<cf_float64>(in0[u].v[e])");
-    check_kernel(u, 1, ops, NULL, 2, shape, "p.op[1].scalar");
+    check_kernel(u, 1, ops, NULL, 2, shape, "F(sfx, pfx, 1, S, L, cf_float64, cf_float64, 8)");
     /* a 0-d device array input is uniform: loaded once */
     ops[1] = arr(CF_FLOAT64, 0, NULL, 0x400000, 'C');
-    check_kernel(u, 1, ops, NULL, 2, shape, "const cf_float64 v1 = cf_cast<cf_float64>(*(const cf_float64 *)p.op[1].ptr);");
+    check_kernel(u, 1, ops, NULL, 2, shape, "F(sfx, pfx, 1, U, L, cf_float64, cf_float64, 8)");
     /* where= mask, broadcast row: contiguous rows, the row-vector kernel loads the mask as vectors */
     int64_t row[1] = {100};
     cf_array mask;
     cf_array_init_contiguous(&mask, 0x500000, CF_BOOL, 1, row, 'C', 0);
     ops[1] = arr(CF_FLOAT64, 2, shape, 0x200000, 'C');
     check_kernel(u, 1, ops, &mask, 2, shape, "if (in3[u].v[e])");
-    check_kernel(u, 1, ops, &mask, 2, shape, "in3[u] = *(const cf_vec<cf_bool, 2> *)");
+    check_kernel(u, 1, ops, &mask, 2, shape, "F(sfx, pfx, 3, C, L, cf_bool, cf_bool, 1)");
+    check_kernel(u, 1, ops, &mask, 2, shape, "F(sfx, pfx, 2, C, W, cf_float64, cf_float64, 8)");
+    check_kernel(u, 1, ops, &mask, 2, shape, "#define CF_EW_V 2\n");
+    check_kernel(u, 1, ops, &mask, 2, shape, "#include \"cufunc/ew_rowvec.cuh\"");
     /* more than 2^31 elements: the 64-bit row-vector kernel over one axis */
     int64_t big[1] = {(int64_t)3 << 30};
     ops[0] = arr(CF_FLOAT32, 1, big, 0x100000, 'C');
     ops[1] = arr(CF_FLOAT32, 1, big, 0x200000, 'C');
     ops[2] = arr(CF_FLOAT32, 1, big, 0x300000, 'C');
-    check_kernel(u, 0, ops, NULL, 1, big, "cf_offsets<1, 3, unsigned long long, long long>(i, p.h, p.op, off[u]);");
+    check_kernel(u, 0, ops, NULL, 1, big, "#define CF_EW_ND 1\n#define CF_EW_I unsigned long long\n"
+                                          "#define CF_EW_O long long\n");
+    check_kernel(u, 0, ops, NULL, 1, big, "#include \"cufunc/ew_rowvec.cuh\"");
     /* ... and misaligned, the 64-bit strided kernel */
     ops[1].array.data += 4;
-    check_kernel(u, 0, ops, NULL, 1, big, "cf_offsets<1, 3, unsigned long long, long long>(i, p.h, p.op, off);");
+    check_kernel(u, 0, ops, NULL, 1, big, "#define CF_EW_ND 1\n#define CF_EW_I unsigned long long\n"
+                                          "#define CF_EW_O long long\n");
+    check_kernel(u, 0, ops, NULL, 1, big, "#include \"cufunc/ew_strided.cuh\"");
     /* bad calls */
     char *src = NULL;
     int64_t other[2] = {64, 99};
@@ -226,10 +239,11 @@ typedef struct tcase {
     const char *want;    /* a piece of the generated source: which kernel shape */
 } tcase;
 
-#define FLAT "cf_ew_flat_operand"
-#define ROWVEC "p.op, off[u]);"
-#define TILE "__syncthreads();"
-#define STRIDED "(i, p.h, p.op, off);"
+/* the kernel of a key is the header of its shape, instantiated by the source's macros */
+#define FLAT "#include \"cufunc/ew_flat.cuh\""
+#define ROWVEC "#include \"cufunc/ew_rowvec.cuh\""
+#define TILE "#include \"cufunc/ew_tile.cuh\""
+#define STRIDED "#include \"cufunc/ew_strided.cuh\""
 
 #define F4(nd, ...) {0, CF_FLOAT32, 0, nd, __VA_ARGS__}
 #define VIEW(dt, nd, ...) {0, dt, 0, nd, __VA_ARGS__}
@@ -239,37 +253,37 @@ static const tcase CASES[] = {
     {"flat, odd size", OP_ADD_F4, 2, {300, 257},
      {F4(2, {300, 257}), F4(2, {300, 257}), F4(2, {300, 257})}, 0, {0}, FLAT},
     {"flat, misaligned input", OP_ADD_F4, 1, {1001},
-     {F4(1, {1001}), F4(1, {1001}, {0}, 1), F4(1, {1001})}, 0, {0}, "cf_vec<cf_float32, 1>"},
+     {F4(1, {1001}), F4(1, {1001}, {0}, 1), F4(1, {1001})}, 0, {0}, "#define CF_EW_V 1\n"},
     {"flat, where mask, scalar", OP_ADD_F4, 1, {999},
      {F4(1, {999}), SCALAR(CF_FLOAT32, 0.75), F4(1, {999})}, 1, VIEW(CF_BOOL, 1, {999}), FLAT},
     {"flat, one element", OP_ADD_F4, 0, {0},
      {F4(0, {0}), F4(0, {0}), F4(0, {0})}, 0, {0}, FLAT},
     {"row-vector, broadcast column and row", OP_ADD_F4, 2, {300, 256},
-     {F4(2, {300, 1}), F4(2, {1, 256}), F4(2, {300, 256})}, 0, {0}, "b0[u] = "},
+     {F4(2, {300, 1}), F4(2, {1, 256}), F4(2, {300, 256})}, 0, {0}, "F(sfx, pfx, 0, B, L, cf_float32, cf_float32, 4)"},
     {"row-vector, inner extent not a multiple of 4", OP_ADD_F4, 2, {77, 258},
-     {F4(2, {77, 1}), F4(2, {1, 258}), F4(2, {77, 258})}, 0, {0}, "cf_vec<cf_float32, 2>"},
+     {F4(2, {77, 1}), F4(2, {1, 258}), F4(2, {77, 258})}, 0, {0}, "#define CF_EW_V 2\n"},
     {"row-vector, misaligned output", OP_ADD_F4, 2, {65, 256},
-     {F4(2, {65, 1}), F4(2, {1, 256}), F4(2, {65, 256}, {0}, 2)}, 0, {0}, "cf_vec<cf_float32, 2>"},
+     {F4(2, {65, 1}), F4(2, {1, 256}), F4(2, {65, 256}, {0}, 2)}, 0, {0}, "#define CF_EW_V 2\n"},
     {"strided, odd inner extent with broadcast", OP_ADD_F4, 2, {37, 255},
      {F4(2, {37, 1}), F4(2, {1, 255}), F4(2, {37, 255})}, 0, {0}, STRIDED},
     {"row-vector, reversed rows, padded rows", OP_ADD_F4, 2, {64, 128},
      {F4(2, {64, 128}, {-128, 1}), F4(2, {64, 128}, {132, 1}), F4(2, {64, 128})}, 0, {0}, ROWVEC},
     {"row-vector, mask broadcast column, mixed dtypes", OP_ADD_F8, 3, {5, 33, 64},
      {VIEW(CF_INT32, 3, {5, 33, 64}), VIEW(CF_FLOAT32, 1, {64}), VIEW(CF_FLOAT32, 3, {5, 33, 64})},
-     1, VIEW(CF_BOOL, 2, {33, 1}), "b3[u] = "},
+     1, VIEW(CF_BOOL, 2, {33, 1}), "F(sfx, pfx, 3, B, L, cf_bool, cf_bool, 1)"},
     {"row-vector, uniform input", OP_ADD_F8, 2, {40, 96},
      {VIEW(CF_FLOAT64, 0, {0}), VIEW(CF_FLOAT64, 2, {40, 1}), VIEW(CF_FLOAT64, 2, {40, 96})},
-     0, {0}, "const cf_float64 v0 = "},
+     0, {0}, "F(sfx, pfx, 0, U, L, cf_float64, cf_float64, 8)"},
     {"row-vector, two outputs", OP_DIVMOD, 2, {50, 64},
      {VIEW(CF_INT32, 2, {50, 1}), VIEW(CF_INT32, 2, {1, 64}), VIEW(CF_INT32, 2, {50, 64}),
-      VIEW(CF_INT64, 2, {50, 64})}, 0, {0}, "cf_vec<cf_int64, 2>"},
+      VIEW(CF_INT64, 2, {50, 64})}, 0, {0}, "F(sfx, pfx, 3, C, O, cf_int64, cf_int32, 8)"},
     {"tile, transposed input, ragged tiles", OP_ADD_F4, 2, {300, 257},
      {F4(2, {300, 257}), F4(2, {300, 257}, {1, 300}), F4(2, {300, 257})}, 0, {0}, TILE},
     {"tile, transposed input with negative strides, misaligned", OP_ADD_F4, 2, {70, 45},
      {F4(2, {70, 45}, {-1, -70}, 1), F4(2, {70, 45}), F4(2, {70, 45}, {0}, 1)}, 0, {0}, TILE},
     {"tile, batch of transposes", OP_ADD_F4, 3, {3, 70, 45},
      {F4(3, {3, 70, 45}), F4(3, {3, 70, 45}, {3150, 1, 70}), F4(3, {3, 70, 45})}, 0, {0},
-     "cf_offsets<1, 3, unsigned, int>(q2"},
+     "#define CF_EW_ND 3\n#define CF_EW_I unsigned\n#define CF_EW_O int\n"},
     {"tile, transposed output (inputs staged)", OP_ADD_F4, 2, {96, 64},
      {F4(2, {96, 64}), F4(2, {96, 64}), F4(2, {96, 64}, {1, 96})}, 0, {0}, "sm1["},
     {"tile, transposed mask and scalar, mixed dtypes", OP_ADD_F8, 2, {64, 100},

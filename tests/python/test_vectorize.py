@@ -157,7 +157,7 @@ def test_generated_kernels_compile(dtype):
     cases = [(a, a), (a, a.T.copy().T), (a[:, ::2], a[:, :17]), (a, 3), (a[::-1], a[0])]
     for x, y in cases:
         src = MULADD.kernel_source(x, y)
-        assert "cf_ew" in src
+        assert "#include \"cufunc/ew_" in src  # the kernel: its shape's header
         image, is_ptx = _core.compile_source(src, ("--fmad=false",), (9, 0))
         assert len(image) > 0 and not is_ptx
 
@@ -174,8 +174,8 @@ def test_inspect_cuda_shows_the_source():
     src = hypot_.inspect_cuda()
     assert "cf_float32 x, cf_float32 y" in src and "cf_float64 x, cf_float64 y" in src
     assert "cf_sqrt(" in src
-    assert "cf_vec<cf_float32, 4>" in hypot_.inspect_cuda(np.ones(64, np.float32),
-                                                          np.ones(64, np.float32))
+    flat = hypot_.inspect_cuda(np.ones(64, np.float32), np.ones(64, np.float32))
+    assert "#define CF_EW_V 4\n" in flat and '#include "cufunc/ew_flat.cuh"' in flat
 
 
 # ---- on the GPU -----------------------------------------------------------------------------
