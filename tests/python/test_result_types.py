@@ -362,15 +362,16 @@ def test_torch_result_on_the_current_torch_stream():
     """torch.sin(hyp(t, t)) on a torch side stream: the result's DLPack export makes that stream
     wait for cufunc's kernel (a long one, after a long torch producer), with no manual sync."""
     torch = lib_of("torch") and sys.modules["torch"]
-    a = torch.randn(2048, 2048, device="cuda")
-    (a @ a).sum().item()  # warm-up: cuBLAS loads on the host
+    a = torch.randn(4096, 4096, device="cuda")
+    b = a @ a
+    (b / b.abs().max()).sum().item()  # warm-up: cuBLAS and the producer's kernels load on the host
     w = torch.ones(8, dtype=torch.float64, device="cuda")
     slow(w, 1), hyp(w.float(), w.float())  # warm-up: the kernels compile on the host
     torch.cuda.synchronize()
     want = np.arange(N, dtype=np.float64)
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        for _ in range(16):
+        for _ in range(24):
             a = a @ a
             a = a / a.abs().max()
         t = torch.arange(N, dtype=torch.float64, device="cuda")  # after the matmuls, on s
@@ -396,7 +397,7 @@ def test_cupy_result_on_the_current_cupy_stream():
     slow(cp.ones(8, cp.float64), 1)  # warm-up: the kernel compiles on the host
     cp.cuda.Device().synchronize()
     with cs:
-        for _ in range(16):
+        for _ in range(24):
             a = a @ a
             a = a / cp.abs(a).max()
         x = cp.arange(N, dtype=cp.float64)
