@@ -273,6 +273,21 @@ PyMethodDef cf_py_call_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* ---- step 1: inputs ------------------------------------------------------------------------- */
+
+int cf_py_call_classify_inputs(cf_py_call *c, PyObject *const *inputs)
+{
+    for (int i = 0; i < c->nin; i++, c->nin_done++)
+        if (cf_py_arg_classify(inputs[i], &c->in[i], cf_py_arg_name(i)) < 0)
+            return -1;
+    for (int i = 0; i < c->nin; i++) {
+        c->any_device |= c->in[i].kind == CF_PY_ARG_DEVICE;
+        c->any_host |= c->in[i].kind == CF_PY_ARG_HOST;
+    }
+    cf_py_args_nep50(c->in, c->nin);
+    return 0;
+}
+
 /* ---- step 6: outputs ------------------------------------------------------------------------ */
 
 int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const char *method)

@@ -116,6 +116,9 @@ PyObject *cf_py_call_run(cf_py_call *c);
 /* Release what the call holds (run does it; for callers of `prepare` alone). */
 void cf_py_call_clear(cf_py_call *c);
 
+/* Step 1 helper: classify the c->nin inputs into c->in (counting them in nin_done, for the
+ * cleanup), note whether any is on the device or the host, and apply the NEP 50 rule. */
+int cf_py_call_classify_inputs(cf_py_call *c, PyObject *const *inputs);
 /* Step 1 helper: classify given output o (c->outs[o] != NULL) into c->out[o]: a device view
  * (any_device), or a writable NumPy array (host_out; kept in out[o].keep). `argname` names it in
  * errors; `method` is NULL for (g)ufunc calls, else "reduce"/"accumulate" for their wording. */

@@ -146,14 +146,8 @@ static int uf_classify(cf_py_call *c)
 {
     const uf_call *u = UF_STATE(c)->call;
     const int nin = c->nin, nout = c->nout;
-    for (int i = 0; i < nin; i++, c->nin_done++)
-        if (cf_py_arg_classify(u->inputs[i], &c->in[i], cf_py_arg_name(i)) < 0)
-            return -1;
-    for (int i = 0; i < nin; i++) {
-        c->any_device |= c->in[i].kind == CF_PY_ARG_DEVICE;
-        c->any_host |= c->in[i].kind == CF_PY_ARG_HOST;
-    }
-    cf_py_args_nep50(c->in, nin);
+    if (cf_py_call_classify_inputs(c, u->inputs) < 0)
+        return -1;
     for (int o = 0; o < nout; o++, c->nout_done++) {
         cf_py_arg_reset(&c->out[o], NULL);
         c->out[o].kind = CF_PY_ARG_NONE;
