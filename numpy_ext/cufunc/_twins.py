@@ -14,8 +14,11 @@ support yet), one loop per distinct dtype tuple ('l' and 'q' are both int64). Wi
 cufunc's resolution (the first loop the inputs reach by safe casting) is NumPy's. Python scalars
 (NEP 50 weak scalars) are resolved by NumPy itself: ``ufunc.resolve_dtypes`` gives the loop NumPy
 would pick, and each Python scalar becomes a NumPy scalar of that loop's type before the twin is
-called, as NumPy converts it. Where NumPy would pick a float16 loop, the twin picks the next loop
-of NumPy's list (float32): the one documented difference.
+called, as NumPy converts it. Where NumPy's loop has a float16 operand or result (np.sqrt of a
+bool, int8 or uint8 array), the call is a TypeError saying float16 kernels are not supported yet,
+never a different result type. The operators resolve as NumPy's do: ``-d`` and ``abs(d)`` through
+NumPy's resolution (``-`` of a bool array is NumPy's TypeError), ``d ** 2`` is ``np.square(d)`` as
+NumPy's ``ndarray.__pow__`` makes it (bool ** 2 is int8).
 
 The C side (py_twins.c) forwards DeviceArray's number slots, rich comparison and
 ``__array_ufunc__`` to the functions in ``_hooks`` below.
@@ -173,16 +176,21 @@ def _converters(ufunc, inputs):
     cufunc's resolution from there (first safe-cast loop in NumPy's order) would differ from
     NumPy's (true_divide of integers: NumPy's own type resolver goes to float64), dtype= names
     NumPy's output. A combination whose NumPy loop the twin lacks (one the language cannot
-    translate) is a TypeError, never a silently different result type; float16 loops are the
-    documented exception: the twin runs the next loop of NumPy's list (float32)."""
+    translate) is a TypeError, never a silently different result type; so is a float16 loop (the
+    translator has no float16 arithmetic yet). NumPy's own TypeErrors (-bool) are raised as is."""
     keys = tuple(_key(x) for x in inputs)
     ck = (ufunc, keys)
     conv = _RESOLVED.get(ck)
     if conv is None:
         dts = tuple(ufunc.resolve_dtypes(keys + (None,) * ufunc.nout))
+        if any(d.char == "e" for d in dts):
+            raise TypeError("cufunc: numpy.%s on (%s) resolves to NumPy's float16 loop '%s', and "
+                            "float16 kernels are not supported yet (cast to float32 first)"
+                            % (ufunc.__name__, ", ".join(getattr(k, "__name__", str(k))
+                                                         for k in keys),
+                               "".join(d.char for d in dts)))
         tw = twin(ufunc)
-        half = any(d.char == "e" for d in dts)
-        if dts not in tw.loop_set and not half:
+        if dts not in tw.loop_set:
             raise TypeError("cufunc: the GPU twin of numpy.%s has no loop for NumPy's '%s' "
                             "(the kernel language cannot give it NumPy's meaning)"
                             % (ufunc.__name__, "".join(d.char for d in dts)))
@@ -191,7 +199,7 @@ def _converters(ufunc, inputs):
                      for k, c, x in zip(keys, scal, inputs))
         strong = tuple(np.dtype(c) if c is not None else k for k, c in zip(keys, scal))
         extra = {}
-        if not half and _first_safe_loop(tw, strong) != dts and ufunc.nout == 1:
+        if _first_safe_loop(tw, strong) != dts and ufunc.nout == 1:
             extra = {"dtype": dts[-1]}
         conv = (scal, extra)
         if len(_RESOLVED) > 4096:
@@ -380,20 +388,37 @@ def _inplace(ufunc):
 
 def _unary(ufunc):
     def op(a):
-        return twin(ufunc)(a)
+        ent = _FAST.get((ufunc, a.dtype))
+        if ent is not None:
+            return ent[0](a, **ent[1])
+        # NumPy's resolution first: -bool is NumPy's TypeError, float16 loops are refused
+        args, extra = _args(ufunc, (a,))
+        tw = twin(ufunc)
+        _FAST[(ufunc, a.dtype)] = (tw, extra)
+        return tw(*args, **extra)
     op.__name__ = ufunc.__name__
     return op
+
+
+def _square_exponent(a, b):
+    # NumPy's ndarray.__pow__ computes a ** 2 (a Python int exactly) as np.square(a): for a bool
+    # array that is square's first loop, int8, where np.power(a, 2) gives int64
+    return type(a) is _DA and type(b) is int and b == 2
 
 
 def _power(a, b, mod=None):
     if mod is not None:
         return NotImplemented
+    if _square_exponent(a, b):
+        return _SQUARE(a)
     return _POW(a, b)
 
 
 def _ipower(a, b, mod=None):
     if mod is not None:
         return NotImplemented
+    if _square_exponent(a, b):
+        return twin(np.square)(a, out=a)   # NumPy's a **= 2: np.square(a, out=a)
     return _IPOW(a, b)
 
 
@@ -401,6 +426,7 @@ _BINARY = (np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide, np
            np.power, np.left_shift, np.right_shift, np.bitwise_and, np.bitwise_or, np.bitwise_xor)
 _POW = _binary(np.power)
 _IPOW = _inplace(np.power)
+_SQUARE = _unary(np.square)
 _COMPARE = (np.less, np.less_equal, np.equal, np.not_equal, np.greater, np.greater_equal)
 
 
