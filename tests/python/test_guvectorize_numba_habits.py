@@ -75,6 +75,19 @@ def test_wider_numpy_scalar_is_cast_as_numba_casts_it(gu, scalar, offset):
     np.testing.assert_array_equal(gu(cuda.to_device(A), scalar).copy_to_host(), A + offset)
 
 
+def test_scalar_cast_picks_the_first_loop_numba_would_without_a_gpu():
+    # no loop takes (float32 array, np.float64) as given: Numba's rule (arrays exactly, the scalar
+    # where the loop's type casts to it) picks the float32 loop before NumPy's casting would take
+    # the float64 loop; an exact loop still wins, and a Python float is weak
+    needs_core()
+    a = np.arange(4, dtype=np.float32)
+    for k, t in [(np.float64(0.5), "cf_float32"), (np.float32(0.5), "cf_float32"),
+                 (0.5, "cf_float32")]:
+        assert "const %s v1 = " % t in scale.kernel_source(a, k)
+    assert "const cf_float64 v1 = " in scale.kernel_source(a.astype(np.float64), np.float64(0.5))
+    assert "const cf_float64 v1 = " in scale.kernel_source(a.astype(np.float64), np.float32(0.5))
+
+
 @pytest.mark.gpu
 def test_scalar_cast_picks_the_first_loop_numba_would():
     # Numba: the first loop whose type casts safely to the given one: float32 for a float64
