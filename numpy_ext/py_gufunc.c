@@ -405,29 +405,6 @@ static int numba_scalar_cast(CfPyGUFunc *self, cf_py_call *c)
     return 0;
 }
 
-/* Whether some loop takes every typed input as it is, or no NumPy scalar is given (weak Python scalars match any loop, as
- * NEP 50 has them). When none does and a NumPy scalar is among the inputs, Numba's rule picks the
- * loop before NumPy's casting would: a float32 array with np.float64(0.5) runs the float32 loop
- * (Numba matches arrays exactly), where NumPy's rule would cast the array to a float64 loop. */
-static int exact_loop(CfPyGUFunc *self, const cf_py_call *c)
-{
-    int strong_scalar = 0;
-    for (int i = 0; i < c->nin; i++)
-        strong_scalar |= c->in[i].kind == CF_PY_ARG_SCALAR && !c->in[i].weak;
-    if (!strong_scalar)
-        return 1; /* the usual resolution alone (no per-call loop scan) */
-    int nloops = cf_gufunc_nloops(self->gu);
-    for (int L = 0; L < nloops; L++) {
-        cf_dtype t[2 * GU_PY_MAX_ARGS];
-        int ok = cf_gufunc_loop_types(self->gu, L, t, NULL) == CF_OK;
-        for (int i = 0; ok && i < c->nin; i++)
-            ok = c->in[i].weak || c->in[i].dtype == t[i];
-        if (ok)
-            return 1;
-    }
-    return 0;
-}
-
 /* Steps 1-3: classify, axes, loop, casting checks, shapes (cf_gufunc_bind). Needs no GPU for host
  * and scalar arguments. Results are DeviceArrays when anything is on the device. */
 static int gu_prepare(cf_py_call *c)
@@ -445,11 +422,6 @@ static int gu_prepare(cf_py_call *c)
     /* the loop; casting of inputs and given outputs */
     cf_casting casting;
     if (cf_py_parse_casting(S->call->casting, &casting) < 0)
-        return -1;
-    /* Numba's scalar rule first where no loop matches exactly (a dynamic gufunc compiles the
-     * exact loop instead); with no strong NumPy scalar numba_scalar_cast changes nothing */
-    if (!cf_py_func_dynamic((CfPyFuncHead *)self) && !exact_loop(self, c) &&
-        numba_scalar_cast(self, c) < 0)
         return -1;
     if (resolve(self, c->in, out_dt, &S->loop) < 0) {
         PyObject *et, *ev, *tb;
