@@ -21,10 +21,12 @@ int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname)
 {
     cf_py_arg_reset(a, obj);
     /* a device array: cufunc's, or a foreign one through __cuda_array_interface__ (read once);
-     * NumPy arrays and Python and NumPy scalars have none, so they skip the attribute lookup */
+     * plain NumPy arrays and Python and NumPy scalars have none, so they skip the lookup. NumPy
+     * subclasses are asked, by cf_py_is_device_object's rule: mapped and managed arrays are
+     * device operands (used in place, fresh results stay DeviceArrays, as in Numba) */
     if (CfPyDeviceArray_Check(obj) ||
-        !(PyArray_Check(obj) || PyFloat_Check(obj) || PyLong_Check(obj) || PyComplex_Check(obj) ||
-          PyArray_IsScalar(obj, Generic))) {
+        !(PyArray_CheckExact(obj) || PyFloat_Check(obj) || PyLong_Check(obj) ||
+          PyComplex_Check(obj) || PyArray_IsScalar(obj, Generic))) {
         int r = cf_py_device_view(obj, &a->view, &a->keep, CF_PY_VIEW_ORDER | CF_PY_VIEW_OPTIONAL,
                                   argname);
         if (r < 0)

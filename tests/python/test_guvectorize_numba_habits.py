@@ -75,13 +75,25 @@ def test_wider_numpy_scalar_is_cast_as_numba_casts_it(gu, scalar, offset):
     np.testing.assert_array_equal(gu(cuda.to_device(A), scalar).copy_to_host(), A + offset)
 
 
+def test_numpy_scalar_takes_numpys_loop_where_one_matches_without_a_gpu():
+    # Numba's scalar rule is the fallback where no loop takes the inputs under NumPy's casting
+    # (test_wider_numpy_scalar_*); where one does, NumPy's rule decides, as for np.add and
+    # test_gufunc_scalars.py::test_core_dim_array_with_scalar: a float32 array with np.float64(0.5)
+    # runs the float64 loop, with 0.5 or np.float32(0.5) the float32 loop
+    needs_core()
+    a = np.arange(4, dtype=np.float32)
+    for k, t in [(np.float64(0.5), "cf_float64"), (np.float32(0.5), "cf_float32"),
+                 (0.5, "cf_float32")]:
+        assert "const %s v1 = " % t in scale.kernel_source(a, k)
+
+
 @pytest.mark.gpu
-def test_scalar_cast_picks_the_first_loop_numba_would():
-    # Numba: the first loop whose type casts safely to the given one: float32 for a float64
-    # scalar with float32 data would be the float32 loop only if float32 data matched it; the
-    # float32 array cannot take the float64 loop's array (arrays match as NumPy's casting)
+def test_numpy_scalar_takes_numpys_loop_where_one_matches():
     a = np.arange(4, dtype=np.float32)
     r = scale(a, np.float64(0.5))
+    assert r.dtype == np.float64 == np.result_type(a, np.float64(0.5))
+    np.testing.assert_array_equal(r, a * np.float64(0.5))
+    r = scale(a, np.float32(0.5))
     assert r.dtype == np.float32
     np.testing.assert_array_equal(r, a * np.float32(0.5))
 

@@ -167,6 +167,29 @@ def test_mapped_array_is_used_in_place(dtype, order):
     np.testing.assert_array_equal(r.copy_to_host(), (m[::2, 1:] * 2).astype(dtype))
 
 
+class _AskedMapped(cuda.MappedNDArray):
+    """A mapped array whose device view is refused, recording that the call asked for it."""
+    asked = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        type(self).asked += 1
+        raise AttributeError("not mapped")
+
+
+def test_mapped_array_inputs_are_asked_for_their_device_view_without_a_gpu():
+    # mapped and managed arrays are NumPy subclasses: the call asks each for its device view (so a
+    # mapped input is a device operand, with a DeviceArray result as in Numba); a plain ndarray is
+    # not asked. An empty call runs on the host without a GPU.
+    if _env.core is None:
+        pytest.skip("needs cufunc's C extension")
+    m = np.zeros(0, np.float32).view(_AskedMapped)
+    _AskedMapped.asked = 0
+    r = twice(m)
+    assert _AskedMapped.asked >= 1
+    assert type(r) is np.ndarray and r.shape == (0,) and r.dtype == np.float32
+
+
 @pytest.mark.gpu
 def test_mapped_array_in_gufuncs_and_reductions():
     m = cuda.mapped_array((100, 64), np.float32)
