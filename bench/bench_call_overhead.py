@@ -13,12 +13,10 @@ sets the pace, not the host.
 Usage: python3 bench/bench_call_overhead.py
 """
 import math
-import statistics
-import time
 
 import numpy as np
 
-from benchlib import timeit, peers
+from benchlib import timeit, peers, cpu_alone
 
 if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
     np.row_stack = np.vstack
@@ -29,20 +27,6 @@ from cufunc import cuda, vectorize
 @vectorize(["float32(float32, float32)"])
 def hypot(x, y):
     return math.sqrt(x * x + y * y)
-
-
-def cpu_alone(fn, sync, calls=256, reps=9):
-    """Median microseconds per call of `calls` calls timed before any synchronisation."""
-    fn()
-    ts = []
-    for _ in range(reps):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        ts.append((time.perf_counter() - t0) / calls)
-        sync()
-    return 1e6 * statistics.median(ts)
 
 
 def main():

@@ -14,12 +14,10 @@ DeviceArrays. The last column is each line's time over the DeviceArray call's.
 Usage: python3 bench/bench_interop.py
 """
 import math
-import statistics
-import time
 
 import numpy as np
 
-from benchlib import timeit, peers
+from benchlib import timeit, peers, cpu_alone
 
 import cufunc
 from cufunc import cuda, vectorize
@@ -28,20 +26,6 @@ from cufunc import cuda, vectorize
 @vectorize(["float32(float32, float32)"])
 def hyp(x, y):
     return math.sqrt(x * x + y * y)
-
-
-def cpu_alone(fn, sync, calls=256, reps=9):
-    """Median microseconds per call of `calls` calls timed before any synchronisation."""
-    fn()
-    ts = []
-    for _ in range(reps):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        ts.append((time.perf_counter() - t0) / calls)
-        sync()
-    return 1e6 * statistics.median(ts)
 
 
 def as_cufunc(fn):

@@ -4,6 +4,20 @@ import statistics
 import time
 
 
+def cpu_alone(fn, sync, calls=256, reps=9):
+    """Median microseconds per call of `calls` calls timed before any synchronisation."""
+    fn()
+    ts = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        ts.append((time.perf_counter() - t0) / calls)
+        sync()
+    return 1e6 * statistics.median(ts)
+
+
 def timeit(fn, sync, reps, inner=1):
     """Median seconds per call of fn: after one warm-up call, `reps` batches of `inner` calls,
     each batch ending with sync() (the device work must be finished before the clock stops)."""
