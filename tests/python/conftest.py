@@ -52,6 +52,10 @@ def pytest_configure(config):
         "markers",
         "gpu: needs a CUDA GPU (skipped without one, unless CUFUNC_REQUIRE_GPU=1, which makes it "
         "fail)")
+    config.addinivalue_line(
+        "markers",
+        "exclusive: takes the whole GPU (fills its memory): never run beside other GPU work; "
+        "tools/gpu_check.sh runs these alone after a parallel (-n) run")
 
 
 def pytest_runtest_setup(item):

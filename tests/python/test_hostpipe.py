@@ -401,6 +401,7 @@ def test_kernel_that_does_not_compile(tiny_chunks):
 
 
 @gpu
+@pytest.mark.exclusive  # fills the whole card: other processes on the GPU would run out too
 def test_device_memory_running_out_while_setting_up(tmp_path):
     """Fill the device, give 256 MiB back, and ask for three slots of 3 x 40 MiB: two fit, the
     third's buffer cannot be had. MemoryError, the first two slots' buffers back in the pool; with
