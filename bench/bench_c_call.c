@@ -27,18 +27,7 @@
 #include "context.h" /* cf_function_cu, cf_stream_cu: the bare driver handles */
 #include "driver.h"  /* cf_drv: the driver's entry points */
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 #define TRY(call)                                                                                  \
     do {                                                                                           \
