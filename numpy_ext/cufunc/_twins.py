@@ -179,7 +179,9 @@ def _converters(ufunc, inputs):
     translate) is a TypeError, never a silently different result type; so is a float16 loop (the
     translator has no float16 arithmetic yet). NumPy's own TypeErrors (-bool) are raised as is."""
     keys = tuple(_key(x) for x in inputs)
-    ck = (ufunc, keys)
+    # a Python bool and a bool array share their key (np.dtype(bool)) but convert differently
+    # (the bool becomes np.bool_, the array is used as it is): the cache tells them apart
+    ck = (ufunc, keys, tuple(type(x) is bool for x in inputs))
     conv = _RESOLVED.get(ck)
     if conv is None:
         dts = tuple(ufunc.resolve_dtypes(keys + (None,) * ufunc.nout))

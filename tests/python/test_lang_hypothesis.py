@@ -121,6 +121,11 @@ def exprs(draw, env, depth=2):
     a = draw(exprs(env, depth - 1))
     if op == "**":
         b = Expr(str(draw(st.integers(0, 3))), 2, literal=True)
+        if b.text == "2" and a.dtype is not None and a.dtype.kind == "f":
+            # a float ** 2 is x * x (correctly rounded, NumPy's array meaning), which CPython's
+            # scalar pow() misses by 1 ulp in rare cases (seen: prog_1_370); test_lang_differential
+            # checks it against np.square
+            b = Expr("3", 2, literal=True)
     elif op in ("<<", ">>"):
         b = Expr(str(draw(st.integers(0, 9))), 2, literal=True)
     else:

@@ -480,3 +480,29 @@ def test_arrays_of_default_dtypes_are_not_taken_for_python_scalars(dt):
         args, _ = _twins._args(np.add, (h, other))
         assert args[0] is h
         assert _twins._converters(np.add, (h, other))[0][0] is None
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "add", "multiply", "true_divide", "equal"])
+def test_python_bool_and_bool_array_are_told_apart_whatever_the_order(name):
+    # A Python bool and a bool array have the same dtype; the resolution cache once took one for
+    # the other, so after `True & d`, `d & True` converted the array with np.bool_(d): a silent
+    # copy to the host (seen on the GPU: a NumPy array back from a DeviceArray operator)
+    uf = getattr(np, name)
+    h = np.array([True, False, True])
+    for order in [(True, h), (h, True), (True, h)]:
+        scal, _ = _twins._converters(uf, order)
+        want = tuple(np.bool_ if x is True else None for x in order)
+        assert scal == want, (name, order, scal)
+        args, _ = _twins._args(uf, order)
+        assert [a is h for a in args] == [x is h for x in order], (name, order)
+
+
+@gpu
+@pytest.mark.parametrize("op", sorted(BINOPS))
+def test_bool_operators_with_python_bool_on_either_side(op):
+    f = BINOPS[op]
+    a = _values("bool")
+    da = cuda.to_device(a)
+    for s_first in (True, False, True):
+        args, dargs = ((True, a), (True, da)) if s_first else ((a, True), (da, True))
+        _check(f, args, dargs, (op, s_first))

@@ -363,15 +363,20 @@ def test_torch_result_on_the_current_torch_stream():
     wait for cufunc's kernel (a long one, after a long torch producer), with no manual sync."""
     torch = lib_of("torch") and sys.modules["torch"]
     a = torch.randn(4096, 4096, device="cuda")
-    b = a @ a
-    (b / b.abs().max()).sum().item()  # warm-up: cuBLAS and the producer's kernels load on the host
-    w = torch.ones(8, dtype=torch.float64, device="cuda")
-    slow(w, 1), hyp(w.float(), w.float())  # warm-up: the kernels compile on the host
-    torch.cuda.synchronize()
-    want = np.arange(N, dtype=np.float64)
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        for _ in range(24):
+        # warm-up on the side stream itself: cuBLAS's per-stream workspace and the caching
+        # allocator's per-stream blocks are made on the host while the GPU drains; a cold first
+        # producer finished before its consumer was queued (seen under pytest -n 4)
+        for _ in range(2):
+            b = a @ a
+            (b / b.abs().max()).sum().item()
+        w = torch.ones(8, dtype=torch.float64, device="cuda")
+        slow(w, 1), hyp(w.float(), w.float())  # warm-up: the kernels compile on the host
+    torch.cuda.synchronize()
+    want = np.arange(N, dtype=np.float64)
+    with torch.cuda.stream(s):
+        for _ in range(32):
             a = a @ a
             a = a / a.abs().max()
         t = torch.arange(N, dtype=torch.float64, device="cuda")  # after the matmuls, on s
