@@ -139,6 +139,8 @@ static int move_host_inputs(cf_py_call *c)
 static struct {
     PyObject *cache;       /* dict: an input's type -> the wrapper of its results, or None */
     PyObject *wrapper_for; /* _interop.wrapper_for(type): fills the cache on a new type */
+    PyObject *readers;     /* dict: an input's type -> its interface reader, or None */
+    PyObject *interface_for; /* _interop.interface_for(type): fills `readers` on a new type */
     PyObject *var;         /* _interop._output_type: a ContextVar, None or a code */
     PyObject *global;      /* _interop._global: [the process-wide code] */
 } interop;
@@ -152,20 +154,26 @@ static int interop_load(void)
     if (m == NULL)
         return -1;
     PyObject *wf = PyObject_GetAttrString(m, "wrapper_for");
-    PyObject *var = wf ? PyObject_GetAttrString(m, "_output_type") : NULL;
+    PyObject *inf = wf ? PyObject_GetAttrString(m, "interface_for") : NULL;
+    PyObject *var = inf ? PyObject_GetAttrString(m, "_output_type") : NULL;
     PyObject *gl = var ? PyObject_GetAttrString(m, "_global") : NULL;
-    PyObject *cache = gl ? PyDict_New() : NULL;
+    PyObject *readers = gl ? PyDict_New() : NULL;
+    PyObject *cache = readers ? PyDict_New() : NULL;
     Py_DECREF(m);
     if (cache == NULL || !PyContextVar_CheckExact(var) || !PyList_Check(gl) ||
         PyList_GET_SIZE(gl) != 1) {
         if (cache != NULL)
             PyErr_SetString(PyExc_SystemError, "cufunc._interop: unexpected state");
         Py_XDECREF(wf);
+        Py_XDECREF(inf);
         Py_XDECREF(var);
         Py_XDECREF(gl);
+        Py_XDECREF(readers);
         Py_XDECREF(cache);
         return -1;
     }
+    interop.interface_for = inf;
+    interop.readers = readers;
     interop.wrapper_for = wf;
     interop.var = var;
     interop.global = gl;
@@ -194,6 +202,28 @@ static PyObject *wrapper_of(PyTypeObject *tp)
     int r = PyDict_SetItem(interop.cache, (PyObject *)tp, w);
     Py_DECREF(w); /* the cache holds it (types are few: one per foreign array class) */
     return r < 0 ? NULL : w;
+}
+
+PyObject *cf_py_foreign_interface(PyObject *obj)
+{
+    static PyObject *str_cai;
+    if (str_cai == NULL &&
+        (str_cai = PyUnicode_InternFromString("__cuda_array_interface__")) == NULL)
+        return NULL;
+    if (interop_load() < 0)
+        return NULL;
+    PyTypeObject *tp = Py_TYPE(obj);
+    PyObject *r = PyDict_GetItemWithError(interop.readers, (PyObject *)tp);
+    if (r == NULL) {
+        if (PyErr_Occurred() || (r = PyObject_CallOneArg(interop.interface_for,
+                                                         (PyObject *)tp)) == NULL)
+            return NULL;
+        int bad = PyDict_SetItem(interop.readers, (PyObject *)tp, r);
+        Py_DECREF(r); /* the cache holds it (one entry per foreign array class) */
+        if (bad < 0)
+            return NULL;
+    }
+    return r == Py_None ? PyObject_GetAttr(obj, str_cai) : PyObject_CallOneArg(r, obj);
 }
 
 /* The wrapper for fresh device results of a call on `inputs` (n of them; NULL entries skipped):

@@ -763,7 +763,7 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
     }
     int optional = sync & CF_PY_VIEW_OPTIONAL;
     sync &= ~CF_PY_VIEW_OPTIONAL;
-    cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
+    cai = cf_py_foreign_interface(obj);
     if (cai == NULL) {
         if (optional) { /* not a device object, as cf_py_is_device_object would say */
             PyErr_Clear();

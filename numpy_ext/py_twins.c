@@ -39,16 +39,93 @@ static PyObject *hook(int i)
     return PyTuple_GET_ITEM(hooks, i);
 }
 
+/* ---- the short-cut for calls seen before ------------------------------------------------------
+ * The Python hooks resolve a call on DeviceArrays once per (ufunc, input dtypes) and remember the
+ * twin in _twins._FAST (key: (ufunc, dtype, ...), value: (twin, extra keywords)). A repeated call
+ * with no extra keywords is looked up and made from here, without the Python frames between (they
+ * cost as much as the call itself). Anything else goes to the hooks, which stay the one place
+ * where a call is resolved. */
+static PyObject *fast_table;   /* _twins._FAST (a dict), strong */
+static PyObject *hook_ufuncs;  /* _twins._hook_ufuncs: the ufunc of each hook, or None; strong */
+
+static int fast_load(void)
+{
+    if (fast_table != NULL)
+        return 0;
+    if (hook(0) == NULL)
+        return -1;
+    PyObject *m = PyImport_ImportModule("cufunc._twins");
+    if (m == NULL)
+        return -1;
+    PyObject *t = PyObject_GetAttrString(m, "_FAST");
+    PyObject *u = t ? PyObject_GetAttrString(m, "_hook_ufuncs") : NULL;
+    Py_DECREF(m);
+    if (u == NULL || !PyDict_CheckExact(t) || !PyTuple_Check(u) || PyTuple_GET_SIZE(u) != TW_COUNT) {
+        if (u != NULL)
+            PyErr_SetString(PyExc_RuntimeError, "cufunc._twins._FAST does not match py_twins.c");
+        Py_XDECREF(t);
+        Py_XDECREF(u);
+        return -1;
+    }
+    fast_table = t;
+    hook_ufuncs = u;
+    return 0;
+}
+
+/* The twin a call of `ufunc` on these n operands was resolved to (borrowed), when every operand is
+ * a DeviceArray (exactly) and the resolution needs no extra keyword; NULL otherwise (no error
+ * unless one is set). */
+static PyObject *fast_twin(PyObject *ufunc, PyObject *const *ops, Py_ssize_t n)
+{
+    if (n < 1 || n > 3 || ufunc == Py_None)
+        return NULL;
+    PyObject *key = PyTuple_New(n + 1);
+    if (key == NULL)
+        return NULL;
+    Py_INCREF(ufunc);
+    PyTuple_SET_ITEM(key, 0, ufunc);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!Py_IS_TYPE(ops[i], &CfPyDeviceArray_Type)) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyObject *d = (PyObject *)((CfPyDeviceArray *)ops[i])->descr;
+        Py_INCREF(d);
+        PyTuple_SET_ITEM(key, i + 1, d);
+    }
+    PyObject *ent = PyDict_GetItemWithError(fast_table, key);
+    Py_DECREF(key);
+    if (ent == NULL || !PyTuple_Check(ent) || PyTuple_GET_SIZE(ent) != 2)
+        return NULL;
+    PyObject *extra = PyTuple_GET_ITEM(ent, 1);
+    if (!PyDict_Check(extra) || PyDict_GET_SIZE(extra) != 0)
+        return NULL;
+    return PyTuple_GET_ITEM(ent, 0);
+}
+
+/* Operator i on DeviceArrays: the twin directly when the call was seen before, else the hook. */
+static PyObject *call_fast(int i, PyObject *const *ops, Py_ssize_t n)
+{
+    if (fast_load() < 0)
+        return NULL;
+    PyObject *tw = fast_twin(PyTuple_GET_ITEM(hook_ufuncs, i), ops, n);
+    if (tw != NULL)
+        return PyObject_Vectorcall(tw, ops, (size_t)n, NULL);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *f = hook(i);
+    return f ? PyObject_Vectorcall(f, ops, (size_t)n, NULL) : NULL;
+}
+
 static PyObject *call1(int i, PyObject *a)
 {
-    PyObject *f = hook(i);
-    return f ? PyObject_Vectorcall(f, &a, 1, NULL) : NULL;
+    return call_fast(i, &a, 1);
 }
 
 static PyObject *call2(int i, PyObject *a, PyObject *b)
 {
-    PyObject *f = hook(i), *args[2] = {a, b};
-    return f ? PyObject_Vectorcall(f, args, 2, NULL) : NULL;
+    PyObject *args[2] = {a, b};
+    return call_fast(i, args, 2);
 }
 
 static PyObject *call3(int i, PyObject *a, PyObject *b, PyObject *c)
@@ -126,10 +203,42 @@ PyObject *cf_py_twins_richcompare(PyObject *a, PyObject *b, int op)
 PyObject *cf_py_twins_array_ufunc(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames)
 {
+    if (fast_load() < 0)
+        return NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, n = nargs + nkw;
+    /* np.f(d, ...) and np.f(d, ..., out=o) seen before: straight to the twin (the short-cut of
+     * _twins.array_ufunc, without its frame) */
+    static PyObject *str_call, *str_out;
+    if (str_call == NULL && ((str_call = PyUnicode_InternFromString("__call__")) == NULL ||
+                             (str_out = PyUnicode_InternFromString("out")) == NULL))
+        return NULL;
+    if (nargs >= 3 && PyUnicode_Check(args[1]) &&
+        (args[1] == str_call || PyUnicode_Compare(args[1], str_call) == 0) &&
+        (nkw == 0 || (nkw == 1 && PyTuple_GET_ITEM(kwnames, 0) == str_out))) {
+        PyObject *out = nkw ? args[nargs] : NULL;
+        if (out == NULL || (PyTuple_CheckExact(out) && PyTuple_GET_SIZE(out) == 1 &&
+                            Py_IS_TYPE(PyTuple_GET_ITEM(out, 0), &CfPyDeviceArray_Type))) {
+            PyObject *tw = fast_twin(args[0], args + 2, nargs - 2);
+            if (tw != NULL) {
+                PyObject *ops[4];
+                Py_ssize_t k = nargs - 2;
+                for (Py_ssize_t i = 0; i < k; i++)
+                    ops[i] = args[2 + i];
+                if (out == NULL)
+                    return PyObject_Vectorcall(tw, ops, (size_t)k, NULL);
+                ops[k] = PyTuple_GET_ITEM(out, 0);
+                static PyObject *kw_out;
+                if (kw_out == NULL && (kw_out = PyTuple_Pack(1, str_out)) == NULL)
+                    return NULL;
+                return PyObject_Vectorcall(tw, ops, (size_t)k, kw_out);
+            }
+            if (PyErr_Occurred())
+                return NULL;
+        }
+    }
     PyObject *f = hook(TW_ARRAY_UFUNC);
     if (f == NULL)
         return NULL;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, n = nargs + nkw;
     PyObject *small[16], **all = small;
     if (n + 1 > 16 && (all = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1))) == NULL)
         return PyErr_NoMemory();

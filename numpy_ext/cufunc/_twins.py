@@ -467,3 +467,8 @@ _hooks = ((array_ufunc,)
           + tuple(_unary(u) for u in (np.negative, np.positive, np.absolute, np.invert))
           + tuple(_compare(u) for u in _COMPARE)
           + (_bool,))
+# The ufunc behind each hook (None where there is none), for py_twins.c's short-cut: it looks a
+# repeated call on DeviceArrays up in _FAST under the keys the hooks store.
+_hook_ufuncs = ((None,) + _BINARY + (None,) * len(_BINARY)
+                + (np.negative, np.positive, np.absolute, np.invert) + _COMPARE + (None,))
+assert len(_hook_ufuncs) == len(_hooks)

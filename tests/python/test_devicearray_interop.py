@@ -64,6 +64,33 @@ def test_torch_to_cufunc_via_cai(torch, name):
 
 
 @pytest.mark.parametrize("name", TORCH_DTYPES)
+def test_torch_fast_interface_says_what_pytorchs_says(torch, name):
+    """cufunc reads tensors through _interop.interface_for (C-level attributes, no Python
+    property): the same interface as PyTorch's own, plus the stream PyTorch works on now."""
+    from cufunc import _interop
+    read = _interop.interface_for(torch.Tensor)
+    assert read is not None
+    t = torch.from_numpy(sample(name)).cuda()
+    for v in (t, t[1::2, ::3], t.T, t[:0], t[2]):
+        mine, theirs = read(v), v.__cuda_array_interface__
+        assert mine["shape"] == theirs["shape"] and mine["typestr"] == theirs["typestr"]
+        assert mine["data"] == theirs["data"]
+        n = v.element_size()
+        want = theirs["strides"] or tuple(x * n for x in v.stride())
+        assert mine["strides"] == want, (mine, theirs)
+        assert mine["stream"] == 1  # PyTorch's default stream is the legacy one
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        assert read(t)["stream"] == s.cuda_stream
+    g = t.float().requires_grad_() if name.startswith("float") else None
+    if g is not None:  # PyTorch's own answer (its error), as before
+        with pytest.raises(RuntimeError, match="requires grad"):
+            read(g)
+    with pytest.raises(AttributeError):
+        read(torch.zeros(3))  # a CPU tensor has no interface
+
+
+@pytest.mark.parametrize("name", TORCH_DTYPES)
 def test_torch_to_cufunc_via_dlpack(torch, name):
     h = sample(name)
     t = torch.from_numpy(h).cuda()
