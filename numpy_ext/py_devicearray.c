@@ -585,17 +585,32 @@ static int parse_cai(PyObject *cai, cf_array *v, int *readonly, int *has_stream,
     Py_ssize_t i, n;
     long long x;
 
+    /* The keys, interned once; and typestr -> dtype, remembered: NumPy's parse of a dtype
+     * string costs about as much as the rest of a call's work on a foreign operand. */
+    static PyObject *k_shape, *k_typestr, *k_data, *k_strides, *k_mask, *k_stream, *dtypes;
+    if (dtypes == NULL) {
+        if ((k_shape = PyUnicode_InternFromString("shape")) == NULL ||
+            (k_typestr = PyUnicode_InternFromString("typestr")) == NULL ||
+            (k_data = PyUnicode_InternFromString("data")) == NULL ||
+            (k_strides = PyUnicode_InternFromString("strides")) == NULL ||
+            (k_mask = PyUnicode_InternFromString("mask")) == NULL ||
+            (k_stream = PyUnicode_InternFromString("stream")) == NULL ||
+            (dtypes = PyDict_New()) == NULL)
+            return -1;
+    }
     if (!PyDict_Check(cai)) {
         PyErr_Format(PyExc_TypeError, "%s: __cuda_array_interface__ must be a dict, got %.200s",
                      argname, Py_TYPE(cai)->tp_name);
         return -1;
     }
-    shape = PyDict_GetItemString(cai, "shape");
-    typestr = PyDict_GetItemString(cai, "typestr");
-    data = PyDict_GetItemString(cai, "data");
-    strides = PyDict_GetItemString(cai, "strides");
-    mask = PyDict_GetItemString(cai, "mask");
-    st = PyDict_GetItemString(cai, "stream");
+    shape = PyDict_GetItemWithError(cai, k_shape);
+    typestr = shape ? PyDict_GetItemWithError(cai, k_typestr) : NULL;
+    data = typestr ? PyDict_GetItemWithError(cai, k_data) : NULL;
+    strides = data ? PyDict_GetItemWithError(cai, k_strides) : NULL;
+    mask = data ? PyDict_GetItemWithError(cai, k_mask) : NULL;
+    st = data ? PyDict_GetItemWithError(cai, k_stream) : NULL;
+    if (PyErr_Occurred())
+        return -1;
     if (shape == NULL || !PyTuple_Check(shape)) {
         PyErr_Format(PyExc_TypeError, "%s: __cuda_array_interface__['shape'] must be a tuple",
                      argname);
@@ -618,9 +633,20 @@ static int parse_cai(PyObject *cai, cf_array *v, int *readonly, int *has_stream,
                      argname);
         return -1;
     }
-    if (cf_py_dtype_from_object(typestr, &v->dtype, &descr, argname) < 0)
-        return -1;
-    Py_DECREF(descr);
+    PyObject *known = PyDict_GetItemWithError(dtypes, typestr);
+    if (known != NULL) {
+        v->dtype = (cf_dtype)PyLong_AsLong(known);
+    } else {
+        if (PyErr_Occurred() || cf_py_dtype_from_object(typestr, &v->dtype, &descr, argname) < 0)
+            return -1;
+        Py_DECREF(descr);
+        PyObject *code = PyLong_FromLong((long)v->dtype);
+        int bad = code == NULL || (PyDict_GET_SIZE(dtypes) < 256 &&
+                                   PyDict_SetItem(dtypes, typestr, code) < 0);
+        Py_XDECREF(code);
+        if (bad)
+            return -1;
+    }
     n = PyTuple_GET_SIZE(shape);
     if (n > CF_MAX_DIMS) {
         PyErr_Format(PyExc_ValueError, "%s: %zd dimensions, more than the %d supported", argname,

@@ -186,7 +186,7 @@ def _torch_interface(mod):
              "complex128": "<c16", "bool": "|b1", "uint8": "|u1", "int8": "|i1",
              "int16": "<i2", "int32": "<i4", "int64": "<i8", "uint16": "<u2", "uint32": "<u4",
              "uint64": "<u8"}
-    typestr = {getattr(mod, k): v for k, v in names.items() if hasattr(mod, k)}
+    typestr = {getattr(mod, k): (v, int(v[2:])) for k, v in names.items() if hasattr(mod, k)}
     strided = mod.strided
 
     def interface(t):
@@ -194,10 +194,10 @@ def _torch_interface(mod):
         if (ts is None or not t.is_cuda or t.requires_grad or t.layout is not strided
                 or t.is_conj() or t.is_neg()):
             return t.__cuda_array_interface__
-        n = t.element_size()
-        return {"shape": tuple(t.shape), "typestr": ts,
+        n = ts[1]
+        return {"shape": tuple(t.shape), "typestr": ts[0],
                 "data": (t.data_ptr() if t.numel() else 0, False),
-                "strides": tuple(x * n for x in t.stride()), "version": 3,
+                "strides": tuple([x * n for x in t.stride()]), "version": 3,
                 "stream": raw(t.get_device()) or 1}
     return interface
 

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import threading
 import types
 
@@ -375,17 +376,28 @@ def test_torch_result_on_the_current_torch_stream():
         slow(w, 1), hyp(w.float(), w.float())  # warm-up: the kernels compile on the host
     torch.cuda.synchronize()
     want = np.arange(N, dtype=np.float64)
-    with torch.cuda.stream(s):
-        for _ in range(32):
-            a = a @ a
-            a = a / a.abs().max()
-        t = torch.arange(N, dtype=torch.float64, device="cuda")  # after the matmuls, on s
-        assert not s.query(), "the producer finished too soon to show a race"
-        r = slow(t, 1 << 14)  # cufunc: after t (the input handshake), a long kernel
-        assert isinstance(r, torch.Tensor)
-        y = r * 2  # on s: must wait for cufunc's kernel
-        z = torch.sin(hyp(t.float(), t.float()))
-        assert not s.query(), "a call on torch tensors waited on the host"
+    tried = []
+    for rounds in (32, 96, 288):
+        # the race needs the producer still running when the consumer is queued; under pytest -n
+        # the host can fall behind (seen twice): try longer producers before giving up
+        with torch.cuda.stream(s):
+            t0 = time.perf_counter()
+            for _ in range(rounds):
+                a = a @ a
+                a = a / a.abs().max()
+            t = torch.arange(N, dtype=torch.float64, device="cuda")  # after the matmuls, on s
+            if s.query():
+                tried.append("%d matmuls queued in %.1f ms" % (rounds,
+                                                              1e3 * (time.perf_counter() - t0)))
+                continue
+            r = slow(t, 1 << 14)  # cufunc: after t (its producer's stream), a long kernel
+            assert isinstance(r, torch.Tensor)
+            y = r * 2  # on s: must wait for cufunc's kernel
+            z = torch.sin(hyp(t.float(), t.float()))
+            assert not s.query(), "a call on torch tensors waited on the host"
+        break
+    else:
+        pytest.fail("the producer finished too soon to show a race each time: " + "; ".join(tried))
     s.synchronize()
     np.testing.assert_array_equal(y.cpu().numpy(), want * 2)
     np.testing.assert_allclose(z.cpu().numpy(), np.sin(np.hypot(want, want)).astype(np.float32),
