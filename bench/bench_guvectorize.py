@@ -52,10 +52,18 @@ def matmul_body(a, b, c):
 ROWSUM_SIG = (["void(float32[:], float32[:])"], "(n)->()")
 WSUM_SIG = (["void(float32[:], float32[:], float32[:])"], "(n),(n)->()")
 MATMUL_SIG = (["void(float32[:,:], float32[:,:], float32[:,:])"], "(m,n),(n,p)->(m,p)")
+CROSS_SIG = (["void(float32[:], float32[:], float32[:])"], "(n),(n)->(n)")
+
+
+def cross_body(a, b, c):
+    c[0] = a[1] * b[2] - a[2] * b[1]
+    c[1] = a[2] * b[0] - a[0] * b[2]
+    c[2] = a[0] * b[1] - a[1] * b[0]
 
 rowsum = guvectorize(*ROWSUM_SIG, target="cuda")(rowsum_body)
 wsum = guvectorize(*WSUM_SIG, target="cuda")(wsum_body)
 matmul = guvectorize(*MATMUL_SIG, target="cuda")(matmul_body)
+cross = guvectorize(*CROSS_SIG, target="cuda")(cross_body)
 
 
 def main():
@@ -136,13 +144,14 @@ def main():
     assert np.allclose(dc.copy_to_host(), np.matmul(ha, hb), rtol=1e-5)
     nbytes = 3 * 64 * B
     t_ours = timeit(lambda: matmul(da, db, out=dc), cuda.synchronize, reps, 5)
-    ours = nbytes / t_ours / 1e9
+    ours = mm_bw = nbytes / t_ours / 1e9
     peer = {}
     if "numba" in P:
         na, nb, nc = ncuda.to_device(ha), ncuda.to_device(hb), ncuda.device_array((B, 4, 4), np.float32)
         n_matmul(na, nb, nc)
         peer["Numba"] = nbytes / timeit(lambda: n_matmul(na, nb, nc), ncuda.synchronize, reps, 2) / 1e9
     if "cupy" in P:
+        cp = P["cupy"]
         ca, cb, cc = cp.asarray(ha), cp.asarray(hb), cp.empty((B, 4, 4), cp.float32)
         peer["CuPy matmul"] = nbytes / timeit(lambda: cp.matmul(ca, cb, out=cc),
                                               cp.cuda.runtime.deviceSynchronize, reps, 5) / 1e9
@@ -164,6 +173,40 @@ def main():
             lambda: n_matmul(na, nb1, nc), ncuda.synchronize, reps, 2) / 1e9
     rows.append(("4x4 matmul, B (4, 4) broadcast over 2^20 As (GB/s, A + C)", nbytes / t_ours / 1e9,
                  peer))
+
+    cp = P.get("cupy")
+    torch = P.get("torch")
+    # -- cross product (3),(3)->(3) over 2^24 rows (issue 18: >= 85% of copy) --
+    R = 1 << 24
+    hx, hy = rng.random((R, 3), dtype=np.float32), rng.random((R, 3), dtype=np.float32)
+    dx, dy = cuda.to_device(hx), cuda.to_device(hy)
+    dz = cuda.device_array((R, 3), np.float32)
+    cross(dx, dy, out=dz)
+    assert np.allclose(dz.copy_to_host(), np.cross(hx, hy), rtol=1e-5, atol=1e-6)
+    nbytes = 3 * hx.nbytes
+    ours = nbytes / timeit(lambda: cross(dx, dy, out=dz), cuda.synchronize, reps, 5) / 1e9
+    peer = {}
+    if "numba" in P:
+        n_cross = nguvectorize(*CROSS_SIG, target="cuda")(cross_body)
+        nx, ny, nz = ncuda.to_device(hx), ncuda.to_device(hy), ncuda.device_array((R, 3), np.float32)
+        n_cross(nx, ny, nz)
+        peer["Numba"] = nbytes / timeit(lambda: n_cross(nx, ny, nz), ncuda.synchronize, reps, 2) / 1e9
+        del nx, ny, nz
+    if "cupy" in P:
+        cx, cy = cp.asarray(hx), cp.asarray(hy)
+        peer["CuPy cross"] = nbytes / timeit(lambda: cp.cross(cx, cy), cp.cuda.runtime.deviceSynchronize,
+                                             reps, 2) / 1e9
+        del cx, cy
+    if "torch" in P:
+        tx, ty = torch.from_numpy(hx).cuda(), torch.from_numpy(hy).cuda()
+        tz = torch.empty_like(tx)
+        peer["PyTorch linalg.cross"] = nbytes / timeit(lambda: torch.linalg.cross(tx, ty, out=tz),
+                                                       torch.cuda.synchronize, reps, 2) / 1e9
+        del tx, ty, tz
+    rows.append(("cross product (3),(3)->(3), 2^24 float32 rows (GB/s, x + y + out)", ours, peer))
+    rows.append(("  cross: fraction of copy bandwidth (target >= 0.85)", ours / copy_bw, {}))
+    rows.append(("  4x4 matmul: fraction of copy bandwidth (target >= 0.85)", mm_bw / copy_bw, {}))
+    del dx, dy, dz
 
     print("\ncufunc guvectorize on %s" % dev.name)
     print("| figure | cufunc | peers |")
