@@ -214,6 +214,7 @@ PyObject *cf_py_as_cuda_array(PyObject *obj, int sync, const char *argname);
 /* ---- DLPack (py_dlpack.c) -------------------------------------------------------------------- */
 
 PyObject *cf_py_devicearray_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *cf_py_devicearray_order_for(PyObject *self, PyObject *stream);
 PyObject *cf_py_devicearray_dlpack_device(PyObject *self, PyObject *unused);
 /* The pending-work slot of memory imported through DLPack when `base` is its owner, else NULL. */
 PyObject **cf_py_dlpack_pending_slot(PyObject *base);

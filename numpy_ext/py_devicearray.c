@@ -1961,6 +1961,9 @@ static PyMethodDef da_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))cf_py_devicearray_dlpack,
      METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule."},
+    {"_order_for", (PyCFunction)cf_py_devicearray_order_for, METH_O,
+     "_order_for(stream): make that stream (a DLPack stream handle) wait for the work pending on "
+     "this array's memory, as __dlpack__(stream=) does, with no capsule."},
     {"__dlpack_device__", (PyCFunction)cf_py_devicearray_dlpack_device, METH_NOARGS,
      "(2, device_id): kDLCUDA."},
     CF_PY_TWINS_METHODS,

@@ -138,6 +138,18 @@ static int order_for_consumer(CfPyDeviceArray *a, long long consumer)
     return st == CF_OK ? 0 : cf_py_fail(st, "__dlpack__");
 }
 
+/* d._order_for(stream): make the consumer's stream (a protocol handle, as __dlpack__'s stream=)
+ * wait for the work pending on d's memory, without making a capsule: for wrappers that hand
+ * cufunc memory to a library by address (cufunc._interop's CuPy wrapper). */
+PyObject *cf_py_devicearray_order_for(PyObject *self_obj, PyObject *stream)
+{
+    long long consumer;
+    if (parse_consumer_stream(stream, &consumer) < 0 ||
+        order_for_consumer((CfPyDeviceArray *)self_obj, consumer) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 PyObject *cf_py_devicearray_dlpack(PyObject *self_obj, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
