@@ -571,6 +571,35 @@ def test_lazy_ufunc_compiles_what_the_body_inlines():
         assert "/* _lazy_lin: %s */" % sig in r.source, (sig, r.source)
 
 
+def _lazy_gv(a, b, out):
+    out[0] = a * 2 + b
+
+
+def _lazy_gr(a, b):
+    return a * 2 + b
+
+
+@pytest.mark.parametrize("pyfunc", [_lazy_gv, _lazy_gr], ids=["void", "return"])
+def test_lazy_gufunc_compiles_what_the_body_inlines(pyfunc):
+    """A gufunc without a type list, '(),()->()': the body inlines the Python function on the
+    types of the loop the host call compiles (outputs of NumPy's result type of the inputs for a
+    function writing its outputs, inferred for one returning them)."""
+    for keys, maker, extra, argt in [
+            ((np.dtype("int16"), int), call_rc, (3,), [T.int16]),
+            ((np.dtype("float32"), float), call_rc, (3.5,), [T.float32]),
+            ((np.dtype("int8"), np.dtype("float32")), call2, (), [T.int8, T.float32])]:
+        host_gu = guvectorize("(),()->()")(pyfunc)
+        host_gu.kernel_source(*[k(1) if not isinstance(k, np.dtype) else np.ones(3, k)
+                                for k in keys])
+        (types, ndims), = [lp[:2] for lp in host_gu.loops]
+        r = translate(maker(guvectorize("(),()->()")(pyfunc), *extra), argt)
+        assert r.return_type.dtype == types[-1], (keys, r.return_type, types)
+        ins = ", ".join(np.dtype(t).name for t in types[:2])
+        sig = ("void(%s, %s[:])" % (ins, np.dtype(types[2]).name) if pyfunc is _lazy_gv
+               else "%s(%s)" % (np.dtype(types[2]).name, ins))
+        assert "/* %s: %s */" % (pyfunc.__name__, sig) in r.source, (sig, r.source)
+
+
 # ---- on the GPU ---------------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """The call tables of the kernel language: which Python callables a kernel may call and what
 each means. Builtins (abs, min, max, round, pow, divmod, int, float, bool, complex, len), the math
-and cmath functions, the NumPy functions, casts to scalar types (np.float32(x)), cuda.local.array
-and device functions (other Python functions, translated on their own).
+and cmath functions, the NumPy functions, casts to scalar types (np.float32(x)), cuda.local.array,
+device functions (other Python functions, translated on their own), and cufunc ufuncs and
+scalar-layout gufuncs, which mean the ufunc call (the loop a host call takes, cufunc._loops).
 
 Each entry is data (a name table) plus a small function ``f(tr, node, ...)`` that types the call
 with the translator ``tr`` (its casts, folding and errors) and returns the call's value."""
