@@ -774,8 +774,8 @@ def _ufunc_results(tr, r, nout, name, node):
     """The call's value as the host call gives it: nout typed (strong) values, a tuple for
     several."""
     items = r.items if isinstance(r, TupleVal) else [r]
-    if isinstance(r, Val) and isinstance(r.type, T.Void) or len(items) != nout or not all(
-            isinstance(getattr(x, "type", None), T.Scalar) for x in items):
+    # (a loop inferred from the body, for a ufunc without signatures, may return anything)
+    if len(items) != nout or not all(isinstance(x.type, T.Scalar) for x in items):
         raise tr._fail(node, "the ufunc '%s' returns %s here, but it has %d scalar output%s"
                        % (name, getattr(r, "type", "this"), nout, "" if nout == 1 else "s"))
     items = [tr.cast(x, TS.concrete(x.type), node) for x in items]
