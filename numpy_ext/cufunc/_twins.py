@@ -26,6 +26,7 @@ The C side (py_twins.c) forwards DeviceArray's number slots, rich comparison and
 import numpy as np
 
 from . import _core
+from . import _loops
 from . import _twin_defs
 from . import types as _T
 from .vectorize import GPUUFunc, _compile_options, _loop_from
@@ -157,15 +158,11 @@ def _key(x):
 
 def _first_safe_loop(tw, in_dtypes):
     """The loop cufunc's own resolution picks for strong inputs (cf_loops_find: exact match, then
-    the first loop every input reaches by safe casting), as a dtype tuple."""
+    the first loop every input reaches by safe casting; its Python mirror is _loops.find), as a
+    dtype tuple."""
     loops = [tuple(np.dtype(t) for t in spec[0]) for spec in tw.loops]
-    for lp in loops:
-        if lp[:tw.nin] == in_dtypes:
-            return lp
-    for lp in loops:
-        if all(np.can_cast(a, b, "safe") for a, b in zip(in_dtypes, lp)):
-            return lp
-    return None
+    i = _loops.find(loops, tw.nin, in_dtypes)
+    return loops[i] if i >= 0 else None
 
 
 def _converters(ufunc, inputs):

@@ -55,6 +55,7 @@ import inspect
 import numpy as np
 
 from . import _core
+from . import _loops
 from . import _options
 from . import types as _T
 from .lang import translate as _translate
@@ -215,12 +216,8 @@ class GPUGUFunc(_core.GUFunc):
         return out
 
 
-def _weak_arg_type(pytype, strong):
-    """NEP 50: a Python int/float/complex argument takes the kind of the other inputs where it
-    fits; alone, int64/float64/complex128."""
-    if strong:
-        return np.result_type(*strong, pytype(0))
-    return np.result_type(pytype(0))
+# NEP 50 for a loop compiled on demand (the same rule the kernel language mirrors)
+_weak_arg_type = _loops.weak_arg_type
 
 
 def _make_compiler(pyfunc, form, fastmath):

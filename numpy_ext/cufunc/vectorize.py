@@ -43,6 +43,7 @@ import functools
 import numpy as np
 
 from . import _core
+from . import _loops
 from . import _options
 from . import types as _T
 from .lang import translate as _translate
@@ -100,12 +101,8 @@ class GPUUFunc(_core.UFunc):
                 for types in (loop[0] for loop in self.loops)]
 
 
-def _weak_arg_type(pytype, strong):
-    """NEP 50: a Python int/float/complex argument takes the kind of the other inputs where it
-    fits (np.float32 array with a Python float: float32); alone, int64/float64/complex128."""
-    if strong:
-        return np.result_type(*strong, pytype(0))
-    return np.result_type(pytype(0))
+# NEP 50 for a loop compiled on demand (the same rule the kernel language mirrors)
+_weak_arg_type = _loops.weak_arg_type
 
 
 def _make_compiler(pyfunc, fastmath):

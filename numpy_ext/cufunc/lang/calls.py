@@ -1,7 +1,8 @@
 """The call tables of the kernel language: which Python callables a kernel may call and what
 each means. Builtins (abs, min, max, round, pow, divmod, int, float, bool, complex, len), the math
-and cmath functions, the NumPy functions, casts to scalar types (np.float32(x)), cuda.local.array
-and device functions (other Python functions, translated on their own).
+and cmath functions, the NumPy functions, casts to scalar types (np.float32(x)), cuda.local.array,
+device functions (other Python functions, translated on their own), and cufunc ufuncs and
+scalar-layout gufuncs, which mean the ufunc call (the loop a host call takes, cufunc._loops).
 
 Each entry is data (a name table) plus a small function ``f(tr, node, ...)`` that types the call
 with the translator ``tr`` (its casts, folding and errors) and returns the call's value."""
@@ -10,11 +11,13 @@ import ast
 import cmath
 import math
 import operator
+import re
 import sys
 import types as pytypes
 
 import numpy as np
 
+from .. import _loops
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
@@ -164,6 +167,9 @@ def call(tr, node):
         return type_call(tr, target, node, fv.name)
     if _is_device_function(obj):
         return device_call(tr, obj.py_func, obj.signatures, node, fv.name)
+    kind = _cufunc_kind(obj)
+    if kind is not None:
+        return ufunc_call(tr, obj, kind, node)
     if obj is range:
         raise tr.err(node, "range() can only be used as the iterable of a for loop",
                        UnsupportedError)
@@ -644,6 +650,12 @@ def device_call(tr, pyfunc, signatures, node, shown):
                              % (shown, len(argt), len(vals)))
         vals = [tr.cast(v, t, node) for v, t in zip(vals, argt)]
         types = list(argt)
+    return _inline(tr, pyfunc, vals, types, ret, node)
+
+
+def _inline(tr, pyfunc, vals, types, ret, node):
+    """The call of pyfunc translated for these argument types (and return type, or None to
+    infer it) on the values vals: a Val, or a TupleVal for a function returning a tuple."""
     if pyfunc in tr.unit.stack:
         chain = " -> ".join(f.__qualname__ for f in tr.unit.stack + [pyfunc])
         raise tr._fail(node, "recursion is not supported (%s)" % chain, UnsupportedError)
@@ -681,6 +693,151 @@ def device_call(tr, pyfunc, signatures, node, shown):
         return TupleVal([Val(t, "%s.f%d" % (tmp, i), simple=True)
                          for i, t in enumerate(rt.types)], ir.SetTemp(None, tmp, c))
     return c
+
+
+
+# cufunc ufuncs and gufuncs called in a body -------------------------------------------------
+def _cufunc_kind(obj):
+    """'ufunc' or 'gufunc' for a cufunc UFunc or GUFunc (vectorize, guvectorize), else None.
+    The language never imports cufunc._core: such an object exists only once it is loaded."""
+    core = sys.modules.get("cufunc._core")
+    if core is None:
+        return None
+    if isinstance(obj, core.UFunc):
+        return "ufunc"
+    if isinstance(obj, core.GUFunc):
+        return "gufunc"
+    return None
+
+
+def _scalar_layout(layout):
+    return re.fullmatch(r"\(\)(,\(\))*->\(\)(,\(\))*", layout.replace(" ", "")) is not None
+
+
+_WEAK_PYTYPE = {"i": int, "f": float, "c": complex}
+
+
+def _ufunc_loop(tr, obj, kind, vals, node):
+    """The loop a host call of obj on values of these types takes, by cufunc's own rule
+    (cufunc._loops, the mirror of cf_loops_find and cf_py_args_nep50): (values, input types,
+    output types or None where the loop is inferred from the body, per-argument ndim: 1 where
+    the Python function takes a '()' argument as a 1-element array). A ufunc made without
+    signatures takes the types its host call compiles a new loop for."""
+    nin, name = obj.nin, obj.__name__
+    dts, weak = [], []
+    for v in vals:
+        # a Python int/float/complex is weak (NEP 50); a Python bool is a strong bool, as the
+        # host call classifies it
+        weak.append(isinstance(v.type, TS.Weak) and v.type.kind != "b")
+        dts.append(np.dtype(TS.concrete(v.type).dtype))
+    weak = _loops.nep50(dts, weak)
+    loops = [tuple(np.dtype(t) for t in lp[0]) for lp in obj.loops]
+    dynamic = obj.compiler is not None
+    i = _loops.find(loops, nin, dts, weak, 1 if dynamic else 2)
+    if i < 0 and kind == "gufunc" and not dynamic:
+        # every argument is a scalar here: a gufunc's host call then has Numba's habit
+        conv = _loops.gufunc_scalar_fallback(loops, nin, dts, weak)
+        if conv is not None:
+            vals = [v if d == c else tr.cast(v, T.from_dtype(c), node, explicit=True)
+                    for v, d, c in zip(vals, dts, conv)]
+            dts = list(conv)
+            i = _loops.find(loops, nin, dts, weak, 2)
+    if i >= 0:
+        lp = loops[i]
+        ndim = list(obj.loops[i][1]) if kind == "gufunc" else [0] * nin
+        return (vals, [T.from_dtype(d) for d in lp[:nin]],
+                [T.from_dtype(d) for d in lp[nin:]], ndim)
+    if not dynamic:
+        raise tr._fail(node, _loops.no_match_message(kind, name, loops, nin, obj.nout, dts,
+                                                     weak))
+    strong = [d for d, w in zip(dts, weak) if not w]
+    ins = [_loops.weak_arg_type(_WEAK_PYTYPE[d.kind], strong) if w else d
+           for d, w in zip(dts, weak)]
+    outs = None
+    if kind == "gufunc" and obj.py_func.__code__.co_argcount == nin + obj.nout:
+        # guvectorize's compiler: outputs of NumPy's result type of the inputs
+        outs = [T.from_dtype(np.result_type(*ins))] * obj.nout
+    return (vals, [T.from_dtype(d) for d in ins], outs,
+            [0] * nin + ([1] * obj.nout if outs is not None else []))
+
+
+def _local1(tr, t, node):
+    """A 1-element local array of type t: (its storage's C name, the array value, typed as a
+    loop's '()' parameter: any layout)."""
+    storage = "cf_loc%d" % len(tr.local_storage)
+    tr.local_storage.append("%s %s[1];" % (t.cname, storage))
+    ref = tr.ref_val(T.Array(t, 1, "C"), storage, (1,), node)
+    return storage, tr.cast(ref, T.Array(t, 1), node)
+
+
+def _ufunc_results(tr, r, nout, name, node):
+    """The call's value as the host call gives it: nout typed (strong) values, a tuple for
+    several."""
+    items = r.items if isinstance(r, TupleVal) else [r]
+    # (a loop inferred from the body, for a ufunc without signatures, may return anything)
+    if len(items) != nout or not all(isinstance(x.type, T.Scalar) for x in items):
+        raise tr._fail(node, "the ufunc '%s' returns %s here, but it has %d scalar output%s"
+                       % (name, getattr(r, "type", "this"), nout, "" if nout == 1 else "s"))
+    items = [tr.cast(x, TS.concrete(x.type), node) for x in items]
+    if isinstance(r, TupleVal):
+        return TupleVal(items, r.setup)
+    return items[0]
+
+
+def ufunc_call(tr, obj, kind, node):
+    """A cufunc ufunc (or gufunc with scalar core dimensions) called in a body means the call
+    CPython makes on NumPy scalars: the loop the host call takes (_ufunc_loop), the arguments
+    cast to its input types, the loop's Python function on them, the results in the loop's
+    output types (a tuple for several outputs)."""
+    name, nin, nout = obj.__name__, obj.nin, obj.nout
+    pyfunc = getattr(obj, "py_func", None)
+    if not isinstance(pyfunc, pytypes.FunctionType):
+        raise tr.err(node, "%s '%s' has no Python function (its loops are CUDA C), so a kernel "
+                     "body cannot call it" % (kind, name), UnsupportedError)
+    if kind == "gufunc" and not _scalar_layout(obj.signature):
+        raise tr.err(node, "called in a kernel body, a gufunc needs scalar core dimensions; "
+                     "%s has %s" % (name, obj.signature), UnsupportedError)
+    if len(node.args) != nin:
+        raise tr.err(node, "%s '%s' takes %d argument%s here, %d given (in a kernel body a "
+                     "ufunc returns its outputs)" % (kind, name, nin, "" if nin == 1 else "s",
+                                                     len(node.args)))
+    vals = [tr.scalar(tr.expr(a), a, "an argument of %s" % name) for a in node.args]
+    vals, in_t, out_t, ndim = _ufunc_loop(tr, obj, kind, vals, node)
+    vals = [tr.cast(v, t, node) for v, t in zip(vals, in_t)]
+    void_form = kind == "gufunc" and pyfunc.__code__.co_argcount == nin + nout
+    setup, params, ptypes, outs = [], [], [], []
+    for v, t, nd in zip(vals, in_t, ndim):
+        if nd:   # an old-style '()' input declared as a 1-element array
+            storage, arr = _local1(tr, t, node)
+            setup.append(ir.Assign(None, "%s[0]" % storage, v))
+            params.append(arr)
+            ptypes.append(arr.type)
+        else:
+            params.append(v)
+            ptypes.append(t)
+    ret = None
+    if void_form:
+        for t in out_t:
+            storage, arr = _local1(tr, t, node)
+            params.append(arr)
+            ptypes.append(arr.type)
+            outs.append(Val(t, "%s[0]" % storage, simple=True))
+    elif out_t is not None:
+        ret = out_t[0] if nout == 1 else T.Tuple(out_t)
+    r = _inline(tr, pyfunc, params, ptypes, ret, node)
+    if void_form:
+        setup.append(r)
+        r = TupleVal(outs, ir.Seq(None, setup)) if nout > 1 else \
+            tr.with_setup(ir.Seq(None, setup), outs[0])
+    else:
+        r = _ufunc_results(tr, r, nout, name, node)
+        if setup:
+            if isinstance(r, TupleVal):
+                parts = setup + ([r.setup] if r.setup else [])
+                r = TupleVal(r.items, ir.Seq(None, parts))
+            else:
+                r = tr.with_setup(ir.Seq(None, setup), r)
+    return r
 
 
 
