@@ -774,151 +774,52 @@ static cf_dtype operand_dtype(const cf_operand *op)
     return op->is_scalar ? op->scalar_dtype : op->array.dtype;
 }
 
+/* The kernel source of a key: the loop's function, then the key as macros and the kernel header
+ * gu_kernel.cuh, which describes them: the operand list CF_GU_OPS (index, kind, role, core ndim,
+ * loop and memory types, whether a by-value element converts), the layout of each staged operand
+ * (CF_GU_STAGE_<i>) and the launch's constants. */
 static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
                           const cf_dtype *mem_dtype, char **out)
 {
     const gu_loop *l = &g->loops[loop];
     int nops = p->nops, nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
-    const char *I = p->index32 ? "unsigned" : "unsigned long long";
-    const char *O = p->index32 ? "int" : "long long";
     cf_strbuf b = {0};
     /* the runtime header first: a loop's source may use it without including it */
-    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n#include \"cufunc/gufunc.cuh\"\n\n"
-                  "struct cf_params { cf_gu_header h; cf_gu_operand op[%d]; };\n\n"
-                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                  "cf_gu(const __grid_constant__ cf_params p)\n{\n"
-                  "    typedef %s I;\n    typedef %s O;\n",
-              l->fn.source, nops, p->block_threads, I, O);
-    /* scalar parameters, converted once */
-    for (int i = 0; i < nops; i++) {
-        if (p->kind[i] != 'S' && p->kind[i] != 'R')
-            continue;
-        const char *lt = cf_dtype_ctype(l->types[i]), *st = cf_dtype_ctype(mem_dtype[i]);
-        cf_strbuf_printf(&b, "    %s%s v%d = cf_cast<%s>(*(const %s *)p.op[%d].scalar);\n",
-                  p->kind[i] == 'S' ? "const " : "", lt, i, lt, st, i);
-    }
-    cf_strbuf_printf(&b, "    const I n = (I)p.h.n;\n");
+    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n\n", l->fn.source);
+    cf_strbuf_printf(&b, "#define CF_GU_FN %s\n#define CF_GU_BLOCK %d\n#define CF_GU_NOPS %d\n"
+                     "#define CF_GU_ND %d\n#define CF_GU_I %s\n#define CF_GU_O %s\n"
+                     "#define CF_GU_TILE %d\n",
+                     l->fn.fn_name, p->block_threads, nops, nd,
+                     p->index32 ? "unsigned" : "unsigned long long",
+                     p->index32 ? "int" : "long long", p->staged ? p->tile : 0);
     if (p->staged) {
-        cf_strbuf_printf(&b, "    __shared__ __align__(16) unsigned char cf_smem[%lld];\n"
-                      "    const unsigned tid = threadIdx.x;\n",
-                  (long long)p->smem_bytes);
-        int64_t base_off[GU_MAX_ARGS];
+        int64_t base_off[GU_MAX_ARGS] = {0};
         cf_gufunc_plan q = *p;
         layout_smem(&q, p->tile, base_off);
-        for (int i = 0; i < nops; i++)
-            if (p->kind[i] == 'G')
-                cf_strbuf_printf(&b, "    O *const cf_base%d = (O *)(cf_smem + %lld);\n", i,
-                          (long long)base_off[i]);
-        /* cores shared by every iteration: staged once */
-        int any_u = 0;
+        cf_strbuf_printf(&b, "#define CF_GU_SMEM %lld\n", (long long)p->smem_bytes);
         for (int i = 0; i < nops; i++) {
-            if (p->kind[i] != 'U')
+            if (p->kind[i] != 'G' && p->kind[i] != 'U')
                 continue;
-            if (!any_u)
-                cf_strbuf_printf(&b, "    const O cf_zero[1] = {0};\n");
-            any_u = 1;
-            cf_strbuf_printf(&b, "    cf_gu_copy<%lld, %lld, %d, 16, true, O>(cf_smem + %lld, "
-                          "p.op[%d].ptr, cf_zero, 1u, tid, %du);\n",
-                      (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
-                      (long long)p->smem_offset[i], i, p->block_threads);
+            int ld = p->kind[i] == 'G' && (i < g->nin || p->load_output[i]);
+            cf_strbuf_printf(&b, "#define CF_GU_STAGE_%d %lld, %lld, %lld, %d, %d, %lld, (", i,
+                             (long long)p->row_bytes[i], (long long)p->pitch[i],
+                             (long long)p->smem_offset[i], p->copy_width[i], ld,
+                             (long long)base_off[i]);
+            for (int d = 0; d < p->core_ndim[i]; d++)
+                cf_strbuf_printf(&b, "%s%lld", d ? ", " : "", (long long)p->core_shape[i][d]);
+            cf_strbuf_printf(&b, ")\n");
         }
-        if (any_u)
-            cf_strbuf_printf(&b, "    __syncthreads();\n");
-        cf_strbuf_printf(&b, "    for (I tile = (I)blockIdx.x * %du; tile < n; tile += (I)gridDim.x * %du) {\n"
-                      "        const unsigned cnt = (unsigned)(n - tile < (I)%d ? n - tile : (I)%d);\n"
-                      "        const bool active = tid < cnt;\n"
-                      "        O off[%d];\n"
-                      "        cf_gu_offsets<%d, %d, I, O>(active ? tile + tid : tile, p.h, p.op, off);\n",
-                  p->tile, p->tile, p->tile, p->tile, nops, nd, nops);
-        cf_strbuf_printf(&b, "        if (tid < %du) {\n", p->tile);
-        for (int i = 0; i < nops; i++)
-            if (p->kind[i] == 'G')
-                cf_strbuf_printf(&b, "            cf_base%d[tid] = off[%d];\n", i, i);
-        cf_strbuf_printf(&b, "        }\n        __syncthreads();\n");
-        for (int i = 0; i < nops; i++) {
-            if (p->kind[i] != 'G' || (i >= g->nin && !p->load_output[i]))
-                continue;
-            int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
-            cf_strbuf_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, true, O>(cf_smem + %lld, "
-                          "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
-                      (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
-                      (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
-        }
-        cf_strbuf_printf(&b, "        __syncthreads();\n        if (active) {\n");
-    } else {
-        cf_strbuf_printf(&b, "    const I step = (I)gridDim.x * blockDim.x;\n"
-                      "    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
-                      "        O off[%d];\n"
-                      "        cf_gu_offsets<%d, %d, I, O>(i, p.h, p.op, off);\n"
-                      "        {\n",
-                  nops, nd, nops);
     }
-    /* the body's arguments */
-    const char *ind = "            ";
+    cf_strbuf_printf(&b, "#define CF_GU_OPS(F)");
     for (int i = 0; i < nops; i++) {
-        const char *lt = cf_dtype_ctype(l->types[i]);
         char k = p->kind[i];
-        int c = p->core_ndim[i];
-        if (k == 'S')
-            continue;
-        if (k == 'V') {
-            const char *st = cf_dtype_ctype(mem_dtype[i]);
-            if (mem_dtype[i] == l->types[i])
-                cf_strbuf_printf(&b, "%sconst %s a%d = *(const %s *)(p.op[%d].ptr + off[%d]);\n", ind, lt,
-                          i, st, i, i);
-            else
-                cf_strbuf_printf(&b, "%sconst %s a%d = cf_cast<%s>(*(const %s *)(p.op[%d].ptr + off[%d]));\n",
-                          ind, lt, i, lt, st, i, i);
-            continue;
-        }
-        cf_strbuf_printf(&b, "%scf_array_ref<%s, %d> a%d;\n", ind, lt, c, i);
-        if (k == 'R') {
-            cf_strbuf_printf(&b, "%sa%d.data = (char *)&v%d;\n%sa%d.shape[0] = 1;\n%sa%d.strides[0] = "
-                          "sizeof(%s);\n", ind, i, i, ind, i, ind, i, lt);
-        } else if (k == 'A') {
-            cf_strbuf_printf(&b, "%sa%d.data = (char *)(p.op[%d].ptr + off[%d]);\n", ind, i, i, i);
-            for (int d = 0; d < c; d++)
-                cf_strbuf_printf(&b, "%sa%d.shape[%d] = p.op[%d].core_shape[%d];\n"
-                              "%sa%d.strides[%d] = p.op[%d].core_strides[%d];\n",
-                          ind, i, d, i, d, ind, i, d, i, d);
-        } else { /* 'G', 'U': constant shapes and compact strides */
-            if (k == 'G')
-                cf_strbuf_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld + tid * %lldu);\n", ind, i,
-                          (long long)p->smem_offset[i], (long long)p->pitch[i]);
-            else
-                cf_strbuf_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld);\n", ind, i,
-                          (long long)p->smem_offset[i]);
-            int64_t acc = (int64_t)cf_dtype_size(l->types[i]);
-            for (int d = c - 1; d >= 0; d--) {
-                cf_strbuf_printf(&b, "%sa%d.shape[%d] = %lldLL;\n%sa%d.strides[%d] = %lldLL;\n", ind, i,
-                          d, (long long)p->core_shape[i][d], ind, i, d, (long long)acc);
-                acc *= p->core_shape[i][d];
-            }
-        }
+        int by_value = k == 'S' || k == 'R' || k == 'V';
+        cf_dtype mem = by_value ? mem_dtype[i] : l->types[i];
+        cf_strbuf_printf(&b, " \\\n    F(%d, %c, %c, %d, %s, %s, %d)", i, k, i < g->nin ? 'I' : 'O',
+                         p->core_ndim[i], cf_dtype_ctype(l->types[i]), cf_dtype_ctype(mem),
+                         k == 'V' && mem != l->types[i]);
     }
-    cf_strbuf_printf(&b, "%s%s(", ind, l->fn.fn_name);
-    for (int i = 0; i < nops; i++)
-        cf_strbuf_printf(&b, "%s%c%d", i ? ", " : "", p->kind[i] == 'S' ? 'v' : 'a', i);
-    cf_strbuf_printf(&b, ");\n        }\n");
-    if (p->staged) {
-        int any_out = 0;
-        for (int i = g->nin; i < nops; i++)
-            any_out |= p->kind[i] == 'G';
-        if (any_out) {
-            cf_strbuf_printf(&b, "        __syncthreads();\n");
-            for (int i = g->nin; i < nops; i++) {
-                if (p->kind[i] != 'G')
-                    continue;
-                int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
-                cf_strbuf_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, false, O>(cf_smem + %lld, "
-                              "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
-                          (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
-                          (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
-            }
-        }
-        cf_strbuf_printf(&b, "        __syncthreads();\n");
-    }
-    cf_strbuf_printf(&b, "    }\n}\n");
+    cf_strbuf_printf(&b, "\n#include \"cufunc/gu_kernel.cuh\"\n");
     if (b.failed) {
         cf_free(b.s);
         return CF_ERR_NOMEM;
