@@ -187,11 +187,10 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
     if (!g || !types || !arg_ndim || !source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_add_loop: NULL argument");
     int nargs = g->nin + g->nout;
+    cf_status st = cf_loops_check_types(types, nargs);
+    if (st)
+        return st;
     for (int i = 0; i < nargs; i++) {
-        if (!cf_dtype_valid(types[i]))
-            return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i + 1);
-        if (types[i] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
         int c = g->layout.ndims[i], k = arg_ndim[i];
         int is_out = i >= g->nin;
         if (k == 0 && c == 0 && !is_out)
@@ -215,37 +214,21 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
                             "has %d core dimension%s in the layout %s", g->name, i + 1, k, c,
                             c == 1 ? "" : "s", g->signature);
     }
-    for (int l = 0; l < g->nloops; l++)
-        if (memcmp(g->loops[l].types, types, (size_t)g->nin * sizeof(cf_dtype)) == 0)
-            return cf_error_set(CF_ERR_INVALID, "gufunc '%s' already has a loop for these input "
-                                "types", g->name);
+    st = cf_loops_check_new("gufunc", g->name, g->nloops ? g->loops[0].types : NULL,
+                            sizeof(gu_loop), g->nloops, g->nin, types);
+    if (st)
+        return st;
     gu_loop l;
     memset(&l, 0, sizeof l);
     memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
     memcpy(l.arg_ndim, arg_ndim, (size_t)nargs * sizeof(int));
-    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
+    st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
+    if (!st)
+        st = cf_loops_append(&g->loops, &g->nloops, &g->loops_cap, sizeof l, &l, &g->lock,
+                             index);
     if (st)
-        return st;
-    pthread_mutex_lock(&g->lock);
-    if (g->nloops == g->loops_cap) {
-        int cap = g->loops_cap ? 2 * g->loops_cap : 4;
-        gu_loop *grown = cf_realloc(g->loops, (size_t)cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&g->lock);
-            goto fail;
-        }
-        g->loops = grown;
-        g->loops_cap = cap;
-    }
-    g->loops[g->nloops] = l;
-    int idx = g->nloops++;
-    pthread_mutex_unlock(&g->lock);
-    if (index)
-        *index = idx;
-    return CF_OK;
-fail:
-    loop_clear(&l);
-    return CF_ERR_NOMEM;
+        loop_clear(&l);
+    return st;
 }
 
 /* ---- loop resolution ---------------------------------------------------------------------- */
@@ -584,6 +567,84 @@ static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_pl
     }
 }
 
+/* Operand i of a launch: its kind ('S', 'R', 'V' or 'A'; staging comes later), its core view, and
+ * for an array the loop part of its view (*loop_view, *is_array = 1), after the checks of its
+ * dimensions and dtype against the bound shapes and the loop. */
+static cf_status plan_operand(const cf_gufunc *g, const gu_loop *l, const cf_operand *ops, int i,
+                              const cf_gufunc_shapes *sh, cf_gufunc_plan *p, cf_array *loop_view,
+                              int *is_array)
+{
+    const cf_layout *L = &g->layout;
+    int is_out = i >= g->nin, c = L->ndims[i];
+    if (ops[i].is_scalar) {
+        if (is_out)
+            return cf_error_set(CF_ERR_INVALID, "%s: output argument %d must be an array",
+                                g->name, i + 1);
+        if (c != 0)
+            return cf_error_set(CF_ERR_INVALID, "%s: input argument %d does not have enough "
+                                "dimensions (has 0, gufunc core with signature %s requires %d)",
+                                g->name, i + 1, g->signature, c);
+        if (!cf_dtype_valid(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16)
+            return cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
+                                g->name, i + 1);
+        p->kind[i] = l->arg_ndim[i] == 0 ? 'S' : 'R';
+        p->core_ndim[i] = l->arg_ndim[i] == 0 ? 0 : 1;
+        p->core_shape[i][0] = 1;
+        p->core_strides[i][0] = (int64_t)cf_dtype_size(l->types[i]);
+        return CF_OK;
+    }
+    const cf_array *a = &ops[i].array;
+    if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16)
+        return cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
+                            "not support", g->name, i + 1, cf_dtype_name(a->dtype));
+    int nl = a->ndim - c;
+    if (nl < 0 || nl > sh->loop_ndim || (is_out && nl != sh->loop_ndim))
+        return cf_error_set(CF_ERR_INVALID, "%s: argument %d has %d dimensions, which do not "
+                            "fit %d loop and %d core dimensions", g->name, i + 1, a->ndim,
+                            sh->loop_ndim, c);
+    for (int k = 0; k < c; k++)
+        if (a->shape[nl + k] != sh->dim_size[L->dim[i][k]])
+            return cf_error_set(CF_ERR_INVALID, "%s: argument %d: core dimension %d has size "
+                                "%lld, bound to %lld", g->name, i + 1, k,
+                                (long long)a->shape[nl + k],
+                                (long long)sh->dim_size[L->dim[i][k]]);
+    if (is_out)
+        for (int k = 0; k < nl; k++)
+            if (a->shape[k] != sh->loop_shape[k])
+                return cf_error_set(CF_ERR_INVALID, "%s: output argument %d does not have the "
+                                    "loop's shape", g->name, i + 1);
+    if (l->arg_ndim[i] == 0) {
+        p->kind[i] = 'V';
+    } else {
+        if (a->dtype != l->types[i])
+            return cf_error_set(CF_ERR_TYPE, "%s: argument %d has dtype %s but the loop takes "
+                                "%s arrays", g->name, i + 1, cf_dtype_name(a->dtype),
+                                cf_dtype_name(l->types[i]));
+        p->kind[i] = 'A';
+        if (c == 0) {
+            p->core_ndim[i] = 1;
+            p->core_shape[i][0] = 1;
+            p->core_strides[i][0] = (int64_t)cf_dtype_size(a->dtype);
+        } else {
+            p->core_ndim[i] = c;
+            for (int k = 0; k < c; k++) {
+                p->core_shape[i][k] = a->shape[nl + k];
+                p->core_strides[i][k] = a->strides[nl + k];
+            }
+        }
+    }
+    loop_view->data = a->data;
+    loop_view->dtype = a->dtype;
+    loop_view->ndim = nl;
+    loop_view->device = a->device;
+    for (int k = 0; k < nl; k++) {
+        loop_view->shape[k] = a->shape[k];
+        loop_view->strides[k] = a->strides[k];
+    }
+    *is_array = 1;
+    return CF_OK;
+}
+
 cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *ops,
                                 const cf_gufunc_shapes *sh, unsigned fresh_outputs,
                                 cf_gufunc_plan *p)
@@ -594,7 +655,6 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_plan_launch: bad loop ndim %d",
                             sh->loop_ndim);
     const gu_loop *l = &g->loops[loop];
-    const cf_layout *L = &g->layout;
     int nops = g->nin + g->nout;
     memset(p, 0, sizeof *p);
     p->nops = nops;
@@ -616,91 +676,13 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
         goto done;
     }
     for (int i = 0; i < nops; i++) {
-        int is_out = i >= g->nin, c = L->ndims[i];
         plan_of[i] = -1;
-        if (ops[i].is_scalar) {
-            if (is_out) {
-                st = cf_error_set(CF_ERR_INVALID, "%s: output argument %d must be an array",
-                                  g->name, i + 1);
-                goto done;
-            }
-            if (c != 0) {
-                st = cf_error_set(CF_ERR_INVALID, "%s: input argument %d does not have enough "
-                                  "dimensions (has 0, gufunc core with signature %s requires %d)",
-                                  g->name, i + 1, g->signature, c);
-                goto done;
-            }
-            if (!cf_dtype_valid(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16) {
-                st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
-                                  g->name, i + 1);
-                goto done;
-            }
-            p->kind[i] = l->arg_ndim[i] == 0 ? 'S' : 'R';
-            p->core_ndim[i] = l->arg_ndim[i] == 0 ? 0 : 1;
-            p->core_shape[i][0] = 1;
-            p->core_strides[i][0] = (int64_t)cf_dtype_size(l->types[i]);
-            continue;
-        }
-        const cf_array *a = &ops[i].array;
-        if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16) {
-            st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
-                              "not support", g->name, i + 1, cf_dtype_name(a->dtype));
+        int is_array = 0;
+        st = plan_operand(g, l, ops, i, sh, p, &loop_views[np], &is_array);
+        if (st)
             goto done;
-        }
-        int nl = a->ndim - c;
-        if (nl < 0 || nl > sh->loop_ndim || (is_out && nl != sh->loop_ndim)) {
-            st = cf_error_set(CF_ERR_INVALID, "%s: argument %d has %d dimensions, which do not "
-                              "fit %d loop and %d core dimensions", g->name, i + 1, a->ndim,
-                              sh->loop_ndim, c);
-            goto done;
-        }
-        for (int k = 0; k < c; k++)
-            if (a->shape[nl + k] != sh->dim_size[L->dim[i][k]]) {
-                st = cf_error_set(CF_ERR_INVALID, "%s: argument %d: core dimension %d has size "
-                                  "%lld, bound to %lld", g->name, i + 1, k,
-                                  (long long)a->shape[nl + k],
-                                  (long long)sh->dim_size[L->dim[i][k]]);
-                goto done;
-            }
-        if (is_out)
-            for (int k = 0; k < nl; k++)
-                if (a->shape[k] != sh->loop_shape[k]) {
-                    st = cf_error_set(CF_ERR_INVALID, "%s: output argument %d does not have the "
-                                      "loop's shape", g->name, i + 1);
-                    goto done;
-                }
-        if (l->arg_ndim[i] == 0) {
-            p->kind[i] = 'V';
-        } else {
-            if (a->dtype != l->types[i]) {
-                st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has dtype %s but the loop takes "
-                                  "%s arrays", g->name, i + 1, cf_dtype_name(a->dtype),
-                                  cf_dtype_name(l->types[i]));
-                goto done;
-            }
-            p->kind[i] = 'A';
-            if (c == 0) {
-                p->core_ndim[i] = 1;
-                p->core_shape[i][0] = 1;
-                p->core_strides[i][0] = (int64_t)cf_dtype_size(a->dtype);
-            } else {
-                p->core_ndim[i] = c;
-                for (int k = 0; k < c; k++) {
-                    p->core_shape[i][k] = a->shape[nl + k];
-                    p->core_strides[i][k] = a->strides[nl + k];
-                }
-            }
-        }
-        cf_array *v = &loop_views[np];
-        v->data = a->data;
-        v->dtype = a->dtype;
-        v->ndim = nl;
-        v->device = a->device;
-        for (int k = 0; k < nl; k++) {
-            v->shape[k] = a->shape[k];
-            v->strides[k] = a->strides[k];
-        }
-        plan_of[i] = np++;
+        if (is_array)
+            plan_of[i] = np++;
     }
     st = cf_plan_elementwise(pl, np, loop_views, sh->loop_ndim, sh->loop_shape);
     if (st)

@@ -31,13 +31,8 @@ typedef struct cf_gu_operand {
 #define CF_GU_HEADER_BYTES (8 * (2 + CF_GU_LOOP_NDIM + 3 * CF_GU_LOOP_NDIM))
 #define CF_GU_OPERAND_BYTES (8 * (1 + CF_GU_LOOP_NDIM + 2 * CF_GU_CORE_NDIM + 2))
 
-#ifdef __cplusplus
-static_assert(sizeof(cf_gu_header) == CF_GU_HEADER_BYTES, "cf_gu_header layout");
-static_assert(sizeof(cf_gu_operand) == CF_GU_OPERAND_BYTES, "cf_gu_operand layout");
-#else
-_Static_assert(sizeof(cf_gu_header) == CF_GU_HEADER_BYTES, "cf_gu_header layout");
-_Static_assert(sizeof(cf_gu_operand) == CF_GU_OPERAND_BYTES, "cf_gu_operand layout");
-#endif
+CF_KA_LAYOUT(cf_gu_header, CF_GU_HEADER_BYTES);
+CF_KA_LAYOUT(cf_gu_operand, CF_GU_OPERAND_BYTES);
 
 #ifdef __CUDACC__
 #include "cufunc/device.cuh"
