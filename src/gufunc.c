@@ -1,7 +1,9 @@
 /* gufunc.c: the generalized-ufunc engine (include/cufunc/gufunc.h): loops, shape binding, launch
- * planning, kernel generation and launch.
+ * planning, kernel sources and launch.
  *
- * Two shapes of kernel, generated as CUDA C text per specialisation key:
+ * The kernel is templates/cufunc/gu_kernel.cuh; the source of a specialisation key defines the key
+ * as macros (each operand's kind, types and core ndim, each staged operand's shared layout, the
+ * launch's constants) and includes it (generate). Two shapes of kernel:
  *   - direct: one thread per loop iteration in a grid-stride loop; each thread builds its
  *     operands' core views (cf_array_ref) from the operand's base pointer, its loop offsets and the
  *     core strides, and calls the body.

@@ -1,6 +1,6 @@
 /* cufunc/gufunc.cuh: the kernel parameters of gufunc launches, shared by the host (src/gufunc.c,
  * C11) and the generated kernels (CUDA C++ under NVRTC) so the layouts cannot drift, and the device
- * helpers those kernels share. Every field is 8 bytes or a multiple: no padding on either side;
+ * helpers of the kernel (gu_kernel.cuh, which includes this file). Every field is 8 bytes or a multiple: no padding on either side;
  * both check the sizes with static asserts.
  *
  * A launch passes one `cf_gu_header` then one `cf_gu_operand` per operand (inputs, then outputs) as
