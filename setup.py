@@ -61,8 +61,14 @@ class BuildExt(build_ext):
         super().run()
 
     def build_extensions(self):
+        # the extension is relinked when the core library changed (a change in src/ or templates/
+        # alone left the old .so in place: build_ext compares only the extension's own sources)
+        clib = self.get_finalized_command("build_clib")
+        lib = os.path.join(clib.build_temp if clib.build_clib is None else clib.build_clib,
+                           self.compiler.library_filename("cufunc_core"))
         for ext in self.extensions:
             ext.include_dirs += build_flags()
+            ext.depends = list(ext.depends) + [lib]
         super().build_extensions()
 
 

@@ -1,7 +1,9 @@
 /* gufunc.c: the generalized-ufunc engine (include/cufunc/gufunc.h): loops, shape binding, launch
- * planning, kernel generation and launch.
+ * planning, kernel sources and launch.
  *
- * Two shapes of kernel, generated as CUDA C text per specialisation key:
+ * The kernel is templates/cufunc/gu_kernel.cuh; the source of a specialisation key defines the key
+ * as macros (each operand's kind, types and core ndim, each staged operand's shared layout, the
+ * launch's constants) and includes it (generate). Two shapes of kernel:
  *   - direct: one thread per loop iteration in a grid-stride loop; each thread builds its
  *     operands' core views (cf_array_ref) from the operand's base pointer, its loop offsets and the
  *     core strides, and calls the body.
@@ -187,11 +189,10 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
     if (!g || !types || !arg_ndim || !source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_add_loop: NULL argument");
     int nargs = g->nin + g->nout;
+    cf_status st = cf_loops_check_types(types, nargs);
+    if (st)
+        return st;
     for (int i = 0; i < nargs; i++) {
-        if (!cf_dtype_valid(types[i]))
-            return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i + 1);
-        if (types[i] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
         int c = g->layout.ndims[i], k = arg_ndim[i];
         int is_out = i >= g->nin;
         if (k == 0 && c == 0 && !is_out)
@@ -215,37 +216,21 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
                             "has %d core dimension%s in the layout %s", g->name, i + 1, k, c,
                             c == 1 ? "" : "s", g->signature);
     }
-    for (int l = 0; l < g->nloops; l++)
-        if (memcmp(g->loops[l].types, types, (size_t)g->nin * sizeof(cf_dtype)) == 0)
-            return cf_error_set(CF_ERR_INVALID, "gufunc '%s' already has a loop for these input "
-                                "types", g->name);
+    st = cf_loops_check_new("gufunc", g->name, g->nloops ? g->loops[0].types : NULL,
+                            sizeof(gu_loop), g->nloops, g->nin, types);
+    if (st)
+        return st;
     gu_loop l;
     memset(&l, 0, sizeof l);
     memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
     memcpy(l.arg_ndim, arg_ndim, (size_t)nargs * sizeof(int));
-    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
+    st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
+    if (!st)
+        st = cf_loops_append(&g->loops, &g->nloops, &g->loops_cap, sizeof l, &l, &g->lock,
+                             index);
     if (st)
-        return st;
-    pthread_mutex_lock(&g->lock);
-    if (g->nloops == g->loops_cap) {
-        int cap = g->loops_cap ? 2 * g->loops_cap : 4;
-        gu_loop *grown = cf_realloc(g->loops, (size_t)cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&g->lock);
-            goto fail;
-        }
-        g->loops = grown;
-        g->loops_cap = cap;
-    }
-    g->loops[g->nloops] = l;
-    int idx = g->nloops++;
-    pthread_mutex_unlock(&g->lock);
-    if (index)
-        *index = idx;
-    return CF_OK;
-fail:
-    loop_clear(&l);
-    return CF_ERR_NOMEM;
+        loop_clear(&l);
+    return st;
 }
 
 /* ---- loop resolution ---------------------------------------------------------------------- */
@@ -584,6 +569,84 @@ static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_pl
     }
 }
 
+/* Operand i of a launch: its kind ('S', 'R', 'V' or 'A'; staging comes later), its core view, and
+ * for an array the loop part of its view (*loop_view, *is_array = 1), after the checks of its
+ * dimensions and dtype against the bound shapes and the loop. */
+static cf_status plan_operand(const cf_gufunc *g, const gu_loop *l, const cf_operand *ops, int i,
+                              const cf_gufunc_shapes *sh, cf_gufunc_plan *p, cf_array *loop_view,
+                              int *is_array)
+{
+    const cf_layout *L = &g->layout;
+    int is_out = i >= g->nin, c = L->ndims[i];
+    if (ops[i].is_scalar) {
+        if (is_out)
+            return cf_error_set(CF_ERR_INVALID, "%s: output argument %d must be an array",
+                                g->name, i + 1);
+        if (c != 0)
+            return cf_error_set(CF_ERR_INVALID, "%s: input argument %d does not have enough "
+                                "dimensions (has 0, gufunc core with signature %s requires %d)",
+                                g->name, i + 1, g->signature, c);
+        if (!cf_dtype_valid(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16)
+            return cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
+                                g->name, i + 1);
+        p->kind[i] = l->arg_ndim[i] == 0 ? 'S' : 'R';
+        p->core_ndim[i] = l->arg_ndim[i] == 0 ? 0 : 1;
+        p->core_shape[i][0] = 1;
+        p->core_strides[i][0] = (int64_t)cf_dtype_size(l->types[i]);
+        return CF_OK;
+    }
+    const cf_array *a = &ops[i].array;
+    if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16)
+        return cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
+                            "not support", g->name, i + 1, cf_dtype_name(a->dtype));
+    int nl = a->ndim - c;
+    if (nl < 0 || nl > sh->loop_ndim || (is_out && nl != sh->loop_ndim))
+        return cf_error_set(CF_ERR_INVALID, "%s: argument %d has %d dimensions, which do not "
+                            "fit %d loop and %d core dimensions", g->name, i + 1, a->ndim,
+                            sh->loop_ndim, c);
+    for (int k = 0; k < c; k++)
+        if (a->shape[nl + k] != sh->dim_size[L->dim[i][k]])
+            return cf_error_set(CF_ERR_INVALID, "%s: argument %d: core dimension %d has size "
+                                "%lld, bound to %lld", g->name, i + 1, k,
+                                (long long)a->shape[nl + k],
+                                (long long)sh->dim_size[L->dim[i][k]]);
+    if (is_out)
+        for (int k = 0; k < nl; k++)
+            if (a->shape[k] != sh->loop_shape[k])
+                return cf_error_set(CF_ERR_INVALID, "%s: output argument %d does not have the "
+                                    "loop's shape", g->name, i + 1);
+    if (l->arg_ndim[i] == 0) {
+        p->kind[i] = 'V';
+    } else {
+        if (a->dtype != l->types[i])
+            return cf_error_set(CF_ERR_TYPE, "%s: argument %d has dtype %s but the loop takes "
+                                "%s arrays", g->name, i + 1, cf_dtype_name(a->dtype),
+                                cf_dtype_name(l->types[i]));
+        p->kind[i] = 'A';
+        if (c == 0) {
+            p->core_ndim[i] = 1;
+            p->core_shape[i][0] = 1;
+            p->core_strides[i][0] = (int64_t)cf_dtype_size(a->dtype);
+        } else {
+            p->core_ndim[i] = c;
+            for (int k = 0; k < c; k++) {
+                p->core_shape[i][k] = a->shape[nl + k];
+                p->core_strides[i][k] = a->strides[nl + k];
+            }
+        }
+    }
+    loop_view->data = a->data;
+    loop_view->dtype = a->dtype;
+    loop_view->ndim = nl;
+    loop_view->device = a->device;
+    for (int k = 0; k < nl; k++) {
+        loop_view->shape[k] = a->shape[k];
+        loop_view->strides[k] = a->strides[k];
+    }
+    *is_array = 1;
+    return CF_OK;
+}
+
 cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *ops,
                                 const cf_gufunc_shapes *sh, unsigned fresh_outputs,
                                 cf_gufunc_plan *p)
@@ -594,7 +657,6 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_plan_launch: bad loop ndim %d",
                             sh->loop_ndim);
     const gu_loop *l = &g->loops[loop];
-    const cf_layout *L = &g->layout;
     int nops = g->nin + g->nout;
     memset(p, 0, sizeof *p);
     p->nops = nops;
@@ -616,91 +678,13 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
         goto done;
     }
     for (int i = 0; i < nops; i++) {
-        int is_out = i >= g->nin, c = L->ndims[i];
         plan_of[i] = -1;
-        if (ops[i].is_scalar) {
-            if (is_out) {
-                st = cf_error_set(CF_ERR_INVALID, "%s: output argument %d must be an array",
-                                  g->name, i + 1);
-                goto done;
-            }
-            if (c != 0) {
-                st = cf_error_set(CF_ERR_INVALID, "%s: input argument %d does not have enough "
-                                  "dimensions (has 0, gufunc core with signature %s requires %d)",
-                                  g->name, i + 1, g->signature, c);
-                goto done;
-            }
-            if (!cf_dtype_valid(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16) {
-                st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
-                                  g->name, i + 1);
-                goto done;
-            }
-            p->kind[i] = l->arg_ndim[i] == 0 ? 'S' : 'R';
-            p->core_ndim[i] = l->arg_ndim[i] == 0 ? 0 : 1;
-            p->core_shape[i][0] = 1;
-            p->core_strides[i][0] = (int64_t)cf_dtype_size(l->types[i]);
-            continue;
-        }
-        const cf_array *a = &ops[i].array;
-        if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16) {
-            st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
-                              "not support", g->name, i + 1, cf_dtype_name(a->dtype));
+        int is_array = 0;
+        st = plan_operand(g, l, ops, i, sh, p, &loop_views[np], &is_array);
+        if (st)
             goto done;
-        }
-        int nl = a->ndim - c;
-        if (nl < 0 || nl > sh->loop_ndim || (is_out && nl != sh->loop_ndim)) {
-            st = cf_error_set(CF_ERR_INVALID, "%s: argument %d has %d dimensions, which do not "
-                              "fit %d loop and %d core dimensions", g->name, i + 1, a->ndim,
-                              sh->loop_ndim, c);
-            goto done;
-        }
-        for (int k = 0; k < c; k++)
-            if (a->shape[nl + k] != sh->dim_size[L->dim[i][k]]) {
-                st = cf_error_set(CF_ERR_INVALID, "%s: argument %d: core dimension %d has size "
-                                  "%lld, bound to %lld", g->name, i + 1, k,
-                                  (long long)a->shape[nl + k],
-                                  (long long)sh->dim_size[L->dim[i][k]]);
-                goto done;
-            }
-        if (is_out)
-            for (int k = 0; k < nl; k++)
-                if (a->shape[k] != sh->loop_shape[k]) {
-                    st = cf_error_set(CF_ERR_INVALID, "%s: output argument %d does not have the "
-                                      "loop's shape", g->name, i + 1);
-                    goto done;
-                }
-        if (l->arg_ndim[i] == 0) {
-            p->kind[i] = 'V';
-        } else {
-            if (a->dtype != l->types[i]) {
-                st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has dtype %s but the loop takes "
-                                  "%s arrays", g->name, i + 1, cf_dtype_name(a->dtype),
-                                  cf_dtype_name(l->types[i]));
-                goto done;
-            }
-            p->kind[i] = 'A';
-            if (c == 0) {
-                p->core_ndim[i] = 1;
-                p->core_shape[i][0] = 1;
-                p->core_strides[i][0] = (int64_t)cf_dtype_size(a->dtype);
-            } else {
-                p->core_ndim[i] = c;
-                for (int k = 0; k < c; k++) {
-                    p->core_shape[i][k] = a->shape[nl + k];
-                    p->core_strides[i][k] = a->strides[nl + k];
-                }
-            }
-        }
-        cf_array *v = &loop_views[np];
-        v->data = a->data;
-        v->dtype = a->dtype;
-        v->ndim = nl;
-        v->device = a->device;
-        for (int k = 0; k < nl; k++) {
-            v->shape[k] = a->shape[k];
-            v->strides[k] = a->strides[k];
-        }
-        plan_of[i] = np++;
+        if (is_array)
+            plan_of[i] = np++;
     }
     st = cf_plan_elementwise(pl, np, loop_views, sh->loop_ndim, sh->loop_shape);
     if (st)
@@ -774,151 +758,52 @@ static cf_dtype operand_dtype(const cf_operand *op)
     return op->is_scalar ? op->scalar_dtype : op->array.dtype;
 }
 
+/* The kernel source of a key: the loop's function, then the key as macros and the kernel header
+ * gu_kernel.cuh, which describes them: the operand list CF_GU_OPS (index, kind, role, core ndim,
+ * loop and memory types, whether a by-value element converts), the layout of each staged operand
+ * (CF_GU_STAGE_<i>) and the launch's constants. */
 static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
                           const cf_dtype *mem_dtype, char **out)
 {
     const gu_loop *l = &g->loops[loop];
     int nops = p->nops, nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
-    const char *I = p->index32 ? "unsigned" : "unsigned long long";
-    const char *O = p->index32 ? "int" : "long long";
     cf_strbuf b = {0};
     /* the runtime header first: a loop's source may use it without including it */
-    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n#include \"cufunc/gufunc.cuh\"\n\n"
-                  "struct cf_params { cf_gu_header h; cf_gu_operand op[%d]; };\n\n"
-                  "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                  "cf_gu(const __grid_constant__ cf_params p)\n{\n"
-                  "    typedef %s I;\n    typedef %s O;\n",
-              l->fn.source, nops, p->block_threads, I, O);
-    /* scalar parameters, converted once */
-    for (int i = 0; i < nops; i++) {
-        if (p->kind[i] != 'S' && p->kind[i] != 'R')
-            continue;
-        const char *lt = cf_dtype_ctype(l->types[i]), *st = cf_dtype_ctype(mem_dtype[i]);
-        cf_strbuf_printf(&b, "    %s%s v%d = cf_cast<%s>(*(const %s *)p.op[%d].scalar);\n",
-                  p->kind[i] == 'S' ? "const " : "", lt, i, lt, st, i);
-    }
-    cf_strbuf_printf(&b, "    const I n = (I)p.h.n;\n");
+    cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n\n", l->fn.source);
+    cf_strbuf_printf(&b, "#define CF_GU_FN %s\n#define CF_GU_BLOCK %d\n#define CF_GU_NOPS %d\n"
+                     "#define CF_GU_ND %d\n#define CF_GU_I %s\n#define CF_GU_O %s\n"
+                     "#define CF_GU_TILE %d\n",
+                     l->fn.fn_name, p->block_threads, nops, nd,
+                     p->index32 ? "unsigned" : "unsigned long long",
+                     p->index32 ? "int" : "long long", p->staged ? p->tile : 0);
     if (p->staged) {
-        cf_strbuf_printf(&b, "    __shared__ __align__(16) unsigned char cf_smem[%lld];\n"
-                      "    const unsigned tid = threadIdx.x;\n",
-                  (long long)p->smem_bytes);
-        int64_t base_off[GU_MAX_ARGS];
+        int64_t base_off[GU_MAX_ARGS] = {0};
         cf_gufunc_plan q = *p;
         layout_smem(&q, p->tile, base_off);
-        for (int i = 0; i < nops; i++)
-            if (p->kind[i] == 'G')
-                cf_strbuf_printf(&b, "    O *const cf_base%d = (O *)(cf_smem + %lld);\n", i,
-                          (long long)base_off[i]);
-        /* cores shared by every iteration: staged once */
-        int any_u = 0;
+        cf_strbuf_printf(&b, "#define CF_GU_SMEM %lld\n", (long long)p->smem_bytes);
         for (int i = 0; i < nops; i++) {
-            if (p->kind[i] != 'U')
+            if (p->kind[i] != 'G' && p->kind[i] != 'U')
                 continue;
-            if (!any_u)
-                cf_strbuf_printf(&b, "    const O cf_zero[1] = {0};\n");
-            any_u = 1;
-            cf_strbuf_printf(&b, "    cf_gu_copy<%lld, %lld, %d, 16, true, O>(cf_smem + %lld, "
-                          "p.op[%d].ptr, cf_zero, 1u, tid, %du);\n",
-                      (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
-                      (long long)p->smem_offset[i], i, p->block_threads);
+            int ld = p->kind[i] == 'G' && (i < g->nin || p->load_output[i]);
+            cf_strbuf_printf(&b, "#define CF_GU_STAGE_%d %lld, %lld, %lld, %d, %d, %lld, (", i,
+                             (long long)p->row_bytes[i], (long long)p->pitch[i],
+                             (long long)p->smem_offset[i], p->copy_width[i], ld,
+                             (long long)base_off[i]);
+            for (int d = 0; d < p->core_ndim[i]; d++)
+                cf_strbuf_printf(&b, "%s%lld", d ? ", " : "", (long long)p->core_shape[i][d]);
+            cf_strbuf_printf(&b, ")\n");
         }
-        if (any_u)
-            cf_strbuf_printf(&b, "    __syncthreads();\n");
-        cf_strbuf_printf(&b, "    for (I tile = (I)blockIdx.x * %du; tile < n; tile += (I)gridDim.x * %du) {\n"
-                      "        const unsigned cnt = (unsigned)(n - tile < (I)%d ? n - tile : (I)%d);\n"
-                      "        const bool active = tid < cnt;\n"
-                      "        O off[%d];\n"
-                      "        cf_gu_offsets<%d, %d, I, O>(active ? tile + tid : tile, p.h, p.op, off);\n",
-                  p->tile, p->tile, p->tile, p->tile, nops, nd, nops);
-        cf_strbuf_printf(&b, "        if (tid < %du) {\n", p->tile);
-        for (int i = 0; i < nops; i++)
-            if (p->kind[i] == 'G')
-                cf_strbuf_printf(&b, "            cf_base%d[tid] = off[%d];\n", i, i);
-        cf_strbuf_printf(&b, "        }\n        __syncthreads();\n");
-        for (int i = 0; i < nops; i++) {
-            if (p->kind[i] != 'G' || (i >= g->nin && !p->load_output[i]))
-                continue;
-            int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
-            cf_strbuf_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, true, O>(cf_smem + %lld, "
-                          "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
-                      (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
-                      (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
-        }
-        cf_strbuf_printf(&b, "        __syncthreads();\n        if (active) {\n");
-    } else {
-        cf_strbuf_printf(&b, "    const I step = (I)gridDim.x * blockDim.x;\n"
-                      "    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
-                      "        O off[%d];\n"
-                      "        cf_gu_offsets<%d, %d, I, O>(i, p.h, p.op, off);\n"
-                      "        {\n",
-                  nops, nd, nops);
     }
-    /* the body's arguments */
-    const char *ind = "            ";
+    cf_strbuf_printf(&b, "#define CF_GU_OPS(F)");
     for (int i = 0; i < nops; i++) {
-        const char *lt = cf_dtype_ctype(l->types[i]);
         char k = p->kind[i];
-        int c = p->core_ndim[i];
-        if (k == 'S')
-            continue;
-        if (k == 'V') {
-            const char *st = cf_dtype_ctype(mem_dtype[i]);
-            if (mem_dtype[i] == l->types[i])
-                cf_strbuf_printf(&b, "%sconst %s a%d = *(const %s *)(p.op[%d].ptr + off[%d]);\n", ind, lt,
-                          i, st, i, i);
-            else
-                cf_strbuf_printf(&b, "%sconst %s a%d = cf_cast<%s>(*(const %s *)(p.op[%d].ptr + off[%d]));\n",
-                          ind, lt, i, lt, st, i, i);
-            continue;
-        }
-        cf_strbuf_printf(&b, "%scf_array_ref<%s, %d> a%d;\n", ind, lt, c, i);
-        if (k == 'R') {
-            cf_strbuf_printf(&b, "%sa%d.data = (char *)&v%d;\n%sa%d.shape[0] = 1;\n%sa%d.strides[0] = "
-                          "sizeof(%s);\n", ind, i, i, ind, i, ind, i, lt);
-        } else if (k == 'A') {
-            cf_strbuf_printf(&b, "%sa%d.data = (char *)(p.op[%d].ptr + off[%d]);\n", ind, i, i, i);
-            for (int d = 0; d < c; d++)
-                cf_strbuf_printf(&b, "%sa%d.shape[%d] = p.op[%d].core_shape[%d];\n"
-                              "%sa%d.strides[%d] = p.op[%d].core_strides[%d];\n",
-                          ind, i, d, i, d, ind, i, d, i, d);
-        } else { /* 'G', 'U': constant shapes and compact strides */
-            if (k == 'G')
-                cf_strbuf_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld + tid * %lldu);\n", ind, i,
-                          (long long)p->smem_offset[i], (long long)p->pitch[i]);
-            else
-                cf_strbuf_printf(&b, "%sa%d.data = (char *)(cf_smem + %lld);\n", ind, i,
-                          (long long)p->smem_offset[i]);
-            int64_t acc = (int64_t)cf_dtype_size(l->types[i]);
-            for (int d = c - 1; d >= 0; d--) {
-                cf_strbuf_printf(&b, "%sa%d.shape[%d] = %lldLL;\n%sa%d.strides[%d] = %lldLL;\n", ind, i,
-                          d, (long long)p->core_shape[i][d], ind, i, d, (long long)acc);
-                acc *= p->core_shape[i][d];
-            }
-        }
+        int by_value = k == 'S' || k == 'R' || k == 'V';
+        cf_dtype mem = by_value ? mem_dtype[i] : l->types[i];
+        cf_strbuf_printf(&b, " \\\n    F(%d, %c, %c, %d, %s, %s, %d)", i, k, i < g->nin ? 'I' : 'O',
+                         p->core_ndim[i], cf_dtype_ctype(l->types[i]), cf_dtype_ctype(mem),
+                         k == 'V' && mem != l->types[i]);
     }
-    cf_strbuf_printf(&b, "%s%s(", ind, l->fn.fn_name);
-    for (int i = 0; i < nops; i++)
-        cf_strbuf_printf(&b, "%s%c%d", i ? ", " : "", p->kind[i] == 'S' ? 'v' : 'a', i);
-    cf_strbuf_printf(&b, ");\n        }\n");
-    if (p->staged) {
-        int any_out = 0;
-        for (int i = g->nin; i < nops; i++)
-            any_out |= p->kind[i] == 'G';
-        if (any_out) {
-            cf_strbuf_printf(&b, "        __syncthreads();\n");
-            for (int i = g->nin; i < nops; i++) {
-                if (p->kind[i] != 'G')
-                    continue;
-                int64_t sw = p->pitch[i] % 16 == 0 ? 16 : p->pitch[i] % 8 == 0 ? 8 : 4;
-                cf_strbuf_printf(&b, "        cf_gu_copy<%lld, %lld, %d, %lld, false, O>(cf_smem + %lld, "
-                              "p.op[%d].ptr, cf_base%d, cnt, tid, %du);\n",
-                          (long long)p->row_bytes[i], (long long)p->pitch[i], p->copy_width[i],
-                          (long long)sw, (long long)p->smem_offset[i], i, i, p->block_threads);
-            }
-        }
-        cf_strbuf_printf(&b, "        __syncthreads();\n");
-    }
-    cf_strbuf_printf(&b, "    }\n}\n");
+    cf_strbuf_printf(&b, "\n#include \"cufunc/gu_kernel.cuh\"\n");
     if (b.failed) {
         cf_free(b.s);
         return CF_ERR_NOMEM;

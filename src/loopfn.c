@@ -227,3 +227,49 @@ cf_status cf_loops_no_match(const char *what, const char *name, const cf_dtype *
     cf_free(m.s);
     return st;
 }
+
+cf_status cf_loops_check_types(const cf_dtype *types, int nargs)
+{
+    for (int i = 0; i < nargs; i++) {
+        if (!cf_dtype_valid(types[i]))
+            return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i + 1);
+        if (types[i] == CF_FLOAT16)
+            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
+    }
+    return CF_OK;
+}
+
+cf_status cf_loops_check_new(const char *what, const char *name, const cf_dtype *first,
+                             size_t stride, int nloops, int nin, const cf_dtype *types)
+{
+    for (int l = 0; l < nloops; l++)
+        if (memcmp(row(first, stride, l), types, (size_t)nin * sizeof(cf_dtype)) == 0)
+            return cf_error_set(CF_ERR_INVALID, "%s '%s' already has a loop for these input "
+                                "types", what, name);
+    return CF_OK;
+}
+
+cf_status cf_loops_append(void *array_field, int *n, int *cap, size_t size, const void *loop,
+                          pthread_mutex_t *lock, int *index)
+{
+    pthread_mutex_lock(lock);
+    void *items;
+    memcpy(&items, array_field, sizeof items);
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 4;
+        void *grown = cf_realloc(items, (size_t)c * size);
+        if (!grown) {
+            pthread_mutex_unlock(lock);
+            return CF_ERR_NOMEM;
+        }
+        items = grown;
+        memcpy(array_field, &items, sizeof items);
+        *cap = c;
+    }
+    memcpy((char *)items + (size_t)*n * size, loop, size);
+    int idx = (*n)++;
+    pthread_mutex_unlock(lock);
+    if (index)
+        *index = idx;
+    return CF_OK;
+}

@@ -5,6 +5,7 @@
 #ifndef CF_LOOPFN_H
 #define CF_LOOPFN_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "cufunc/compile.h"
@@ -62,5 +63,20 @@ int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, con
 cf_status cf_loops_no_match(const char *what, const char *name, const cf_dtype *types,
                             size_t stride, int nloops, int nin, int nout, const cf_dtype *in,
                             const unsigned char *weak);
+
+/* Adding a loop, shared by the ufunc and gufunc engines. cf_loops_check_types: each of the nargs
+ * types a valid dtype (CF_ERR_TYPE) other than float16 (CF_ERR_UNSUPPORTED). cf_loops_check_new:
+ * no existing loop has these nin input types (CF_ERR_INVALID, "<what> '<name>' already has a loop
+ * for these input types"). cf_loops_append: copies `loop` (`size` bytes) to the end of the
+ * engine's growable array (`array_field` is the address of its pointer field, e.g. &u->loops,
+ * read and written with memcpy so that any element type fits; *n used, *cap allocated, doubling
+ * from 4), under `lock` so that the array never moves under a thread holding it; *index (may be
+ * NULL) is its index. CF_ERR_NOMEM leaves the array as it was: the caller still owns what `loop`
+ * holds. */
+cf_status cf_loops_check_types(const cf_dtype *types, int nargs);
+cf_status cf_loops_check_new(const char *what, const char *name, const cf_dtype *first,
+                             size_t stride, int nloops, int nin, const cf_dtype *types);
+cf_status cf_loops_append(void *array_field, int *n, int *cap, size_t size, const void *loop,
+                          pthread_mutex_t *lock, int *index);
 
 #endif

@@ -191,37 +191,22 @@ cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const ch
     if (!u || !types || !source || !fn_name || noptions < 0 || (noptions && !options))
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_add_loop: NULL argument");
     int nargs = u->nin + u->nout;
-    for (int i = 0; i < nargs; i++) {
-        if (!cf_dtype_valid(types[i]))
-            return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i);
-        if (types[i] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
-    }
-    for (int l = 0; l < u->nloops; l++)
-        if (memcmp(u->loops[l].types, types, (size_t)u->nin * sizeof(cf_dtype)) == 0)
-            return cf_error_set(CF_ERR_INVALID, "ufunc '%s' already has a loop for these input "
-                                "types", u->name);
-    if (u->nloops == u->loops_cap) {
-        int cap = u->loops_cap ? 2 * u->loops_cap : 4;
-        uf_loop *grown = cf_realloc(u->loops, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return CF_ERR_NOMEM;
-        u->loops = grown;
-        u->loops_cap = cap;
-    }
+    cf_status st = cf_loops_check_types(types, nargs);
+    if (!st)
+        st = cf_loops_check_new("ufunc", u->name, u->nloops ? u->loops[0].types : NULL,
+                                sizeof(uf_loop), u->nloops, u->nin, types);
+    if (st)
+        return st;
     uf_loop l;
     memset(&l, 0, sizeof l);
     memcpy(l.types, types, (size_t)nargs * sizeof(cf_dtype));
-    cf_status st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
+    st = cf_loop_fn_init(&l.fn, source, fn_name, options, noptions, globals, nglobals);
+    if (!st)
+        st = cf_loops_append(&u->loops, &u->nloops, &u->loops_cap, sizeof l, &l, &u->lock,
+                             index);
     if (st)
-        return st;
-    pthread_mutex_lock(&u->lock);
-    u->loops[u->nloops] = l;
-    int idx = u->nloops++;
-    pthread_mutex_unlock(&u->lock);
-    if (index)
-        *index = idx;
-    return CF_OK;
+        loop_clear(&l);
+    return st;
 }
 
 /* ---- loop resolution (casting rules: dtype.c) ---------------------------------------------------------- */

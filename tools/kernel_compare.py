@@ -11,11 +11,15 @@ global/shared memory instructions by opcode and width.
 
     python tools/kernel_compare.py dump LIB OUTDIR [--reps N]
     python tools/kernel_compare.py compare OLD_LIB NEW_LIB [--reps N] [--keep DIR]
+    python tools/kernel_compare.py cubins OLD_LIB NEW_LIB [--reps N] [--keep DIR] [--families gu,ew,red]
 
 `compare` runs `dump` for each build in a subprocess (each also under CUFUNC_EW_TILE_PIPELINE=0
 for the one-tile-per-block kernel) and prints a table: per key, old/new instruction counts,
 whether the memory instructions are the same multiset, the NVRTC medians and the source sizes.
 Exit status 1 when some key's memory instructions or instruction count differ.
+
+`cubins` needs no cuobjdump: per key it byte-compares the two builds' CUBINs and prints the NVRTC
+medians of the two sources, compiled alternately (exit status 1 when some CUBIN differs).
 """
 import argparse
 import collections
@@ -31,7 +35,7 @@ import tempfile
 import time
 
 MAX_DIMS = 64
-BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, F16, F32, F64 = range(12)
+BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, F16, F32, F64, C8, C16 = range(14)
 # cuobjdump needs nvdisasm beside it or on PATH (pip: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "/usr/local/cuda/bin/cuobjdump")
 
@@ -51,7 +55,7 @@ class GuShapes(C.Structure):
                 ("dim_size", C.c_int64 * 64)]
 
 
-SIZE = {BOOL: 1, INT32: 4, F32: 4, F64: 8}
+SIZE = {BOOL: 1, INT16: 2, INT32: 4, F32: 4, F64: 8, C16: 16}
 CT = {BOOL: "cf_bool", INT32: "cf_int32", F32: "cf_float32", F64: "cf_float64"}
 
 
@@ -138,6 +142,75 @@ __device__ inline void cf_axpy(cf_float32 a, cf_float32 b, cf_array_ref<cf_float
 }
 """)
 
+CMATMUL = ("cf_cmm", """
+__device__ inline void cf_cmm(cf_array_ref<cf_complex128, 2> a, cf_array_ref<cf_complex128, 2> b,
+                              cf_array_ref<cf_complex128, 2> c)
+{
+    for (long long i = 0; i < a.shape[0]; ++i)
+        for (long long j = 0; j < b.shape[1]; ++j) {
+            cf_complex128 s{};
+            for (long long k = 0; k < a.shape[1]; ++k)
+                s = s + *(cf_complex128 *)(a.data + i * a.strides[0] + k * a.strides[1]) *
+                        *(cf_complex128 *)(b.data + k * b.strides[0] + j * b.strides[1]);
+            *(cf_complex128 *)(c.data + i * c.strides[0] + j * c.strides[1]) = s;
+        }
+}
+""")
+MINMAX = ("cf_minmax", """
+__device__ inline void cf_minmax(cf_array_ref<cf_float64, 1> a, cf_array_ref<cf_float64, 1> lo,
+                                 cf_array_ref<cf_float64, 1> hi)
+{
+    cf_float64 l = *(cf_float64 *)a.data, h = l;
+    for (long long i = 1; i < a.shape[0]; ++i) {
+        cf_float64 x = *(cf_float64 *)(a.data + i * a.strides[0]);
+        l = x < l ? x : l;
+        h = x > h ? x : h;
+    }
+    *(cf_float64 *)lo.data = l;
+    *(cf_float64 *)hi.data = h;
+}
+""")
+SUM3 = ("cf_sum3", """
+__device__ inline void cf_sum3(cf_array_ref<cf_float32, 3> a, cf_array_ref<cf_float32, 1> out)
+{
+    cf_float32 s{};
+    for (long long i = 0; i < a.shape[0]; ++i)
+        for (long long j = 0; j < a.shape[1]; ++j)
+            for (long long k = 0; k < a.shape[2]; ++k)
+                s = s + *(cf_float32 *)(a.data + i * a.strides[0] + j * a.strides[1] +
+                                        k * a.strides[2]);
+    *(cf_float32 *)out.data = s;
+}
+""")
+SCALE_ARR = ("cf_scale_arr", """
+__device__ inline void cf_scale_arr(cf_array_ref<cf_float64, 1> x, cf_array_ref<cf_float64, 1> a,
+                                    cf_array_ref<cf_float64, 1> y)
+{
+    for (long long i = 0; i < x.shape[0]; i++)
+        *(cf_float64 *)(y.data + i * y.strides[0]) =
+            *(cf_float64 *)(x.data + i * x.strides[0]) * *(cf_float64 *)a.data;
+}
+""")
+CUMSUM16 = ("cf_cumsum16", """
+__device__ inline void cf_cumsum16(cf_array_ref<cf_int16, 1> x, cf_int16 k, cf_array_ref<cf_int16, 1> y)
+{
+    cf_int16 s = k;
+    for (long long i = 0; i < x.shape[0]; i++) {
+        s = (cf_int16)(s + *(cf_int16 *)(x.data + i * x.strides[0]));
+        *(cf_int16 *)(y.data + i * y.strides[0]) = s;
+    }
+}
+""")
+ANYB = ("cf_anyb", """
+__device__ inline void cf_anyb(cf_array_ref<cf_bool, 1> x, cf_int32 k, cf_array_ref<cf_bool, 1> y)
+{
+    bool r = false;
+    for (long long i = 0; i < x.shape[0] && i < k; i++)
+        r = r || *(cf_bool *)(x.data + i * x.strides[0]);
+    *(cf_bool *)y.data = r;
+}
+""")
+
 ADD = ("cf_add", """
 __device__ inline cf_float32 cf_add(cf_float32 a, cf_float32 b)
 {
@@ -183,7 +256,12 @@ def ew_keys():
 
 
 def gu_keys():
-    """(name, (fn, src), layout, types, arg_ndim, operands)"""
+    """(name, (fn, src), layout, types, arg_ndim, operands[, fresh_outputs])"""
+    big = 1 << 26
+    t4 = [arr(F32, [64, 32, 4, 4]) for _ in range(3)]
+    t4[0].array.strides[0], t4[0].array.strides[1] = 64, 64 * 64  # loop axes that do not merge
+    mis = arr(F32, [4096, 1024])
+    mis.array.data += 4                                            # element copies, not 16 bytes
     return [
         ("gu row-sum (n)->() 4096x1024", ROWSUM, "(n)->()", [F32, F32], [1, 1],
          [arr(F32, [4096, 1024]), arr(F32, [4096])]),
@@ -198,6 +276,31 @@ def gu_keys():
         ("gu unstaged 3-D loop", AXPY, "(),(),(n)->(n)", [F32] * 4, [0, 0, 1, 1],
          [scalar(F32), arr(F32, [8, 9, 10]), arr(F32, [8, 9, 10, 3], [9 * 10 * 8, 80, 8, 2]),
           arr(F32, [8, 9, 10, 3])]),
+        # the keys below: tools/kernel_compare.py cubins (gufunc kernels from templates/)
+        ("gu matmul 4x4 fresh outputs", MATMUL, "(m,n),(n,p)->(m,p)", [F32] * 3, [2, 2, 2],
+         [arr(F32, [1 << 20, 4, 4]), arr(F32, [1 << 20, 4, 4]), arr(F32, [1 << 20, 4, 4])], 1),
+        ("gu matmul 4x4 64-bit offsets", MATMUL, "(m,n),(n,p)->(m,p)", [F32] * 3, [2, 2, 2],
+         [arr(F32, [big, 4, 4]), arr(F32, [4, 4]), arr(F32, [big, 4, 4])], 1),
+        ("gu matmul 2-D loop unmerged", MATMUL, "(m,n),(n,p)->(m,p)", [F32] * 3, [2, 2, 2], t4, 1),
+        ("gu matmul complex128", CMATMUL, "(m,n),(n,p)->(m,p)", [C16] * 3, [2, 2, 2],
+         [arr(C16, [1 << 16, 4, 4]), arr(C16, [1 << 16, 4, 4]), arr(C16, [1 << 16, 4, 4])], 1),
+        ("gu row-sum misaligned rows", ROWSUM, "(n)->()", [F32, F32], [1, 1],
+         [mis, arr(F32, [4096])], 1),
+        ("gu minmax two outputs", MINMAX, "(n)->(),()", [F64] * 3, [1, 1, 1],
+         [arr(F64, [4096, 64]), arr(F64, [4096]), arr(F64, [4096])], 1),
+        ("gu matmul F-order cores, in place", MATMUL, "(m,n),(n,p)->(m,p)", [F32] * 3, [2, 2, 2],
+         [arr(F32, [1 << 16, 4, 4], [1, 1 << 16, 4 << 16]), arr(F32, [4, 4]),
+          arr(F32, [1 << 16, 4, 4], [1, 1 << 16, 4 << 16])], 1),
+        ("gu 3-D core strided, in place", SUM3, "(a,b,c)->()", [F32, F32], [3, 1],
+         [arr(F32, [1024, 4, 4, 8], [512, 128, 32, 2]), arr(F32, [1024])], 1),
+        ("gu 3-D core sum", SUM3, "(a,b,c)->()", [F32, F32], [3, 1],
+         [arr(F32, [1024, 4, 4, 8]), arr(F32, [1024])], 1),
+        ("gu scalar as array, int32 scalar", SCALE_ARR, "(n),()->(n)", [F64] * 3, [1, 1, 1],
+         [arr(F64, [100, 16]), scalar(INT32), arr(F64, [100, 16])], 1),
+        ("gu scalar by value cast, int16 loop", CUMSUM16, "(n),()->(n)", [INT16] * 3, [1, 0, 1],
+         [arr(INT16, [1000, 8]), scalar(INT32), arr(INT16, [1000, 8])], 1),
+        ("gu by-value bool element", ANYB, "(n),()->()", [BOOL, INT32, BOOL], [1, 0, 1],
+         [arr(BOOL, [5000, 40]), arr(F32, [5000]), arr(BOOL, [5000])], 1),
     ]
 
 
@@ -247,7 +350,8 @@ def ew_source(L, key):
 
 
 def gu_source(L, key):
-    name, (fn, src), layout, types, arg_ndim, ops = key
+    name, (fn, src), layout, types, arg_ndim, ops = key[:6]
+    fresh = key[6] if len(key) > 6 else 0
     g = C.c_void_p()
     check(L, L.cf_gufunc_create(b"g", layout.encode(), C.byref(g)), name)
     idx = C.c_int()
@@ -260,7 +364,7 @@ def gu_source(L, key):
     sh = GuShapes()
     check(L, L.cf_gufunc_bind(g, opv, has_out, C.byref(sh)), name)
     out = C.c_char_p()
-    check(L, L.cf_gufunc_kernel_source(g, 0, opv, C.byref(sh), 0, C.byref(out)), name)
+    check(L, L.cf_gufunc_kernel_source(g, 0, opv, C.byref(sh), fresh, C.byref(out)), name)
     s = C.string_at(out).decode()
     L.cf_free_buffer(out)
     L.cf_gufunc_free(g)
@@ -361,6 +465,48 @@ def timing(old, new, base, reps):
     (base / "timing.json").write_text(json.dumps(res, indent=1))
 
 
+def cubins(old, new, reps, keep, families):
+    """Byte-compare the CUBIN each build makes of each key (its own source, its own template
+    bundle), and time the two sources' NVRTC compiles alternately (median of reps each). Needs
+    NVRTC only: no GPU, no cuobjdump. Exit status 1 when some key's CUBINs differ."""
+    la, lb = load(old), load(new)
+    keys = []
+    if "gu" in families:
+        keys += [(k[0], gu_source, k) for k in gu_keys()]
+    if "ew" in families:
+        keys += [(k[0], ew_source, k) for k in ew_keys()]
+    if "red" in families:
+        keys += [(k[0], red_source, k) for k in red_keys()]
+    base = pathlib.Path(keep) if keep else None
+    print("| key | CUBIN old = new | NVRTC ms old / new (median of %d) | source bytes old / new |" % reps)
+    print("|---|---|---|---|")
+    differ, mo, mn = 0, [], []
+    for name, gen, key in keys:
+        sa, sb = gen(la, key), gen(lb, key)
+        ca, ta = compile_cubin(la, sa, 1)
+        cb, tb = compile_cubin(lb, sb, 1)
+        for _ in range(reps - 1):
+            ta += compile_cubin(la, sa, 1)[1]
+            tb += compile_cubin(lb, sb, 1)[1]
+        same = ca == cb
+        differ += not same
+        to, tn = 1e3 * statistics.median(ta), 1e3 * statistics.median(tb)
+        mo.append(to)
+        mn.append(tn)
+        if base:
+            stem = re.sub(r"\W+", "_", name)
+            for tag, src, cub in (("old", sa, ca), ("new", sb, cb)):
+                (base / tag).mkdir(parents=True, exist_ok=True)
+                (base / tag / f"{stem}.cu").write_text(src)
+                (base / tag / f"{stem}.cubin").write_bytes(cub)
+        print(f"| {name} | {'yes' if same else '**no**'} ({len(ca)} / {len(cb)} bytes) | "
+              f"{to:.1f} / {tn:.1f} | {len(sa)} / {len(sb)} |", flush=True)
+    print(f"\n{len(keys) - differ} of {len(keys)} CUBINs identical; NVRTC median over keys: old "
+          f"{statistics.median(mo):.1f} ms, new {statistics.median(mn):.1f} ms; sum old "
+          f"{sum(mo):.0f} ms, new {sum(mn):.0f} ms")
+    return 1 if differ else 0
+
+
 def memstr(m):
     return " ".join(f"{k}x{v}" for k, v in sorted(m.items()))
 
@@ -407,6 +553,12 @@ def main():
     c.add_argument("new")
     c.add_argument("--reps", type=int, default=7)
     c.add_argument("--keep")
+    b = sub.add_parser("cubins")
+    b.add_argument("old")
+    b.add_argument("new")
+    b.add_argument("--reps", type=int, default=7)
+    b.add_argument("--keep")
+    b.add_argument("--families", default="gu", help="comma-separated: gu, ew, red")
     t = sub.add_parser("timing")
     t.add_argument("old")
     t.add_argument("new")
@@ -416,6 +568,8 @@ def main():
     if args.cmd == "timing":
         timing(args.old, args.new, pathlib.Path(args.base), args.reps)
         return 0
+    if args.cmd == "cubins":
+        return cubins(args.old, args.new, args.reps, args.keep, args.families.split(","))
     if args.cmd == "dump":
         dump(args.lib, args.outdir, args.reps)
         return 0

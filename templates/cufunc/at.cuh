@@ -44,11 +44,7 @@ typedef struct cf_at_params {
 } cf_at_params;
 
 #define CF_AT_PARAMS_BYTES (8 * 11)
-#ifdef __cplusplus
-static_assert(sizeof(cf_at_params) == CF_AT_PARAMS_BYTES, "cf_at_params layout");
-#else
-_Static_assert(sizeof(cf_at_params) == CF_AT_PARAMS_BYTES, "cf_at_params layout");
-#endif
+CF_KA_LAYOUT(cf_at_params, CF_AT_PARAMS_BYTES);
 
 #ifdef __CUDACC__
 

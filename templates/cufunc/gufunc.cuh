@@ -1,6 +1,6 @@
 /* cufunc/gufunc.cuh: the kernel parameters of gufunc launches, shared by the host (src/gufunc.c,
  * C11) and the generated kernels (CUDA C++ under NVRTC) so the layouts cannot drift, and the device
- * helpers those kernels share. Every field is 8 bytes or a multiple: no padding on either side;
+ * helpers of the kernel (gu_kernel.cuh, which includes this file). Every field is 8 bytes or a multiple: no padding on either side;
  * both check the sizes with static asserts.
  *
  * A launch passes one `cf_gu_header` then one `cf_gu_operand` per operand (inputs, then outputs) as
@@ -31,13 +31,8 @@ typedef struct cf_gu_operand {
 #define CF_GU_HEADER_BYTES (8 * (2 + CF_GU_LOOP_NDIM + 3 * CF_GU_LOOP_NDIM))
 #define CF_GU_OPERAND_BYTES (8 * (1 + CF_GU_LOOP_NDIM + 2 * CF_GU_CORE_NDIM + 2))
 
-#ifdef __cplusplus
-static_assert(sizeof(cf_gu_header) == CF_GU_HEADER_BYTES, "cf_gu_header layout");
-static_assert(sizeof(cf_gu_operand) == CF_GU_OPERAND_BYTES, "cf_gu_operand layout");
-#else
-_Static_assert(sizeof(cf_gu_header) == CF_GU_HEADER_BYTES, "cf_gu_header layout");
-_Static_assert(sizeof(cf_gu_operand) == CF_GU_OPERAND_BYTES, "cf_gu_operand layout");
-#endif
+CF_KA_LAYOUT(cf_gu_header, CF_GU_HEADER_BYTES);
+CF_KA_LAYOUT(cf_gu_operand, CF_GU_OPERAND_BYTES);
 
 #ifdef __CUDACC__
 #include "cufunc/device.cuh"

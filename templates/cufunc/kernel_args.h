@@ -22,6 +22,14 @@ typedef int64_t cf_ka_i64;
 typedef uint64_t cf_ka_u64;
 #endif
 
+/* A parameter layout's size, checked by both compilers (static_assert in C++ under NVRTC,
+ * _Static_assert in C11): every layout header states its struct sizes this way. */
+#ifdef __cplusplus
+#define CF_KA_LAYOUT(type, bytes) static_assert(sizeof(type) == (bytes), #type " layout")
+#else
+#define CF_KA_LAYOUT(type, bytes) _Static_assert(sizeof(type) == (bytes), #type " layout")
+#endif
+
 /* Coalesced axes a specialised element-wise kernel handles (see include/cufunc/plan.h). */
 #define CF_EW_MAX_NDIM 10
 
@@ -64,14 +72,8 @@ typedef struct cf_ew_flat_operand {
 #define CF_EW_FLAT_HEADER_BYTES 8
 #define CF_EW_FLAT_OPERAND_BYTES 24
 
-#ifdef __cplusplus
-static_assert(sizeof(cf_ew_header) == CF_EW_HEADER_BYTES, "cf_ew_header layout");
-static_assert(sizeof(cf_ew_operand) == CF_EW_OPERAND_BYTES, "cf_ew_operand layout");
-static_assert(sizeof(cf_ew_flat_operand) == CF_EW_FLAT_OPERAND_BYTES, "cf_ew_flat_operand layout");
-#else
-_Static_assert(sizeof(cf_ew_header) == CF_EW_HEADER_BYTES, "cf_ew_header layout");
-_Static_assert(sizeof(cf_ew_operand) == CF_EW_OPERAND_BYTES, "cf_ew_operand layout");
-_Static_assert(sizeof(cf_ew_flat_operand) == CF_EW_FLAT_OPERAND_BYTES, "cf_ew_flat_operand layout");
-#endif
+CF_KA_LAYOUT(cf_ew_header, CF_EW_HEADER_BYTES);
+CF_KA_LAYOUT(cf_ew_operand, CF_EW_OPERAND_BYTES);
+CF_KA_LAYOUT(cf_ew_flat_operand, CF_EW_FLAT_OPERAND_BYTES);
 
 #endif

@@ -71,11 +71,7 @@ typedef struct cf_red_params {
 } cf_red_params;
 
 #define CF_RED_PARAMS_BYTES (8 * (20 + 14 * CF_RED_MAX_NDIM))
-#ifdef __cplusplus
-static_assert(sizeof(cf_red_params) == CF_RED_PARAMS_BYTES, "cf_red_params layout");
-#else
-_Static_assert(sizeof(cf_red_params) == CF_RED_PARAMS_BYTES, "cf_red_params layout");
-#endif
+CF_KA_LAYOUT(cf_red_params, CF_RED_PARAMS_BYTES);
 
 #ifdef __CUDACC__
 #include "cufunc/device.cuh"
@@ -170,28 +166,22 @@ template <class Op> __device__ __forceinline__ void cf_red_fold_before(typename 
  * grow (1, 2, 4, ...), so each step joins two ADJACENT runs of lanes: the order of the operands
  * is kept, and an associative but non-commutative function is combined correctly. (Strides that
  * shrink from 16 would pair lane i with lane i + 16 first: right only for commutative ones.) */
-template <class Op> __device__ __forceinline__ void cf_red_warp(typename Op::T &v, bool &ok)
+/* REV: the same in reverse lane order (lane 31 first): the look-back window, oldest tile in
+ * lane 31. */
+template <class Op, bool REV = false>
+__device__ __forceinline__ void cf_red_warp(typename Op::T &v, bool &ok)
 {
     const unsigned lane = threadIdx.x & 31;
 #pragma unroll
     for (unsigned d = 1; d < 32; d <<= 1) {
         const typename Op::T o = cf_red_shfl_down(v, d);
         const bool ook = __shfl_down_sync(CF_RED_FULL, (int)ok, d) != 0;
-        if (lane + d < 32)
-            cf_red_fold<Op>(v, ok, o, ook);
-    }
-}
-
-/* The same in reverse lane order (lane 31 first): the look-back window, oldest tile in lane 31. */
-template <class Op> __device__ __forceinline__ void cf_red_warp_rev(typename Op::T &v, bool &ok)
-{
-    const unsigned lane = threadIdx.x & 31;
-#pragma unroll
-    for (unsigned d = 1; d < 32; d <<= 1) {
-        const typename Op::T o = cf_red_shfl_down(v, d);
-        const bool ook = __shfl_down_sync(CF_RED_FULL, (int)ok, d) != 0;
-        if (lane + d < 32)
-            cf_red_fold_before<Op>(v, ok, o, ook);
+        if (lane + d < 32) {
+            if (REV)
+                cf_red_fold_before<Op>(v, ok, o, ook);
+            else
+                cf_red_fold<Op>(v, ok, o, ook);
+        }
     }
 }
 
@@ -797,7 +787,7 @@ __device__ __forceinline__ typename Op::T cf_scan_look_back(const cf_red_params 
             bool vok = pred >= first && (m < mstop || lane <= stop);
             if (vok)
                 v = cf_scan_value<T>(p, pred, w[m], flag[m]);
-            cf_red_warp_rev<Op>(v, vok); /* lane 0: the group, oldest tile first */
+            cf_red_warp<Op, true>(v, vok); /* lane 0: the group, oldest tile first */
             if (lane == 0)
                 cf_red_fold_before<Op>(ex, exok, v, vok);
         }

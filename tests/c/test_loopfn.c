@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "testing.h"
+#include "alloc.h"
 #include "loopfn.h"
 
 /* A loop reading a captured float32 table through an extern "C" __constant__ descriptor, the
@@ -537,11 +538,64 @@ static void test_ufunc_reads_a_captured_array(void)
     free(out);
 }
 
+/* The loop-list helpers the ufunc and gufunc engines add loops with (loopfn.h). */
+typedef struct test_loop {
+    cf_dtype types[3];
+    int tag;
+} test_loop;
+
+static void test_loop_list_helpers(void)
+{
+    cf_dtype ok[3] = {CF_FLOAT32, CF_INT64, CF_FLOAT64}, bad[3] = {CF_FLOAT32, (cf_dtype)99, CF_BOOL};
+    cf_dtype half[3] = {CF_FLOAT32, CF_FLOAT16, CF_FLOAT32};
+    CHECK_OK(cf_loops_check_types(ok, 3));
+    CHECK_STATUS(cf_loops_check_types(bad, 3), CF_ERR_TYPE);
+    CHECK_CONTAINS(cf_last_error(), "loop type 2 is not a valid dtype");
+    CHECK_STATUS(cf_loops_check_types(half, 3), CF_ERR_UNSUPPORTED);
+
+    /* appended past the first allocation (4): every loop kept, in order, indices returned */
+    test_loop *loops = NULL;
+    int n = 0, cap = 0, idx = -1;
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    int64_t before = cf_test_alloc_outstanding();
+    for (int k = 0; k < 9; k++) {
+        test_loop l = {{(cf_dtype)(k % CF_NDTYPES), CF_INT32, CF_FLOAT64}, 100 + k};
+        CHECK_OK(cf_loops_check_new("ufunc", "f", loops ? loops[0].types : NULL, sizeof l, n, 1,
+                                    l.types));
+        CHECK_OK(cf_loops_append(&loops, &n, &cap, sizeof l, &l, &lock, &idx));
+        CHECK(idx == k && n == k + 1 && cap >= n);
+    }
+    CHECK(cap == 16);
+    for (int k = 0; k < 9; k++)
+        CHECK(loops[k].tag == 100 + k && loops[k].types[0] == (cf_dtype)(k % CF_NDTYPES));
+    /* the same input types again (only the nin inputs count) */
+    cf_dtype again[3] = {(cf_dtype)3, CF_BOOL, CF_BOOL};
+    CHECK_STATUS(cf_loops_check_new("gufunc", "g", loops[0].types, sizeof *loops, n, 1, again),
+                 CF_ERR_INVALID);
+    CHECK_CONTAINS(cf_last_error(), "gufunc 'g' already has a loop for these input types");
+    /* a failed growth leaves the list as it was */
+    test_loop *keep = loops;
+    int ncap = cap;
+    for (int k = n; k < ncap; k++) {
+        test_loop l = {{CF_BOOL, CF_BOOL, CF_BOOL}, k};
+        CHECK_OK(cf_loops_append(&loops, &n, &cap, sizeof l, &l, &lock, NULL));
+    }
+    test_loop extra = {{CF_BOOL, CF_BOOL, CF_BOOL}, -1};
+    cf_test_fail_alloc_after(1, 0);
+    CHECK_STATUS(cf_loops_append(&loops, &n, &cap, sizeof extra, &extra, &lock, &idx),
+                 CF_ERR_NOMEM);
+    cf_test_fail_alloc_after(0, 0);
+    CHECK(loops == keep && n == ncap && cap == ncap && loops[8].tag == 108);
+    cf_free(loops);
+    CHECK(cf_test_alloc_outstanding() == before);
+}
+
 int main(void)
 {
     RUN(test_record_copies_globals);
     RUN(test_record_rejects_bad_globals);
     RUN(test_record_allocation_failures);
+    RUN(test_loop_list_helpers);
     RUN(test_array_ref_pack);
     RUN(test_wrong_device_is_refused_before_the_gpu);
     RUN(test_engines_take_globals);

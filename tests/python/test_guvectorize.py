@@ -278,22 +278,27 @@ def test_casting_rule():
 def test_kernels_compile_with_nvrtc():
     rng = np.random.default_rng(0)
     cases = [
-        (rowsum, (np.ones((4096, 1024), np.float32),), "cf_gu_copy<4096, 4112, 16, 16, true"),
-        (rowsum, (np.ones((4096, 1024), np.float32)[:, ::2],), "core_strides"),
-        (MATMUL, (np.ones((1 << 16, 4, 4), np.float32),) * 2, "cf_gu_copy<64, 68, 16, 4, false"),
+        (rowsum, (np.ones((4096, 1024), np.float32),), "#define CF_GU_STAGE_0 4096, 4112, 0, 16, 1, "),
+        (rowsum, (np.ones((4096, 1024), np.float32)[:, ::2],), "F(1, A, O, 1, cf_float32, cf_float32, 0)"),
+        (MATMUL, (np.ones((1 << 16, 4, 4), np.float32),) * 2,
+         ("F(2, G, O, 2, cf_float32, cf_float32, 0)", "#define CF_GU_STAGE_2 64, 68, 17408, 16, 0, ")),
         (MATMUL, (np.ones((1 << 16, 4, 4), np.float32), np.ones((4, 4), np.float32)),
-         "cf_zero"),
+         "F(1, U, I, 2, cf_float32, cf_float32, 0)"),
         (MATMUL, (np.ones((100, 4, 4), np.complex128),) * 2, "cf_complex128"),
-        (axpy, (np.ones((100, 8), np.float32), 2.0), "v1 = cf_cast<cf_float32>"),
-        (minmax, (np.ones((100, 8)),), "cf_gu_copy"),
-        (norm3_scalar_out, (np.ones((100, 3), np.float32),), "a1"),
+        (axpy, (np.ones((100, 8), np.float32), 2.0), "F(1, S, I, 0, cf_float32, cf_float32, 0)"),
+        (minmax, (np.ones((100, 8)),), "#define CF_GU_STAGE_0 64, 72, 0, 16, 1, "),
+        (norm3_scalar_out, (np.ones((100, 3), np.float32),), "F(1, A, O, 1, cf_float32, cf_float32, 0)"),
         (mean_returned, (rng.random((100, 9)),), "cf_gu_ret_"),
-        (reverse_local, (np.ones((100, 16)),), "cf_gu"),
+        (reverse_local, (np.ones((100, 16)),), '#include "cufunc/gu_kernel.cuh"'),  # cf_gu
         (cumsum_dyn, (np.ones((100, 16), np.int16),), "cf_int16"),
     ]
+    # the kernel is templates/cufunc/gu_kernel.cuh, instantiated by the key's macros (the kind of
+    # each operand in CF_GU_OPS, the layout of each staged one in CF_GU_STAGE_<i>)
     for g, args, want in cases:
         src = g.kernel_source(*args)
-        assert want in src, (g.__name__, want)
+        for w in (want,) if isinstance(want, str) else want:
+            assert w in src, (g.__name__, w)
+        assert '#include "cufunc/gu_kernel.cuh"' in src
         image, is_ptx = _core.compile_source(src, ["--fmad=false"], (9, 0))
         assert len(image) > 0
 

@@ -84,7 +84,8 @@ def test_numpy_scalar_takes_numpys_loop_where_one_matches_without_a_gpu():
     a = np.arange(4, dtype=np.float32)
     for k, t in [(np.float64(0.5), "cf_float64"), (np.float32(0.5), "cf_float32"),
                  (0.5, "cf_float32")]:
-        assert "const %s v1 = " % t in scale.kernel_source(a, k)
+        # operand 1 a scalar parameter (S) of the loop type t (gu_kernel.cuh's CF_GU_OPS)
+        assert "F(1, S, I, 0, %s, " % t in scale.kernel_source(a, k)
 
 
 @pytest.mark.gpu
