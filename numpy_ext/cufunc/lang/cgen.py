@@ -82,7 +82,8 @@ def c_literal(v, t):
         return _int_literal(int(v), t)
     if k == "f":
         if t.bits == 16:
-            raise ValueError("float16 literal")
+            # a float16 constant by its bits: exact, and a constant expression for NVRTC
+            return "cf_h16(0x%04x)" % int(np.float16(v).view(np.uint16))
         return _float_text(float(v), t.bits == 32)
     if k == "c":
         c = complex(v)
