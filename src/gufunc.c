@@ -190,8 +190,6 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
     for (int i = 0; i < nargs; i++) {
         if (!cf_dtype_valid(types[i]))
             return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i + 1);
-        if (types[i] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
         int c = g->layout.ndims[i], k = arg_ndim[i];
         int is_out = i >= g->nin;
         if (k == 0 && c == 0 && !is_out)
@@ -630,7 +628,7 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
                                   g->name, i + 1, g->signature, c);
                 goto done;
             }
-            if (!cf_dtype_valid(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16) {
+            if (!cf_dtype_valid(ops[i].scalar_dtype)) {
                 st = cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
                                   g->name, i + 1);
                 goto done;
@@ -642,7 +640,7 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
             continue;
         }
         const cf_array *a = &ops[i].array;
-        if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16) {
+        if (!cf_dtype_valid(a->dtype)) {
             st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
                               "not support", g->name, i + 1, cf_dtype_name(a->dtype));
             goto done;
@@ -1100,7 +1098,7 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
         if (ops[i].is_scalar || l->arg_ndim[i] == 0 || ops[i].array.dtype == l->types[i])
             continue;
         const cf_array *a = &ops[i].array;
-        if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16) {
+        if (!cf_dtype_valid(a->dtype)) {
             st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs "
                               "do not support", g->name, i + 1, cf_dtype_name(a->dtype));
             goto done;

@@ -194,8 +194,6 @@ cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const ch
     for (int i = 0; i < nargs; i++) {
         if (!cf_dtype_valid(types[i]))
             return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i);
-        if (types[i] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
     }
     for (int l = 0; l < u->nloops; l++)
         if (memcmp(u->loops[l].types, types, (size_t)u->nin * sizeof(cf_dtype)) == 0)
@@ -576,9 +574,6 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             }
             if (!cf_dtype_valid(a->dtype))
                 return cf_error_set(CF_ERR_TYPE, "operand %d: invalid dtype", i);
-            if (a->dtype == CF_FLOAT16)
-                return cf_error_set(CF_ERR_UNSUPPORTED, "operand %d is float16, which ufuncs do "
-                                    "not support yet", i);
             if (is_where && a->dtype != CF_BOOL)
                 return cf_error_set(CF_ERR_TYPE, "where= must be a bool array, not %s",
                                     cf_dtype_name(a->dtype));
