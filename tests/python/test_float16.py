@@ -362,6 +362,73 @@ def test_float16_arrays_in_gufunc_bodies_translate():
     assert ok, log
 
 
+# ---- the engines' float16 kernels, compiled with NVRTC (no GPU) -----------------------------------
+
+def _nvrtc_ok(src):
+    ok, log = H.nvrtc_compile(src, ("-std=c++17", "--fmad=false"))
+    assert ok, log[-3000:]
+
+
+needs_nvrtc = pytest.mark.skipif(not H.nvrtc_available(), reason="needs NVRTC (no GPU needed)")
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("sig", ["float16(float16, float16)", "f2(f2, f2)", "half(half, half)",
+                                 "e(e, e)"])
+def test_vectorize_float16_kernels_compile(sig):
+    from cufunc import vectorize
+
+    @vectorize([sig], target="cuda")
+    def f(x, y):
+        return x * y + np.float16(1)
+
+    assert f.types == ["ee->e"]
+    a = np.ones(1 << 12, np.float16)
+    m = a.reshape(64, 64)
+    for args in [(a, a), (a[::2], a[1::2]), (m, m.T), (a, np.float16(2)), (a, 2.5),
+                 (a.astype(np.int8), a)]:
+        src = f.kernel_source(*args)
+        assert "cf_float16" in src
+        _nvrtc_ok(src)
+    # contiguous float16 operands move 8 halves (16 bytes) per vector load, as float32 moves 4
+    assert "#define CF_EW_V 8" in f.kernel_source(a, a)
+
+
+@needs_nvrtc
+def test_vectorize_float16_without_signatures_compiles_on_demand():
+    from cufunc import vectorize
+
+    @vectorize(target="cuda")
+    def f(x, y):
+        return np.hypot(x, y)
+
+    a = np.ones(100, np.float16)
+    src = f.kernel_source(a, a)
+    assert f.types == ["ee->e"]
+    _nvrtc_ok(src)
+
+
+@needs_nvrtc
+def test_guvectorize_float16_kernels_compile():
+    from cufunc import guvectorize
+
+    @guvectorize(["void(float16[:], float16[:], float16[:])"], "(n),(n)->()", target="cuda")
+    def dot(x, y, out):
+        s = np.float16(0)
+        for i in range(x.shape[0]):
+            s += x[i] * y[i]
+        out[0] = s
+
+    b = np.ones((64, 32), np.float16)
+    for args in [(b, b), (b[:, ::2], b[:, 1::2]), (b.astype(np.float32)[:, :1], b)]:
+        try:
+            src = dot.kernel_source(*args)
+        except TypeError as e:   # float32 does not cast safely to float16: NumPy's rule
+            assert "not supported for the input types" in str(e)
+            continue
+        _nvrtc_ok(src)
+
+
 # ---- GPU: the engines ---------------------------------------------------------------------------
 
 def _f16_data(n, seed=3):
