@@ -163,6 +163,51 @@ CF_H16_CMP(==) CF_H16_CMP(!=) CF_H16_CMP(<) CF_H16_CMP(<=) CF_H16_CMP(>) CF_H16_
 CF_HD cf_float16 operator-(cf_float16 a) { return cf_float16::from_bits((unsigned short)(a.bits ^ 0x8000u)); }
 CF_HD cf_float16 operator+(cf_float16 a) { return a; }
 
+/* ---- bfloat16: ml_dtypes' (Eigen's) bfloat16 ----
+ * 2 bytes: the top half of a float32. Arithmetic as ml_dtypes: each operation computes in float32
+ * and rounds to bfloat16 (nearest even; a NaN becomes the quiet NaN 0x7fc0 with its sign). Every
+ * other type converts through float32 first (ml_dtypes does, a double included), exactly. */
+CF_HD unsigned short cf_f32_to_bf16(float f) {
+    unsigned x = cf_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16 & 0x8000u) | 0x7fc0u);
+    return (unsigned short)((x + 0x7fffu + (x >> 16 & 1u)) >> 16);
+}
+struct cf_bfloat16 {
+    unsigned short bits;
+    cf_bfloat16() = default;
+    CF_HD explicit cf_bfloat16(float f) : bits(cf_f32_to_bf16(f)) {}
+    CF_HD explicit cf_bfloat16(double d) : bits(cf_f32_to_bf16((float)d)) {}
+    CF_HD explicit cf_bfloat16(bool x) : bits(x ? 0x3f80 : 0) {}
+    CF_HD explicit cf_bfloat16(signed char x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(short x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(int x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(long long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned char x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned short x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned int x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned long long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(cf_float16 h) : bits(cf_f32_to_bf16((float)h)) {}
+    CF_HD explicit operator float() const { return cf_bits_f32((unsigned)bits << 16); }
+    CF_HD explicit operator double() const { return (double)cf_bits_f32((unsigned)bits << 16); }
+    CF_HD explicit operator cf_float16() const { return cf_float16(cf_bits_f32((unsigned)bits << 16)); }
+    static CF_HD cf_bfloat16 from_bits(unsigned short b) { cf_bfloat16 h; h.bits = b; return h; }
+};
+CF_HD cf_bfloat16 cf_bf16(unsigned b) { return cf_bfloat16::from_bits((unsigned short)b); }
+#define CF_BF16_BIN(op) \
+    CF_HD cf_bfloat16 operator op(cf_bfloat16 a, cf_bfloat16 b) { return cf_bfloat16((float)a op (float)b); } \
+    CF_HD cf_bfloat16 &operator op##=(cf_bfloat16 &a, cf_bfloat16 b) { return a = a op b; }
+CF_BF16_BIN(+) CF_BF16_BIN(-) CF_BF16_BIN(*) CF_BF16_BIN(/)
+#undef CF_BF16_BIN
+#define CF_BF16_CMP(op) \
+    CF_HD bool operator op(cf_bfloat16 a, cf_bfloat16 b) { return (float)a op (float)b; } \
+    CF_HD bool operator op(cf_bfloat16 a, int b) { return (float)a op (float)b; }
+CF_BF16_CMP(==) CF_BF16_CMP(!=) CF_BF16_CMP(<) CF_BF16_CMP(<=) CF_BF16_CMP(>) CF_BF16_CMP(>=)
+#undef CF_BF16_CMP
+CF_HD cf_bfloat16 operator-(cf_bfloat16 a) { return cf_bfloat16::from_bits((unsigned short)(a.bits ^ 0x8000u)); }
+CF_HD cf_bfloat16 operator+(cf_bfloat16 a) { return a; }
+
 #define CF_PI 3.141592653589793
 #define CF_E 2.718281828459045
 #define CF_TAU 6.283185307179586
@@ -210,6 +255,7 @@ CF_NUM(unsigned long long, 2, 64, unsigned long long)
 CF_NUM(float, 3, 32, float)
 CF_NUM(double, 3, 64, double)
 CF_NUM(cf_float16, 3, 16, float)
+CF_NUM(cf_bfloat16, 3, 16, float)
 #undef CF_NUM
 
 /* x < 0 without "comparison of unsigned with zero" noise for unsigned T. */
@@ -279,6 +325,8 @@ template <typename To, typename From> struct cf_caster<To, From, 4, 4> {
 /* float16 to an integer: as NumPy, the half is widened to float32 and cast from there. */
 template <typename To> struct cf_caster<To, cf_float16, 1, 3> { static CF_HD To f(cf_float16 x) { return cf_caster<To, float>::f((float)x); } };
 template <typename To> struct cf_caster<To, cf_float16, 2, 3> { static CF_HD To f(cf_float16 x) { return cf_caster<To, float>::f((float)x); } };
+template <typename To> struct cf_caster<To, cf_bfloat16, 2, 3> { static CF_HD To f(cf_bfloat16 x) { return cf_caster<To, float>::f((float)x); } };
+template <typename To> struct cf_caster<To, cf_bfloat16, 1, 3> { static CF_HD To f(cf_bfloat16 x) { return cf_caster<To, float>::f((float)x); } };
 template <typename To, typename From> CF_HD To cf_cast(From x) { return cf_caster<To, From>::f(x); }
 
 /* ---- floor division and modulo ---- */
@@ -401,6 +449,23 @@ template <typename T> CF_HD T cf_pow(T a, T b) {
 template <typename T> CF_HD T cf_np_power(T a, T b) { return cf_pow(a, b); }
 CF_HD float cf_np_power(float a, float b) { return b == 0.5f ? cf_sqrt(a) : cf_pow(a, b); }
 CF_HD double cf_np_power(double a, double b) { return b == 0.5 ? cf_sqrt(a) : cf_pow(a, b); }
+
+/* ---- bfloat16 math: ml_dtypes' loops compute in float32 and round the result to bfloat16 ---- */
+#define CF_B1(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x) { return cf_bfloat16(cf_##name((float)x)); }
+#define CF_B2(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x, cf_bfloat16 y) { return cf_bfloat16(cf_##name((float)x, (float)y)); }
+CF_B1(sqrt) CF_B1(exp) CF_B1(exp2) CF_B1(expm1) CF_B1(log) CF_B1(log2) CF_B1(log10) CF_B1(log1p)
+CF_B1(sin) CF_B1(cos) CF_B1(tan) CF_B1(asin) CF_B1(acos) CF_B1(atan) CF_B1(sinh) CF_B1(cosh)
+CF_B1(tanh) CF_B1(asinh) CF_B1(acosh) CF_B1(atanh) CF_B1(floor) CF_B1(ceil) CF_B1(trunc)
+CF_B1(erf) CF_B1(erfc) CF_B1(gamma) CF_B1(lgamma) CF_B1(round) CF_B1(degrees) CF_B1(radians)
+CF_B2(atan2) CF_B2(hypot) CF_B2(fmod) CF_B2(remainder) CF_B2(floordiv) CF_B2(mod) CF_B2(pow)
+#undef CF_B1
+#undef CF_B2
+CF_HD cf_bfloat16 cf_fabs(cf_bfloat16 x) { return cf_bfloat16::from_bits((unsigned short)(x.bits & 0x7fffu)); }
+CF_HD cf_bfloat16 cf_abs(cf_bfloat16 x) { return cf_fabs(x); }
+CF_HD cf_bfloat16 cf_copysign(cf_bfloat16 x, cf_bfloat16 y) {
+    return cf_bfloat16::from_bits((unsigned short)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));
+}
+CF_HD cf_bfloat16 cf_np_power(cf_bfloat16 a, cf_bfloat16 b) { return cf_pow(a, b); }
 
 /* float16 power: powf rounded to half (NumPy's float16 ** and numpy.power: no sqrt shortcut) */
 CF_HD cf_float16 cf_pow(cf_float16 a, cf_float16 b) { return cf_float16(cf_pow((float)a, (float)b)); }
