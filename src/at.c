@@ -72,11 +72,11 @@ static cf_status check_call(const cf_at_call *c)
     if (c->index_type != CF_INT32 && c->index_type != CF_INT64)
         return cf_error_set(CF_ERR_TYPE, "ufunc.at: indices must be int32 or int64");
     for (int k = 0; k <= c->nin; k++)
-        if (c->types[k] < 0 || c->types[k] >= CF_NDTYPES || c->types[k] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 is not supported");
-    if (c->a_type < 0 || c->a_type >= CF_NDTYPES || c->a_type == CF_FLOAT16 ||
-        (c->nin == 2 && (c->b_type < 0 || c->b_type >= CF_NDTYPES || c->b_type == CF_FLOAT16)))
-        return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 is not supported");
+        if (c->types[k] < 0 || c->types[k] >= CF_NDTYPES || c->types[k] == CF_FLOAT16 || c->types[k] == CF_BFLOAT16)
+            return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 and bfloat16 are not supported");
+    if (c->a_type < 0 || c->a_type >= CF_NDTYPES || c->a_type == CF_FLOAT16 || c->a_type == CF_BFLOAT16 ||
+        (c->nin == 2 && (c->b_type < 0 || c->b_type >= CF_NDTYPES || c->b_type == CF_FLOAT16 || c->b_type == CF_BFLOAT16)))
+        return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 and bfloat16 are not supported");
     size_t size = cf_dtype_size(c->a_type);
     int ok;
     switch (c->mode) {

@@ -166,6 +166,11 @@ def _expected(case, n):
     return out
 
 
+def _comparable(x):
+    """bfloat16 (ml_dtypes' dtype has kind 'V') compared through float32: exact and one to one."""
+    return x.astype(np.float32) if x.dtype.name == "bfloat16" else x
+
+
 def run(cases, nvrtc=True):
     """Translate, build once with g++, run; expected values from CPython on NumPy scalars.
     Returns the failure messages."""
@@ -187,6 +192,7 @@ def run(cases, nvrtc=True):
             c.error = "return type %s, declared %s" % (r.return_type, c.return_type)
             continue
         exp = _expected(c, n)
+        exp, got = _comparable(exp), _comparable(got)
         bad, err = H.check_values(c, exp, got)
         if len(bad):
             lines = ["  f(%s): expected %r, got %r" % (H._fmt_inputs(c, i), exp[i], got[i])
@@ -360,6 +366,100 @@ def test_float16_arrays_in_gufunc_bodies_translate():
     assert "cf_float16" in r.source
     ok, log = H.nvrtc_compile(r.source + "\n", ("-std=c++17", "--fmad=false"))
     assert ok, log
+
+
+# ---- bfloat16 (ml_dtypes' meaning) ---------------------------------------------------------------
+
+def _ml_dtypes():
+    return pytest.importorskip("ml_dtypes", reason="bfloat16 tests need ml_dtypes (pip install "
+                               "ml_dtypes): NumPy has no bfloat16 dtype of its own")
+
+
+def _all_bf16():
+    ml = _ml_dtypes()
+    return np.arange(65536, dtype=np.uint16).view(np.dtype(ml.bfloat16))
+
+
+def test_bfloat16_unary_all_values():
+    x = [_all_bf16()]
+    cases = []
+    for name in ["neg", "pos", "b_abs", "not_", "truth", "ident", "lit_add1", "lit_rsub1",
+                 "lit_mulf", "lit_div3", "lit_sq", "chain", "b_float", "m_isnan"]:
+        cases.append(H.Case(getattr(M, name), ["bfloat16"], inputs=x))
+    for f in ["sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "trunc", "rint",
+              "fabs", "absolute", "negative", "square", "isnan", "isinf", "isfinite"]:
+        cases.append(H.Case(getattr(M, "np_" + f), ["bfloat16"], inputs=x, label="np." + f))
+    for f in ["sqrt", "sin", "atan"]:
+        cases.append(H.Case(getattr(M, "m_" + f), ["bfloat16"], inputs=x, label="math." + f,
+                            fallback=lambda v, f=f: getattr(np, f)(np.float64(v))))
+    for t in ["bool", "int8", "uint8", "int32", "int64", "uint64", "float16", "float32",
+              "float64", "complex64"]:
+        cases.append(H.Case(M.ident, ["bfloat16"], return_type=t, inputs=x, label="to_" + t))
+    _check(cases)
+
+
+def test_bfloat16_binary_operators():
+    ml = _ml_dtypes()
+    bf = np.dtype(ml.bfloat16)
+    rng = np.random.default_rng(SEED + 1)
+    n = N_PAIRS
+    a = rng.integers(0, 65536, n, dtype=np.uint32).astype(np.uint16).view(bf)
+    b = rng.integers(0, 65536, n, dtype=np.uint32).astype(np.uint16).view(bf)
+    k = n // 3
+    a[:k] = rng.uniform(-40, 40, k).astype(bf)
+    b[:k] = rng.uniform(-8, 8, k).astype(bf)
+    cases = []
+    for name in BINOPS:
+        cases.append(H.Case(getattr(M, "op_" + name), ["bfloat16", "bfloat16"], inputs=[a, b]))
+    for name in CMPOPS:
+        cases.append(H.Case(getattr(M, "cmp_" + name), ["bfloat16", "bfloat16"], inputs=[a, b]))
+    for name in ["b_min", "b_max", "loop_sum", "aug_add", "aug_mul"]:
+        cases.append(H.Case(getattr(M, name), ["bfloat16", "bfloat16"], inputs=[a, b]))
+    for f in ["hypot", "arctan2", "copysign", "fmod", "power", "add", "multiply", "divide",
+              "floor_divide", "remainder"]:
+        cases.append(H.Case(getattr(M, "np2_" + f), ["bfloat16", "bfloat16"], inputs=[a, b],
+                            label="np." + f))
+    # ml_dtypes' promotion: with int8/uint8/bool it stays bfloat16, float32 and float64 win
+    rng2 = np.random.default_rng(3)
+    for other in ["int8", "uint8", "bool", "float32", "float64"]:
+        o = H.random_values(other, n // 4, rng2)
+        cases.append(H.Case(M.op_add, ["bfloat16", other], inputs=[a[: n // 4], o]))
+        cases.append(H.Case(M.op_mul, [other, "bfloat16"], inputs=[o, a[: n // 4]]))
+    _check(cases)
+
+
+def test_bfloat16_casts_from_every_type():
+    ml = _ml_dtypes()
+    rng = np.random.default_rng(SEED)
+    cases = []
+    for t in ["bool", "int8", "int16", "int64", "uint64", "float16", "float32", "float64"]:
+        v = _values_of(t, rng, 3000)
+        cases.append(H.Case(M.ident, [t], return_type="bfloat16", inputs=[v],
+                            label="%s -> bfloat16" % t))
+    cases.append(H.Case(M.lit_add1, ["bfloat16"], inputs=[_all_bf16()]))
+    _check(cases)
+    assert ml.bfloat16(1) + 1.5 == np.float32(2.5)   # ml_dtypes: a Python float makes float32
+
+
+def test_bfloat16_types_and_kernels():
+    ml = _ml_dtypes()
+    assert T.bfloat16 is not None and T.bfloat16.kind == "f" and T.bfloat16.cname == "cf_bfloat16"
+    assert T.to_type("bfloat16") == T.bfloat16 and T.from_dtype(ml.bfloat16) == T.bfloat16
+    assert T.parse_signature("bfloat16(bfloat16, bf16)") == (T.bfloat16, [T.bfloat16] * 2)
+    if not H.nvrtc_available():
+        pytest.skip("needs NVRTC")
+    from cufunc import vectorize
+
+    @vectorize(["bfloat16(bfloat16, bfloat16)"], target="cuda")
+    def f(x, y):
+        return np.hypot(x, y) * x
+
+    a = np.ones(1 << 12, ml.bfloat16)
+    for args in [(a, a), (a[::2], a[1::2]), (a, ml.bfloat16(2)), (a.astype(np.int8), a)]:
+        src = f.kernel_source(*args)
+        assert "cf_bfloat16" in src
+        _nvrtc_ok(src)
+    assert "#define CF_EW_V 8" in f.kernel_source(a, a)
 
 
 # ---- the engines' float16 kernels, compiled with NVRTC (no GPU) -----------------------------------
@@ -555,3 +655,47 @@ def test_gpu_numpy_twins_float16():
                      (np.hypot(da, db).copy_to_host(), np.hypot(a, b))]:
         assert got.dtype == np.float16
         assert H.exact_equal(exp, got).all() or np.max(H.ulp_distance(exp, got)) <= 1
+
+
+@pytest.mark.gpu
+def test_gpu_bfloat16_ml_dtypes_arrays():
+    ml = _ml_dtypes()
+    from cufunc import cuda, vectorize
+
+    @vectorize(["bfloat16(bfloat16, bfloat16)"], target="cuda")
+    def f(x, y):
+        return x * y + x
+
+    rng = np.random.default_rng(9)
+    a = rng.uniform(-4, 4, 1 << 20).astype(ml.bfloat16)
+    b = rng.uniform(-4, 4, 1 << 20).astype(ml.bfloat16)
+    exp = (a * b + a).astype(np.float32)      # ml_dtypes' loops: float32, rounded per operation
+    got = f(a, b)
+    assert got.dtype == np.dtype(ml.bfloat16)
+    assert H.exact_equal(exp, got.astype(np.float32)).all()
+    got = f(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+    assert H.exact_equal(exp, got.astype(np.float32)).all()
+
+
+@pytest.mark.gpu
+def test_gpu_bfloat16_torch_dlpack():
+    torch = pytest.importorskip("torch", reason="the DLPack bfloat16 test needs PyTorch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device")
+    from cufunc import cuda, vectorize
+
+    @vectorize(["bfloat16(bfloat16, bfloat16)"], target="cuda")
+    def hyp(x, y):
+        return np.hypot(x, y)
+
+    x = torch.linspace(-3, 3, 1 << 20, device="cuda", dtype=torch.bfloat16)
+    y = torch.linspace(1, 2, 1 << 20, device="cuda", dtype=torch.bfloat16)
+    r = hyp(x, y)                               # DLPack kDLBfloat in, a torch tensor out
+    assert isinstance(r, torch.Tensor) and r.dtype == torch.bfloat16
+    want = torch.hypot(x.float(), y.float()).bfloat16()   # float32 then rounded, as ml_dtypes
+    diff = (r.float() - want.float()).abs() / want.float().abs().clamp_min(1e-30)
+    assert float(diff.max()) <= 2 ** -8          # at most one bfloat16 ulp (CUDA's hypotf)
+    d = cuda.from_dlpack(x)                     # import: a cufunc DeviceArray of bfloat16
+    assert d.dtype.name == "bfloat16"
+    back = torch.from_dlpack(d)                 # export: kDLBfloat again
+    assert back.dtype == torch.bfloat16 and torch.equal(back, x)
