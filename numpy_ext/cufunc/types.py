@@ -10,7 +10,8 @@ Scalar types (``float32``, ``int64``, ...) are callable and sliceable::
 
 ``parse_signature('f4(f4, f4[:, :])')`` turns a string into ``(return_type, [arg_types])``;
 ``to_type`` accepts a type object, a NumPy dtype or scalar class, a Python number class or a type
-name string in NumPy or Numba spelling. This module imports only NumPy (and cufunc.errors).
+name string in NumPy or Numba spelling. This module imports only NumPy (and cufunc.errors), and
+ml_dtypes when it is installed (``bfloat16``, whose NumPy dtype it provides).
 """
 
 import numpy as np
