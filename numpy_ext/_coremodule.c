@@ -96,6 +96,15 @@ int cf_py_parse_casting(PyObject *obj, cf_casting *out)
     return -1;
 }
 
+/* Whether a user dtype is ml_dtypes' bfloat16 (its scalar type "ml_dtypes.bfloat16"). */
+static int is_bfloat16_descr(PyArray_Descr *descr)
+{
+    if (descr->type_num < NPY_USERDEF || !descr->typeobj || PyDataType_ELSIZE(descr) != 2)
+        return 0;
+    const char *name = descr->typeobj->tp_name, *dot = strrchr(name, '.');
+    return strcmp(dot ? dot + 1 : name, "bfloat16") == 0;
+}
+
 int cf_py_dtype_from_descr(PyArray_Descr *descr, cf_dtype *out, const char *argname)
 {
     Py_ssize_t size = (Py_ssize_t)PyDataType_ELSIZE(descr);
@@ -105,6 +114,8 @@ int cf_py_dtype_from_descr(PyArray_Descr *descr, cf_dtype *out, const char *argn
         ok = 0;
     else if (descr->byteorder == '>' && size > 1)
         goto swapped;
+    else if (is_bfloat16_descr(descr))
+        *out = CF_BFLOAT16; /* ml_dtypes.bfloat16 (a user dtype of kind 'V') */
     else if (kind == 'b' && size == 1)
         *out = CF_BOOL;
     else if (kind == 'i' && size == 1) *out = CF_INT8;
@@ -126,7 +137,8 @@ int cf_py_dtype_from_descr(PyArray_Descr *descr, cf_dtype *out, const char *argn
         return 0;
     PyErr_Format(PyExc_TypeError,
                  "%s: dtype %S is not supported by cufunc (supported: bool, int8..int64, "
-                 "uint8..uint64, float16, float32, float64, complex64, complex128)",
+                 "uint8..uint64, float16, bfloat16 (ml_dtypes), float32, float64, complex64, "
+                 "complex128)",
                  argname, (PyObject *)descr);
     return -1;
 swapped:
@@ -141,11 +153,34 @@ PyArray_Descr *cf_py_descr_from_dtype(cf_dtype dt)
 {
     static const int typenums[CF_NDTYPES] = {
         NPY_BOOL, NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64, NPY_UINT8, NPY_UINT16, NPY_UINT32,
-        NPY_UINT64, NPY_FLOAT16, NPY_FLOAT32, NPY_FLOAT64, NPY_COMPLEX64, NPY_COMPLEX128,
+        NPY_UINT64, NPY_FLOAT16, NPY_FLOAT32, NPY_FLOAT64, NPY_COMPLEX64, NPY_COMPLEX128, -1,
     };
     if ((int)dt < 0 || dt >= CF_NDTYPES) {
         PyErr_Format(PyExc_ValueError, "invalid cf_dtype %d", (int)dt);
         return NULL;
+    }
+    if (dt == CF_BFLOAT16) {
+        /* NumPy has no bfloat16: ml_dtypes' (what JAX uses), imported on first need */
+        static PyArray_Descr *bf16 = NULL;
+        if (!bf16) {
+            PyObject *mod = PyImport_ImportModule("ml_dtypes");
+            if (!mod) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_TypeError, "bfloat16 arrays need the ml_dtypes package for "
+                                "their NumPy dtype (pip install ml_dtypes)");
+                return NULL;
+            }
+            PyObject *t = PyObject_GetAttrString(mod, "bfloat16");
+            Py_DECREF(mod);
+            PyArray_Descr *d = NULL;
+            int ok = t && PyArray_DescrConverter(t, &d);
+            Py_XDECREF(t);
+            if (!ok)
+                return NULL;
+            bf16 = d; /* kept for the process */
+        }
+        Py_INCREF(bf16);
+        return bf16;
     }
     return PyArray_DescrFromType(typenums[dt]);
 }

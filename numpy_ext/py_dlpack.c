@@ -86,7 +86,7 @@ static DLDataType dl_dtype_of(cf_dtype dt)
     case 'b': r.code = kDLBool; break;
     case 'i': r.code = kDLInt; break;
     case 'u': r.code = kDLUInt; break;
-    case 'f': r.code = kDLFloat; break;
+    case 'f': r.code = dt == CF_BFLOAT16 ? kDLBfloat : kDLFloat; break;
     default: r.code = kDLComplex; break;
     }
     return r;
@@ -379,6 +379,10 @@ static int dtype_from_dl(DLDataType d, cf_dtype *out, const char *argname)
         case kDLFloat:
             *out = d.bits == 16 ? CF_FLOAT16 : d.bits == 32 ? CF_FLOAT32 : CF_FLOAT64;
             ok = d.bits == 16 || d.bits == 32 || d.bits == 64;
+            break;
+        case kDLBfloat: /* torch.bfloat16, JAX's bfloat16 */
+            *out = CF_BFLOAT16;
+            ok = d.bits == 16;
             break;
         case kDLComplex:
             *out = d.bits == 64 ? CF_COMPLEX64 : CF_COMPLEX128;

@@ -65,18 +65,23 @@ cf_at_mode cf_at_pick_mode(cf_at_op op, int same_types, cf_dtype t)
     return size < 4 ? CF_AT_CAS_WORD : CF_AT_SERIAL;
 }
 
+static int at_type_ok(cf_dtype t)
+{
+    return cf_dtype_valid(t) && t != CF_FLOAT16 && t != CF_BFLOAT16;
+}
+
 static cf_status check_call(const cf_at_call *c)
 {
     if (c->nin != 1 && c->nin != 2)
         return cf_error_set(CF_ERR_INVALID, "ufunc.at: the function must take 1 or 2 inputs");
     if (c->index_type != CF_INT32 && c->index_type != CF_INT64)
         return cf_error_set(CF_ERR_TYPE, "ufunc.at: indices must be int32 or int64");
+    /* 2-byte floats: no atomics or CAS loops written for them yet */
     for (int k = 0; k <= c->nin; k++)
-        if (c->types[k] < 0 || c->types[k] >= CF_NDTYPES || c->types[k] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 is not supported");
-    if (c->a_type < 0 || c->a_type >= CF_NDTYPES || c->a_type == CF_FLOAT16 ||
-        (c->nin == 2 && (c->b_type < 0 || c->b_type >= CF_NDTYPES || c->b_type == CF_FLOAT16)))
-        return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 is not supported");
+        if (!at_type_ok(c->types[k]))
+            return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 and bfloat16 are not supported");
+    if (!at_type_ok(c->a_type) || (c->nin == 2 && !at_type_ok(c->b_type)))
+        return cf_error_set(CF_ERR_UNSUPPORTED, "ufunc.at: float16 and bfloat16 are not supported");
     size_t size = cf_dtype_size(c->a_type);
     int ok;
     switch (c->mode) {

@@ -29,6 +29,7 @@ static const dtype_info table[CF_NDTYPES] = {
     [CF_FLOAT64] = {"float64", "f8", "cf_float64", 'f', 8},
     [CF_COMPLEX64] = {"complex64", "c8", "cf_complex64", 'c', 8},
     [CF_COMPLEX128] = {"complex128", "c16", "cf_complex128", 'c', 16},
+    [CF_BFLOAT16] = {"bfloat16", "bf16", "cf_bfloat16", 'f', 2},
 };
 
 size_t cf_dtype_size(cf_dtype dt) { return cf_dtype_valid(dt) ? table[dt].size : 0; }
@@ -61,7 +62,8 @@ cf_status cf_dtype_from_name(const char *name, cf_dtype *out)
             return CF_OK;
         }
     return cf_error_set(CF_ERR_TYPE, "unsupported dtype '%s': cufunc supports bool, int8..int64, "
-                        "uint8..uint64, float16, float32, float64, complex64, complex128", name);
+                        "uint8..uint64, float16, bfloat16, float32, float64, complex64, complex128",
+                        name);
 }
 
 cf_status cf_dtype_from_typestr(const char *typestr, cf_dtype *out)
@@ -73,7 +75,7 @@ cf_status cf_dtype_from_typestr(const char *typestr, cf_dtype *out)
         return cf_error_set(CF_ERR_TYPE, "unsupported typestr '%s': only little-endian data is "
                             "supported", typestr);
     for (int i = 0; i < CF_NDTYPES; i++)
-        if (strcmp(typestr + 1, table[i].abbrev) == 0) {
+        if (i != CF_BFLOAT16 && strcmp(typestr + 1, table[i].abbrev) == 0) {
             *out = (cf_dtype)i;
             return CF_OK;
         }
@@ -88,7 +90,7 @@ void cf_dtype_typestr(cf_dtype dt, char buf[8])
         return;
     }
     buf[0] = table[dt].size == 1 ? '|' : '<';
-    strcpy(buf + 1, table[dt].abbrev);
+    strcpy(buf + 1, dt == CF_BFLOAT16 ? "V2" : table[dt].abbrev);
 }
 
 /* ---- casting ------------------------------------------------------------------------------- */
@@ -99,6 +101,10 @@ int cf_can_cast_safe(cf_dtype from, cf_dtype to)
         return 0;
     if (from == to || from == CF_BOOL)
         return 1;
+    if (to == CF_BFLOAT16) /* ml_dtypes: only bool, int8 and uint8 reach bfloat16 safely */
+        return from == CF_INT8 || from == CF_UINT8;
+    if (from == CF_BFLOAT16)
+        return to == CF_FLOAT32 || to == CF_FLOAT64 || to == CF_COMPLEX64 || to == CF_COMPLEX128;
     char kf = cf_dtype_kind(from), kt = cf_dtype_kind(to);
     size_t sf = cf_dtype_size(from), st = cf_dtype_size(to);
     switch (kf) {
@@ -170,7 +176,10 @@ int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule)
         return 0;
     case CF_CAST_SAFE:
         return cf_can_cast_safe(from, to);
-    case CF_CAST_SAME_KIND:
+    case CF_CAST_SAME_KIND: /* ml_dtypes: every type reaches bfloat16 (complex too), bfloat16 only
+                             * what it reaches safely (not float16) */
+        if (to == CF_BFLOAT16 || from == CF_BFLOAT16)
+            return to == CF_BFLOAT16 || cf_can_cast_safe(from, to);
         return cf_can_cast_safe(from, to) || cf_dtype_kind_order(from) <= cf_dtype_kind_order(to);
     case CF_CAST_UNSAFE:
         return 1;

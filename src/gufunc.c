@@ -586,7 +586,7 @@ static cf_status plan_operand(const cf_gufunc *g, const gu_loop *l, const cf_ope
             return cf_error_set(CF_ERR_INVALID, "%s: input argument %d does not have enough "
                                 "dimensions (has 0, gufunc core with signature %s requires %d)",
                                 g->name, i + 1, g->signature, c);
-        if (!cf_dtype_valid(ops[i].scalar_dtype) || ops[i].scalar_dtype == CF_FLOAT16)
+        if (!cf_dtype_valid(ops[i].scalar_dtype))
             return cf_error_set(CF_ERR_TYPE, "%s: argument %d has an unsupported scalar dtype",
                                 g->name, i + 1);
         p->kind[i] = l->arg_ndim[i] == 0 ? 'S' : 'R';
@@ -596,7 +596,7 @@ static cf_status plan_operand(const cf_gufunc *g, const gu_loop *l, const cf_ope
         return CF_OK;
     }
     const cf_array *a = &ops[i].array;
-    if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16)
+    if (!cf_dtype_valid(a->dtype))
         return cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs do "
                             "not support", g->name, i + 1, cf_dtype_name(a->dtype));
     int nl = a->ndim - c;
@@ -985,7 +985,7 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
         if (ops[i].is_scalar || l->arg_ndim[i] == 0 || ops[i].array.dtype == l->types[i])
             continue;
         const cf_array *a = &ops[i].array;
-        if (!cf_dtype_valid(a->dtype) || a->dtype == CF_FLOAT16) {
+        if (!cf_dtype_valid(a->dtype)) {
             st = cf_error_set(CF_ERR_UNSUPPORTED, "%s: argument %d has dtype %s, which gufuncs "
                               "do not support", g->name, i + 1, cf_dtype_name(a->dtype));
             goto done;

@@ -233,8 +233,6 @@ cf_status cf_loops_check_types(const cf_dtype *types, int nargs)
     for (int i = 0; i < nargs; i++) {
         if (!cf_dtype_valid(types[i]))
             return cf_error_set(CF_ERR_TYPE, "loop type %d is not a valid dtype", i + 1);
-        if (types[i] == CF_FLOAT16)
-            return cf_error_set(CF_ERR_UNSUPPORTED, "float16 loops are not supported yet");
     }
     return CF_OK;
 }

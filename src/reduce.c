@@ -125,8 +125,6 @@ cf_status cf_reducer_add_loop_globals(cf_reducer *r, cf_dtype acc, const char *s
         return cf_error_set(CF_ERR_INVALID, "cf_reducer_add_loop: NULL argument");
     if (!cf_dtype_valid(acc))
         return cf_error_set(CF_ERR_TYPE, "cf_reducer_add_loop: invalid accumulator dtype");
-    if (acc == CF_FLOAT16)
-        return cf_error_set(CF_ERR_UNSUPPORTED, "float16 reductions are not supported yet");
     pthread_mutex_lock(&r->lock);
     int dup = cf_reducer_find_loop(r, acc) >= 0;
     pthread_mutex_unlock(&r->lock);
@@ -165,9 +163,6 @@ static int check_view(const cf_array *a, const char *what)
                             CF_MAX_DIMS);
     if (!cf_dtype_valid(a->dtype))
         return cf_error_set(CF_ERR_TYPE, "%s has an invalid dtype", what);
-    if (a->dtype == CF_FLOAT16)
-        return cf_error_set(CF_ERR_UNSUPPORTED, "%s is float16, which reductions do not support "
-                            "yet", what);
     for (int k = 0; k < a->ndim; k++)
         if (a->shape[k] < 0)
             return cf_error_set(CF_ERR_INVALID, "%s has a negative extent", what);

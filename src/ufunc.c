@@ -561,9 +561,6 @@ static cf_status prepare(const cf_ufunc *u, int loop, const cf_operand *ops, con
             }
             if (!cf_dtype_valid(a->dtype))
                 return cf_error_set(CF_ERR_TYPE, "operand %d: invalid dtype", i);
-            if (a->dtype == CF_FLOAT16)
-                return cf_error_set(CF_ERR_UNSUPPORTED, "operand %d is float16, which ufuncs do "
-                                    "not support yet", i);
             if (is_where && a->dtype != CF_BOOL)
                 return cf_error_set(CF_ERR_TYPE, "where= must be a bool array, not %s",
                                     cf_dtype_name(a->dtype));

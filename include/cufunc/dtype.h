@@ -17,6 +17,7 @@ typedef enum cf_dtype {
     CF_UINT8, CF_UINT16, CF_UINT32, CF_UINT64,
     CF_FLOAT16, CF_FLOAT32, CF_FLOAT64,
     CF_COMPLEX64, CF_COMPLEX128,
+    CF_BFLOAT16, /* appended (the order is ABI): ml_dtypes' / DLPack's bfloat16, kind 'f' */
     CF_NDTYPES
 } cf_dtype;
 
@@ -33,7 +34,8 @@ CF_API char cf_dtype_kind(cf_dtype dt);
 CF_API cf_status cf_dtype_from_name(const char *name, cf_dtype *out);
 /* Parse an array-interface typestr ("<f4", "|b1", "<c16"); big-endian is CF_ERR_TYPE. */
 CF_API cf_status cf_dtype_from_typestr(const char *typestr, cf_dtype *out);
-/* Write the little-endian typestr ("<f4", "|b1") into buf (at least 8 bytes). */
+/* Write the little-endian typestr ("<f4", "|b1") into buf (at least 8 bytes). bfloat16 has no
+ * typestr of its own: "<V2", as NumPy writes ml_dtypes' bfloat16 (never parsed back as it). */
 CF_API void cf_dtype_typestr(cf_dtype dt, char buf[8]);
 
 /* Whether dt is one of the dtypes above. */
@@ -41,7 +43,8 @@ static inline int cf_dtype_valid(cf_dtype dt) { return (unsigned)dt < (unsigned)
 
 /* ---- casting rules (NumPy's, for the dtypes cufunc supports, native byte order) ---- */
 
-/* NumPy's can_cast(from, to, 'safe'). */
+/* NumPy's can_cast(from, to, 'safe'); with bfloat16, ml_dtypes' rules (bool, int8 and uint8 reach
+ * it safely; it reaches float32, float64 and the complex types; float16 neither way). */
 CF_API int cf_can_cast_safe(cf_dtype from, cf_dtype to);
 
 /* NumPy's casting rules, in NumPy's order. */

@@ -153,7 +153,7 @@ CF_API int cf_ufunc_kernel_count(const cf_ufunc *u);
  * other unless they are the same view: CF_ERR_INVALID, as NumPy would copy first.
  * On any failure every device buffer goes back to the pool and no copy or kernel is left running;
  * outputs may then be partly written, except after CF_ERR_UNSUPPORTED, which comes before anything
- * is written (layouts leaving more axes than element-wise kernels take, float16 operands): the
+ * is written (layouts leaving more axes than element-wise kernels take): the
  * caller can then copy the operands into contiguous device arrays and use cf_ufunc_launch.
  *
  * Tuning, read from the environment at first use (cf_hostpipe_configure(NULL) reads it again):

@@ -9,14 +9,14 @@ same twins. A NumPy ufunc with no twin raises TypeError naming it; nothing is co
 behind the caller's back (``np.asarray(d)`` stays the explicit copy).
 
 A twin is made on first use. Its loops are NumPy's own (``np.add.types``) in NumPy's order, minus
-the types cufunc cannot run (object, datetime, timedelta, and float16, which the translator does not
-support yet), one loop per distinct dtype tuple ('l' and 'q' are both int64). With NumPy's order,
+the types cufunc cannot run (object, datetime, timedelta), one loop per distinct dtype tuple ('l'
+and 'q' are both int64); float16 loops included (cf_float16 computes in float32 and rounds to half
+after each operation, as NumPy's float16 loops do). With NumPy's order,
 cufunc's resolution (the first loop the inputs reach by safe casting) is NumPy's. Python scalars
 (NEP 50 weak scalars) are resolved by NumPy itself: ``ufunc.resolve_dtypes`` gives the loop NumPy
 would pick, and each Python scalar becomes a NumPy scalar of that loop's type before the twin is
 called, as NumPy converts it. Where NumPy's loop has a float16 operand or result (np.sqrt of a
-bool, int8 or uint8 array), the call is a TypeError saying float16 kernels are not supported yet,
-never a different result type. The operators resolve as NumPy's do: ``-d`` and ``abs(d)`` through
+bool, int8 or uint8 array), the twin runs that float16 loop, never a different result type. The operators resolve as NumPy's do: ``-d`` and ``abs(d)`` through
 NumPy's resolution (``-`` of a bool array is NumPy's TypeError), ``d ** 2`` is ``np.square(d)`` as
 NumPy's ``ndarray.__pow__`` makes it (bool ** 2 is int8).
 
@@ -35,9 +35,9 @@ __all__ = ["twin", "loop_signatures", "has_twin", "array_ufunc"]
 
 _DA = _core.DeviceArray
 
-# Type characters of the loops cufunc runs. float16 ('e') is a cufunc dtype but the translator does
-# not support it yet; object, datetime, timedelta and strings are no GPU types at all.
-_CHARS = frozenset("?bhilqBHILQfdFD")
+# Type characters of the loops cufunc runs (float16 'e' included); object, datetime, timedelta and
+# strings are no GPU types at all.
+_CHARS = frozenset("?bhilqBHILQefdFD")
 # Loops of a kind the twin's body does not give NumPy's meaning to (NumPy orders complex numbers
 # lexicographically; the language has no ordering of complex values): left out.
 _EXCLUDE_KINDS = {
@@ -173,8 +173,8 @@ def _converters(ufunc, inputs):
     cufunc's resolution from there (first safe-cast loop in NumPy's order) would differ from
     NumPy's (true_divide of integers: NumPy's own type resolver goes to float64), dtype= names
     NumPy's output. A combination whose NumPy loop the twin lacks (one the language cannot
-    translate) is a TypeError, never a silently different result type; so is a float16 loop (the
-    translator has no float16 arithmetic yet). NumPy's own TypeErrors (-bool) are raised as is."""
+    translate) is a TypeError, never a silently different result type. NumPy's own TypeErrors
+    (-bool) are raised as is."""
     keys = tuple(_key(x) for x in inputs)
     # a Python bool and a bool array share their key (np.dtype(bool)) but convert differently
     # (the bool becomes np.bool_, the array is used as it is): the cache tells them apart
@@ -182,12 +182,6 @@ def _converters(ufunc, inputs):
     conv = _RESOLVED.get(ck)
     if conv is None:
         dts = tuple(ufunc.resolve_dtypes(keys + (None,) * ufunc.nout))
-        if any(d.char == "e" for d in dts):
-            raise TypeError("cufunc: numpy.%s on (%s) resolves to NumPy's float16 loop '%s', and "
-                            "float16 kernels are not supported yet (cast to float32 first)"
-                            % (ufunc.__name__, ", ".join(getattr(k, "__name__", str(k))
-                                                         for k in keys),
-                               "".join(d.char for d in dts)))
         tw = twin(ufunc)
         if dts not in tw.loop_set:
             raise TypeError("cufunc: the GPU twin of numpy.%s has no loop for NumPy's '%s' "
@@ -390,7 +384,7 @@ def _unary(ufunc):
         ent = _FAST.get((ufunc, a.dtype))
         if ent is not None:
             return ent[0](a, **ent[1])
-        # NumPy's resolution first: -bool is NumPy's TypeError, float16 loops are refused
+        # NumPy's resolution first: -bool is NumPy's TypeError
         args, extra = _args(ufunc, (a,))
         tw = twin(ufunc)
         _FAST[(ufunc, a.dtype)] = (tw, extra)

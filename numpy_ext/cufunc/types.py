@@ -10,7 +10,8 @@ Scalar types (``float32``, ``int64``, ...) are callable and sliceable::
 
 ``parse_signature('f4(f4, f4[:, :])')`` turns a string into ``(return_type, [arg_types])``;
 ``to_type`` accepts a type object, a NumPy dtype or scalar class, a Python number class or a type
-name string in NumPy or Numba spelling. This module imports only NumPy (and cufunc.errors).
+name string in NumPy or Numba spelling. This module imports only NumPy (and cufunc.errors), and
+ml_dtypes when it is installed (``bfloat16``, whose NumPy dtype it provides).
 """
 
 import numpy as np
@@ -65,11 +66,12 @@ class Scalar(Type):
 
     __slots__ = ("_name", "dtype", "cname", "kind", "bits")
 
-    def __init__(self, name, dtype, cname):
+    def __init__(self, name, dtype, cname, kind=None):
         self._name = name
         self.dtype = np.dtype(dtype)
         self.cname = cname
-        self.kind = self.dtype.kind          # 'b', 'i', 'u', 'f' or 'c'
+        # 'b', 'i', 'u', 'f' or 'c' (bfloat16: 'f', though ml_dtypes' dtype has kind 'V')
+        self.kind = kind or self.dtype.kind
         self.bits = self.dtype.itemsize * 8
 
     def _key(self):
@@ -257,6 +259,18 @@ uintp = {4: uint32, 8: uint64}[np.dtype(np.uintp).itemsize]
 scalar_types = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                 float16, float32, float64, complex64, complex128)
 
+# bfloat16: NumPy has none; with ml_dtypes installed (JAX's bfloat16), its dtype. Without it the
+# name is not a type (a torch/JAX bfloat16 tensor still moves through DLPack, but a NumPy view of
+# it, and kernels typed from NumPy, need ml_dtypes).
+try:
+    import ml_dtypes as _ml_dtypes
+except ImportError:   # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+bfloat16 = (Scalar("bfloat16", _ml_dtypes.bfloat16, "cf_bfloat16", kind="f")
+            if _ml_dtypes is not None else None)
+if bfloat16 is not None:
+    scalar_types = scalar_types + (bfloat16,)
+
 _BY_DTYPE = {t.dtype: t for t in scalar_types}
 
 # Names accepted in strings, beyond what np.dtype() understands.
@@ -273,6 +287,8 @@ _NAMES = {
     "half": float16, "single": float32, "double": float64,
     "void": void, "none": void,
 }
+if bfloat16 is not None:
+    _NAMES["bfloat16"] = _NAMES["bf16"] = bfloat16
 
 
 def from_dtype(dtype):

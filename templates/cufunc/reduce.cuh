@@ -120,8 +120,13 @@ template <typename T> __device__ __forceinline__ T cf_red_shfl_idx(const T &v, i
 /* A value written by another block in this launch: read from L2, never from a stale L1 line. */
 template <typename T> __device__ __forceinline__ T cf_red_load_cg(const T *p)
 {
-    if constexpr (sizeof(T) % 4 != 0) {
+    if constexpr (sizeof(T) % 4 != 0 && !__is_class(T)) {
         return *(const volatile T *)p;
+    } else if constexpr (sizeof(T) == 2) { /* cf_float16: no volatile copy constructor, so its bits */
+        const unsigned short b = *(const volatile unsigned short *)p;
+        T r;
+        memcpy(&r, &b, 2);
+        return r;
     } else {
         unsigned w[sizeof(T) / 4];
 #pragma unroll

@@ -44,6 +44,170 @@ typedef unsigned long long cf_uint64;
 typedef float cf_float32;
 typedef double cf_float64;
 
+/* ---- float16: NumPy's half (npy_half) ----
+ * cf_float16 is 2 bytes of IEEE binary16. Arithmetic gives NumPy's float16 meaning: each operation
+ * computes in float32 and rounds the result to half (round to nearest even), as NumPy's float16
+ * scalar operations and ufunc loops do. Conversions are bit-exact: float32 -> half and
+ * double -> half round to nearest even directly (npy_float_to_half / npy_double_to_half; a double
+ * is not rounded to float32 first), half -> float32 is exact. On the device float32 <-> half use
+ * PTX cvt.rn.f16.f32 / cvt.f32.f16 (same results; a NaN's payload may differ, NaN stays NaN). */
+CF_HD unsigned cf_f32_bits(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    unsigned u; __builtin_memcpy(&u, &f, 4); return u;
+#endif
+}
+CF_HD float cf_bits_f32(unsigned u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f; __builtin_memcpy(&f, &u, 4); return f;
+#endif
+}
+CF_HD unsigned long long cf_f64_bits(double d) {
+#ifdef __CUDA_ARCH__
+    return (unsigned long long)__double_as_longlong(d);
+#else
+    unsigned long long u; __builtin_memcpy(&u, &d, 8); return u;
+#endif
+}
+/* The magnitude bits m (< 2^(s+1) of a value m * 2^-s half-units) rounded to nearest even. */
+CF_HD unsigned cf_rne_shift(unsigned long long m, int s) {
+    unsigned long long r = m >> s, rem = m & ((1ULL << s) - 1), halfway = 1ULL << (s - 1);
+    return (unsigned)(r + (rem > halfway || (rem == halfway && (r & 1))));
+}
+CF_HD unsigned short cf_f32_to_f16_soft(float f) {
+    unsigned x = cf_f32_bits(f), sign = (x >> 16) & 0x8000u;
+    x &= 0x7fffffffu;
+    if (x >= 0x7f800000u) /* inf, or NaN keeping the top of its payload (as NumPy) */
+        return (unsigned short)(sign | (x == 0x7f800000u ? 0x7c00u : (0x7c00u + (x >> 13 & 0x3ffu)) | ((x >> 13 & 0x3ffu) ? 0u : 1u)));
+    if (x >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+    if (x < 0x33000000u) return (unsigned short)sign;              /* < 2^-25 rounds to 0 */
+    unsigned e = x >> 23, m = (x & 0x7fffffu) | 0x800000u;
+    if (e < 113) /* subnormal half: units of 2^-24 */
+        return (unsigned short)(sign | cf_rne_shift(m, 126 - e));
+    /* normal: the carry of rounding may step into the exponent (and up to inf), as it should */
+    return (unsigned short)(sign | (((e - 112) << 10) + cf_rne_shift(m & 0x7fffffu, 13)));
+}
+CF_HD unsigned short cf_f64_to_f16(double d) {
+    unsigned long long x = cf_f64_bits(d);
+    unsigned sign = (unsigned)(x >> 48) & 0x8000u;
+    x &= 0x7fffffffffffffffULL;
+    if (x >= 0x7ff0000000000000ULL) {
+        unsigned p = (unsigned)(x >> 42) & 0x3ffu;
+        return (unsigned short)(sign | (x == 0x7ff0000000000000ULL ? 0x7c00u : (0x7c00u + p) | (p ? 0u : 1u)));
+    }
+    if (x >= 0x40effe0000000000ULL) return (unsigned short)(sign | 0x7c00u); /* >= 65520 */
+    if (x < 0x3e60000000000000ULL) return (unsigned short)sign;               /* < 2^-25 */
+    unsigned e = (unsigned)(x >> 52);
+    unsigned long long m = (x & 0xfffffffffffffULL) | 0x10000000000000ULL;
+    if (e < 1009)
+        return (unsigned short)(sign | cf_rne_shift(m, 1051 - e));
+    return (unsigned short)(sign | (((e - 1008) << 10) + cf_rne_shift(m & 0xfffffffffffffULL, 42)));
+}
+CF_HD float cf_f16_to_f32_soft(unsigned short h) {
+    unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return cf_bits_f32(sign | 0x7f800000u | (m << 13));
+    if (e == 0) { float r = (float)m * 5.9604644775390625e-08f; return sign ? -r : r; }
+    return cf_bits_f32(sign | ((e + 112) << 23) | (m << 13));
+}
+CF_HD unsigned short cf_f32_to_f16(float f) {
+#ifdef __CUDA_ARCH__
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
+    return cf_f32_to_f16_soft(f);
+#endif
+}
+CF_HD float cf_f16_to_f32(unsigned short h) {
+#ifdef __CUDA_ARCH__
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+#else
+    return cf_f16_to_f32_soft(h);
+#endif
+}
+struct cf_float16 {
+    unsigned short bits;
+    cf_float16() = default;
+    CF_HD explicit cf_float16(float f) : bits(cf_f32_to_f16(f)) {}
+    CF_HD explicit cf_float16(double d) : bits(cf_f64_to_f16(d)) {}
+    /* integers (and bool) through float32: exact where a half is finite (|x| < 2^24) */
+    CF_HD explicit cf_float16(bool x) : bits(x ? 0x3c00 : 0) {}
+    CF_HD explicit cf_float16(signed char x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(short x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(int x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(long x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(long long x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(unsigned char x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(unsigned short x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(unsigned int x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(unsigned long x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit cf_float16(unsigned long long x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HD explicit operator float() const { return cf_f16_to_f32(bits); }
+    CF_HD explicit operator double() const { return (double)cf_f16_to_f32(bits); }
+    static CF_HD cf_float16 from_bits(unsigned short b) { cf_float16 h; h.bits = b; return h; }
+};
+/* A float16 constant from its bits (the translator's literals). */
+CF_HD cf_float16 cf_h16(unsigned b) { return cf_float16::from_bits((unsigned short)b); }
+#define CF_H16_BIN(op) \
+    CF_HD cf_float16 operator op(cf_float16 a, cf_float16 b) { return cf_float16((float)a op (float)b); } \
+    CF_HD cf_float16 &operator op##=(cf_float16 &a, cf_float16 b) { return a = a op b; }
+CF_H16_BIN(+) CF_H16_BIN(-) CF_H16_BIN(*) CF_H16_BIN(/)
+#undef CF_H16_BIN
+#define CF_H16_CMP(op) \
+    CF_HD bool operator op(cf_float16 a, cf_float16 b) { return (float)a op (float)b; } \
+    CF_HD bool operator op(cf_float16 a, int b) { return (float)a op (float)b; }
+CF_H16_CMP(==) CF_H16_CMP(!=) CF_H16_CMP(<) CF_H16_CMP(<=) CF_H16_CMP(>) CF_H16_CMP(>=)
+#undef CF_H16_CMP
+/* NumPy flips / clears the sign bit (npy_half_neg, npy_half_abs) */
+CF_HD cf_float16 operator-(cf_float16 a) { return cf_float16::from_bits((unsigned short)(a.bits ^ 0x8000u)); }
+CF_HD cf_float16 operator+(cf_float16 a) { return a; }
+
+/* ---- bfloat16: ml_dtypes' (Eigen's) bfloat16 ----
+ * 2 bytes: the top half of a float32. Arithmetic as ml_dtypes: each operation computes in float32
+ * and rounds to bfloat16 (nearest even; a NaN becomes the quiet NaN 0x7fc0 with its sign). Every
+ * other type converts through float32 first (ml_dtypes does, a double included), exactly. */
+CF_HD unsigned short cf_f32_to_bf16(float f) {
+    unsigned x = cf_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16 & 0x8000u) | 0x7fc0u);
+    return (unsigned short)((x + 0x7fffu + (x >> 16 & 1u)) >> 16);
+}
+struct cf_bfloat16 {
+    unsigned short bits;
+    cf_bfloat16() = default;
+    CF_HD explicit cf_bfloat16(float f) : bits(cf_f32_to_bf16(f)) {}
+    CF_HD explicit cf_bfloat16(double d) : bits(cf_f32_to_bf16((float)d)) {}
+    CF_HD explicit cf_bfloat16(bool x) : bits(x ? 0x3f80 : 0) {}
+    CF_HD explicit cf_bfloat16(signed char x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(short x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(int x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(long long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned char x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned short x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned int x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(unsigned long long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HD explicit cf_bfloat16(cf_float16 h) : bits(cf_f32_to_bf16((float)h)) {}
+    CF_HD explicit operator float() const { return cf_bits_f32((unsigned)bits << 16); }
+    CF_HD explicit operator double() const { return (double)cf_bits_f32((unsigned)bits << 16); }
+    CF_HD explicit operator cf_float16() const { return cf_float16(cf_bits_f32((unsigned)bits << 16)); }
+    static CF_HD cf_bfloat16 from_bits(unsigned short b) { cf_bfloat16 h; h.bits = b; return h; }
+};
+CF_HD cf_bfloat16 cf_bf16(unsigned b) { return cf_bfloat16::from_bits((unsigned short)b); }
+#define CF_BF16_BIN(op) \
+    CF_HD cf_bfloat16 operator op(cf_bfloat16 a, cf_bfloat16 b) { return cf_bfloat16((float)a op (float)b); } \
+    CF_HD cf_bfloat16 &operator op##=(cf_bfloat16 &a, cf_bfloat16 b) { return a = a op b; }
+CF_BF16_BIN(+) CF_BF16_BIN(-) CF_BF16_BIN(*) CF_BF16_BIN(/)
+#undef CF_BF16_BIN
+#define CF_BF16_CMP(op) \
+    CF_HD bool operator op(cf_bfloat16 a, cf_bfloat16 b) { return (float)a op (float)b; } \
+    CF_HD bool operator op(cf_bfloat16 a, int b) { return (float)a op (float)b; }
+CF_BF16_CMP(==) CF_BF16_CMP(!=) CF_BF16_CMP(<) CF_BF16_CMP(<=) CF_BF16_CMP(>) CF_BF16_CMP(>=)
+#undef CF_BF16_CMP
+CF_HD cf_bfloat16 operator-(cf_bfloat16 a) { return cf_bfloat16::from_bits((unsigned short)(a.bits ^ 0x8000u)); }
+CF_HD cf_bfloat16 operator+(cf_bfloat16 a) { return a; }
+
 #define CF_PI 3.141592653589793
 #define CF_E 2.718281828459045
 #define CF_TAU 6.283185307179586
@@ -90,6 +254,8 @@ CF_NUM(unsigned int, 2, 32, unsigned)
 CF_NUM(unsigned long long, 2, 64, unsigned long long)
 CF_NUM(float, 3, 32, float)
 CF_NUM(double, 3, 64, double)
+CF_NUM(cf_float16, 3, 16, float)
+CF_NUM(cf_bfloat16, 3, 16, float)
 #undef CF_NUM
 
 /* x < 0 without "comparison of unsigned with zero" noise for unsigned T. */
@@ -156,6 +322,11 @@ template <typename To, typename From, int KF> struct cf_caster<To, From, 4, KF> 
 template <typename To, typename From> struct cf_caster<To, From, 4, 4> {
     static CF_HD To f(From x) { return To((typename To::value_type)x.re, (typename To::value_type)x.im); }
 };
+/* float16 to an integer: as NumPy, the half is widened to float32 and cast from there. */
+template <typename To> struct cf_caster<To, cf_float16, 1, 3> { static CF_HD To f(cf_float16 x) { return cf_caster<To, float>::f((float)x); } };
+template <typename To> struct cf_caster<To, cf_float16, 2, 3> { static CF_HD To f(cf_float16 x) { return cf_caster<To, float>::f((float)x); } };
+template <typename To> struct cf_caster<To, cf_bfloat16, 2, 3> { static CF_HD To f(cf_bfloat16 x) { return cf_caster<To, float>::f((float)x); } };
+template <typename To> struct cf_caster<To, cf_bfloat16, 1, 3> { static CF_HD To f(cf_bfloat16 x) { return cf_caster<To, float>::f((float)x); } };
 template <typename To, typename From> CF_HD To cf_cast(From x) { return cf_caster<To, From>::f(x); }
 
 /* ---- floor division and modulo ---- */
@@ -239,6 +410,26 @@ CF_HD double cf_floordiv(double a, double b) { double m; return !b ? a / b : cf_
 CF_HD float cf_mod(float a, float b) { float m; if (!b) return fmodf(a, b); cf_fdivmod(a, b, &m); return m; }
 CF_HD double cf_mod(double a, double b) { double m; if (!b) return fmod(a, b); cf_fdivmod(a, b, &m); return m; }
 
+/* ---- float16 math: NumPy's float16 loops compute in float32 and round the result to half ---- */
+#define CF_H1(name) CF_HD cf_float16 cf_##name(cf_float16 x) { return cf_float16(cf_##name((float)x)); }
+#define CF_H2(name) CF_HD cf_float16 cf_##name(cf_float16 x, cf_float16 y) { return cf_float16(cf_##name((float)x, (float)y)); }
+CF_H1(sqrt) CF_H1(exp) CF_H1(exp2) CF_H1(expm1) CF_H1(log) CF_H1(log2) CF_H1(log10) CF_H1(log1p)
+CF_H1(sin) CF_H1(cos) CF_H1(tan) CF_H1(asin) CF_H1(acos) CF_H1(atan) CF_H1(sinh) CF_H1(cosh)
+CF_H1(tanh) CF_H1(asinh) CF_H1(acosh) CF_H1(atanh) CF_H1(floor) CF_H1(ceil) CF_H1(trunc)
+CF_H1(erf) CF_H1(erfc) CF_H1(gamma) CF_H1(lgamma) CF_H1(round) CF_H1(degrees) CF_H1(radians)
+CF_H2(atan2) CF_H2(hypot) CF_H2(fmod) CF_H2(remainder) CF_H2(floordiv) CF_H2(mod)
+#undef CF_H1
+#undef CF_H2
+CF_HD cf_float16 cf_fabs(cf_float16 x) { return cf_float16::from_bits((unsigned short)(x.bits & 0x7fffu)); }
+CF_HD cf_float16 cf_copysign(cf_float16 x, cf_float16 y) {
+    return cf_float16::from_bits((unsigned short)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));
+}
+CF_HD cf_float16 cf_ldexp(cf_float16 x, long long e) { return cf_float16(cf_ldexp((float)x, e)); }
+CF_HD cf_float16 cf_frexp(cf_float16 x, long long *e) { return cf_float16(cf_frexp((float)x, e)); }
+CF_HD cf_float16 cf_modf(cf_float16 x, cf_float16 *ip) {
+    float i, r = cf_modf((float)x, &i); *ip = cf_float16(i); return cf_float16(r);
+}
+
 /* ---- power ---- */
 /* Integers: square-and-multiply with wrapping; a negative exponent gives 0 unless a is 1 or -1. */
 template <typename T> CF_HD T cf_pow(T a, T b) {
@@ -259,6 +450,27 @@ template <typename T> CF_HD T cf_np_power(T a, T b) { return cf_pow(a, b); }
 CF_HD float cf_np_power(float a, float b) { return b == 0.5f ? cf_sqrt(a) : cf_pow(a, b); }
 CF_HD double cf_np_power(double a, double b) { return b == 0.5 ? cf_sqrt(a) : cf_pow(a, b); }
 
+/* ---- bfloat16 math: ml_dtypes' loops compute in float32 and round the result to bfloat16 ---- */
+#define CF_B1(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x) { return cf_bfloat16(cf_##name((float)x)); }
+#define CF_B2(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x, cf_bfloat16 y) { return cf_bfloat16(cf_##name((float)x, (float)y)); }
+CF_B1(sqrt) CF_B1(exp) CF_B1(exp2) CF_B1(expm1) CF_B1(log) CF_B1(log2) CF_B1(log10) CF_B1(log1p)
+CF_B1(sin) CF_B1(cos) CF_B1(tan) CF_B1(asin) CF_B1(acos) CF_B1(atan) CF_B1(sinh) CF_B1(cosh)
+CF_B1(tanh) CF_B1(asinh) CF_B1(acosh) CF_B1(atanh) CF_B1(floor) CF_B1(ceil) CF_B1(trunc)
+CF_B1(erf) CF_B1(erfc) CF_B1(gamma) CF_B1(lgamma) CF_B1(round) CF_B1(degrees) CF_B1(radians)
+CF_B2(atan2) CF_B2(hypot) CF_B2(fmod) CF_B2(remainder) CF_B2(floordiv) CF_B2(mod) CF_B2(pow)
+#undef CF_B1
+#undef CF_B2
+CF_HD cf_bfloat16 cf_fabs(cf_bfloat16 x) { return cf_bfloat16::from_bits((unsigned short)(x.bits & 0x7fffu)); }
+CF_HD cf_bfloat16 cf_abs(cf_bfloat16 x) { return cf_fabs(x); }
+CF_HD cf_bfloat16 cf_copysign(cf_bfloat16 x, cf_bfloat16 y) {
+    return cf_bfloat16::from_bits((unsigned short)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));
+}
+CF_HD cf_bfloat16 cf_np_power(cf_bfloat16 a, cf_bfloat16 b) { return cf_pow(a, b); }
+
+/* float16 power: powf rounded to half (NumPy's float16 ** and numpy.power: no sqrt shortcut) */
+CF_HD cf_float16 cf_pow(cf_float16 a, cf_float16 b) { return cf_float16(cf_pow((float)a, (float)b)); }
+CF_HD cf_float16 cf_np_power(cf_float16 a, cf_float16 b) { return cf_pow(a, b); }
+
 /* ---- shifts: counts outside [0, bits) give 0 (<<) or the sign fill (>>) ---- */
 template <typename T> CF_HD T cf_lshift(T a, T b) {
     typedef typename cf_num<T>::W W;
@@ -274,6 +486,7 @@ template <typename T> CF_HD T cf_max(T a, T b) { return b > a ? b : a; }
 template <typename T> CF_HD T cf_abs(T a) { return cf_isneg(a) ? cf_neg(a) : a; }
 CF_HD float cf_abs(float a) { return fabsf(a); }
 CF_HD double cf_abs(double a) { return fabs(a); }
+CF_HD cf_float16 cf_abs(cf_float16 a) { return cf_fabs(a); }
 
 /* ---- complex math ---- */
 template <typename T> struct cf_fp;

@@ -12,7 +12,8 @@ static void test_dtype_table(void)
                           {"int32", "<i4", 4},    {"int64", "<i8", 8},    {"uint8", "|u1", 1},
                           {"uint16", "<u2", 2},   {"uint32", "<u4", 4},   {"uint64", "<u8", 8},
                           {"float16", "<f2", 2},  {"float32", "<f4", 4},  {"float64", "<f8", 8},
-                          {"complex64", "<c8", 8}, {"complex128", "<c16", 16}};
+                          {"complex64", "<c8", 8}, {"complex128", "<c16", 16},
+                          {"bfloat16", "<V2", 2}};
     for (int i = 0; i < CF_NDTYPES; i++) {
         CHECK(cf_dtype_size((cf_dtype)i) == want[i].size);
         CHECK(strcmp(cf_dtype_name((cf_dtype)i), want[i].name) == 0);
@@ -20,8 +21,11 @@ static void test_dtype_table(void)
         cf_dtype_typestr((cf_dtype)i, ts);
         CHECK(strcmp(ts, want[i].typestr) == 0);
         cf_dtype back = CF_NDTYPES;
-        CHECK_OK(cf_dtype_from_typestr(ts, &back));
-        CHECK(back == (cf_dtype)i);
+        if (i == CF_BFLOAT16) /* "<V2" is any 2-byte void: never read back as bfloat16 */
+            CHECK_STATUS(cf_dtype_from_typestr(ts, &back), CF_ERR_TYPE);
+        else
+            CHECK_OK(cf_dtype_from_typestr(ts, &back));
+        CHECK(i == CF_BFLOAT16 || back == (cf_dtype)i);
         CHECK_OK(cf_dtype_from_name(want[i].name, &back));
         CHECK(back == (cf_dtype)i);
         CHECK(cf_dtype_ctype((cf_dtype)i) != NULL);
@@ -226,6 +230,20 @@ static void test_kind_order_and_weak(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK(cf_weak_reaches(cases[i].weak, cases[i].to) == cases[i].ok);
     CHECK(cf_dtype_valid(CF_COMPLEX128) && !cf_dtype_valid(CF_NDTYPES) && !cf_dtype_valid(-1));
+    /* bfloat16: ml_dtypes' np.can_cast (safe, same_kind), copied from ml_dtypes 0.5 */
+    static const struct { cf_dtype from, to; int safe, same_kind; } bf[] = {
+        {CF_BOOL, CF_BFLOAT16, 1, 1},     {CF_INT8, CF_BFLOAT16, 1, 1},    {CF_UINT8, CF_BFLOAT16, 1, 1},
+        {CF_INT16, CF_BFLOAT16, 0, 1},    {CF_UINT64, CF_BFLOAT16, 0, 1},  {CF_FLOAT16, CF_BFLOAT16, 0, 1},
+        {CF_FLOAT32, CF_BFLOAT16, 0, 1},  {CF_COMPLEX64, CF_BFLOAT16, 0, 1},
+        {CF_BFLOAT16, CF_FLOAT16, 0, 0},  {CF_BFLOAT16, CF_FLOAT32, 1, 1}, {CF_BFLOAT16, CF_FLOAT64, 1, 1},
+        {CF_BFLOAT16, CF_COMPLEX64, 1, 1}, {CF_BFLOAT16, CF_INT64, 0, 0},  {CF_BFLOAT16, CF_BOOL, 0, 0},
+        {CF_BFLOAT16, CF_BFLOAT16, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof bf / sizeof bf[0]; i++) {
+        CHECK(cf_can_cast(bf[i].from, bf[i].to, CF_CAST_SAFE) == bf[i].safe);
+        CHECK(cf_can_cast(bf[i].from, bf[i].to, CF_CAST_SAME_KIND) == bf[i].same_kind);
+    }
+    CHECK(cf_weak_reaches(CF_FLOAT64, CF_BFLOAT16) && cf_weak_reaches(CF_INT64, CF_BFLOAT16));
 }
 
 int main(void)

@@ -22,6 +22,9 @@ static const char *ADD_C8 = "#include \"cufunc/runtime.cuh\"\n"
 static const char *MUL_C16 = "#include \"cufunc/runtime.cuh\"\n"
                              "__device__ cf_complex128 mul_c16(cf_complex128 a, cf_complex128 b) { return a * b; }\n";
 
+static const char *ADD_F2 = "#include \"cufunc/runtime.cuh\"\n"
+                            "__device__ cf_float16 add_f2(cf_float16 a, cf_float16 b) { return a + b; }\n";
+
 static cf_reducer *make_reducer(void)
 {
     cf_reducer *r = NULL;
@@ -68,7 +71,8 @@ static void test_loops(void)
     CHECK(cf_reducer_loop_type(r, 99) == CF_NDTYPES);
     CHECK_STATUS(cf_reducer_add_loop(r, CF_FLOAT32, ADD_F4, "add_f4", NULL, 0, NULL), CF_ERR_INVALID);
     CHECK_CONTAINS(cf_last_error(), "already has a loop for float32");
-    CHECK_STATUS(cf_reducer_add_loop(r, CF_FLOAT16, ADD_F4, "x", NULL, 0, NULL), CF_ERR_UNSUPPORTED);
+    CHECK_OK(cf_reducer_add_loop(r, CF_FLOAT16, ADD_F4, "add_f4", NULL, 0, NULL)); /* float16 too */
+    CHECK(cf_reducer_find_loop(r, CF_FLOAT16) >= 0);
     CHECK_STATUS(cf_reducer_add_loop(NULL, CF_FLOAT32, ADD_F4, "x", NULL, 0, NULL), CF_ERR_INVALID);
     CHECK_STATUS(cf_reducer_add_loop(r, (cf_dtype)77, ADD_F4, "x", NULL, 0, NULL), CF_ERR_TYPE);
     CHECK(strcmp(cf_reducer_name(r), "add") == 0);
@@ -386,6 +390,28 @@ static void test_kernels_compile(void)
         cf_array sc = view(t, 2, sq, 0x200000);
         compile_case(r, l, &m, NULL, 1, &sc, NULL, "cf_scan_tiles<");
     }
+    /* float16 (2-byte cf_float16: vector loads, 4-byte-word shuffles): every kernel shape, and
+     * float32 elements into the float16 loop */
+    cf_reducer *h = NULL;
+    CHECK_OK(cf_reducer_create("add", &h));
+    const char *hopts[1] = {"--fmad=false"};
+    CHECK_OK(cf_reducer_add_loop(h, CF_FLOAT16, ADD_F2, "add_f2", hopts, 1, NULL));
+    {
+        cf_array a1 = view(CF_FLOAT16, 1, n, 0x100000);
+        cf_array o = keepdims_out(&a1, one, CF_FLOAT16, 0x90000);
+        compile_case(h, 0, &a1, one, -1, &o, NULL, "cf_red_all<cf_red_op, cf_float16, cf_float16");
+        cf_array m = view(CF_FLOAT16, 2, sq, 0x100000);
+        cf_array o1 = keepdims_out(&m, r1, CF_FLOAT16, 0x90000);
+        compile_case(h, 0, &m, r1, -1, &o1, NULL, "cf_red_rows<");
+        cf_array o0 = keepdims_out(&m, r0, CF_FLOAT16, 0x90000);
+        compile_case(h, 0, &m, r0, -1, &o0, NULL, "cf_red_cols<");
+        cf_array sc = view(CF_FLOAT16, 2, sq, 0x200000);
+        compile_case(h, 0, &m, NULL, 1, &sc, NULL, "cf_scan_tiles<");
+        cf_array f = view(CF_FLOAT32, 1, n, 0x100000);
+        compile_case(h, 0, &f, one, -1, &o, NULL, "cf_red_all<cf_red_op, cf_float32, cf_float16");
+        (void)rall;
+    }
+    cf_reducer_free(h);
     /* mixed dtypes: int32 elements into the int64 loop, float64 output of a float32 loop */
     cf_array ai = view(CF_INT32, 1, n, 0x100000);
     cf_array oi = keepdims_out(&ai, one, CF_INT64, 0x90000);

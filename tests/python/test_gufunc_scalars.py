@@ -21,9 +21,9 @@ import pytest
 
 from cufunc import guvectorize, vectorize
 
-# np.add's loops that cufunc can build, in np.add's order (float16 is not supported by the
-# translator; np.longlong/ulonglong are the same dtypes as int64/uint64 here).
-CHARS = ["?", "b", "B", "h", "H", "i", "I", "l", "L", "f", "d", "F", "D"]
+# np.add's loops that cufunc can build, in np.add's order (float16 included; np.longlong/ulonglong
+# are the same dtypes as int64/uint64 here).
+CHARS = ["?", "b", "B", "h", "H", "i", "I", "l", "L", "e", "f", "d", "F", "D"]
 NAMES = [np.dtype(c).name for c in CHARS]
 
 

@@ -90,11 +90,6 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
         pyfunc = pyfunc.py_func
     types = _arg_types(argtypes)
     ret = None if return_type is None else _T.to_type(return_type)
-    for t in types + ([ret] if ret is not None else []):
-        if isinstance(t, _T.Scalar) and t.kind == "f" and t.bits == 16:
-            raise UnsupportedError("float16 is not supported by the translator yet")
-        if isinstance(t, _T.Array) and t.dtype.kind == "f" and t.dtype.bits == 16:
-            raise UnsupportedError("float16 arrays are not supported by the translator yet")
     if isinstance(ret, _T.Array):
         raise UnsupportedError("functions cannot return arrays (write into an output argument)")
     def run():

@@ -82,7 +82,9 @@ def c_literal(v, t):
         return _int_literal(int(v), t)
     if k == "f":
         if t.bits == 16:
-            raise ValueError("float16 literal")
+            # a float16 / bfloat16 constant by its bits: exact, and a constant expression
+            bits = int(np.asarray(v, dtype=t.dtype).view(np.uint16))
+            return "%s(0x%04x)" % ("cf_bf16" if t.cname == "cf_bfloat16" else "cf_h16", bits)
         return _float_text(float(v), t.bits == 32)
     if k == "c":
         c = complex(v)

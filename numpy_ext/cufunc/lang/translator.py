@@ -215,8 +215,6 @@ class FunctionTranslator:
         """Type to a fixpoint, then emit. Returns a FuncResult."""
         self.var_types = {}
         for name, t in zip(self.params, self.argtypes):
-            if isinstance(t, T.Scalar) and t.bits == 16 and t.kind == "f":
-                raise self.unsupported(self.tree, "float16 (argument %r)" % name)
             self.var_types[name] = t
         self.garrays = []          # [(obj, Array type, c name)]
         prev = None
@@ -358,9 +356,8 @@ class FunctionTranslator:
         return self.err(node, msg, cls)
 
     def check_scalar_type(self, t, node):
-        if isinstance(t, T.Scalar) and t.kind == "f" and t.bits == 16:
-            raise self._fail(node, "float16 values are not supported yet (NumPy gives float16 "
-                             "here; convert the operand to float32 first)", UnsupportedError)
+        """Every scalar type is a kernel type now (float16 included: cf_float16 in runtime.cuh
+        computes each operation in float32 and rounds to half, NumPy's float16 meaning)."""
         return t
 
     # ----------------------------------------------------------------- casts and constants
