@@ -161,12 +161,19 @@ CF_API int cf_ufunc_kernel_count(const cf_ufunc *u);
  *                             automatic, 8 MiB, less for calls under 2 * S such chunks)
  *   CUFUNC_HOSTPIPE_STREAMS   S, streams and buffer slots (default 3; 2..16)
  *   CUFUNC_HOSTPIPE_MIN_KB    cf_hostpipe_wanted's threshold on a call's host bytes (default
- *                             4096); smaller calls gain nothing from chunks
+ *                             0: every host call, one chunk for small ones: one pinned DMA each
+ *                             way and one wait, cheaper than separate pageable copies)
+ *   CUFUNC_HOST_THREADS       threads per pack/unpack copy (default 0: automatic)
+ *   CUFUNC_HOST_REGISTER_MIN  bytes from which a host operand is page-locked for the call and
+ *                             DMA'd in place (default 0: never); see src/env.h. Host operands of
+ *                             64 KiB or more that are page-locked already are always DMA'd in place.
  * A value that does not parse or is out of range is ignored (the default is used). */
 typedef struct cf_hostpipe_config {
     size_t chunk_bytes;  /* 0: automatic; else 1 KiB .. 1 GiB */
     int streams;         /* 2..16 */
     size_t min_bytes;
+    int threads;         /* 0: automatic; 1..65 */
+    size_t register_min; /* 0: off */
 } cf_hostpipe_config;
 
 /* What a pipelined launch did (for tests and benchmarks). */
@@ -179,6 +186,9 @@ typedef struct cf_hostpipe_info {
     int streamed;        /* host operands moved chunk by chunk */
     int resident;        /* host operands uploaded once */
     size_t chunk_bytes;  /* the largest streamed operand's bytes in a full chunk */
+    int direct;          /* streamed operands DMA'd in place (page-locked: already, or registered) */
+    int registered;      /* of those, operands this call registered */
+    int register_failed; /* operands whose registration failed (staged instead) */
 } cf_hostpipe_info;
 
 /* As cf_ufunc_launch, with host operands allowed (see above); `info` (may be NULL) receives what
