@@ -981,26 +981,31 @@ static PyObject *py_hostpipe_last(PyObject *m, PyObject *unused)
 {
     cf_hostpipe_info i;
     cf_hostpipe_last(&i);
-    return Py_BuildValue("{s:L,s:L,s:i,s:i,s:L,s:i,s:i,s:n}", "calls", (long long)i.calls,
-                         "chunks", (long long)i.chunks, "streams", i.streams, "split_axis",
-                         i.split_axis, "rows", (long long)i.rows, "streamed", i.streamed,
-                         "resident", i.resident, "chunk_bytes", (Py_ssize_t)i.chunk_bytes);
+    return Py_BuildValue("{s:L,s:L,s:i,s:i,s:L,s:i,s:i,s:n,s:i,s:i,s:i}", "calls",
+                         (long long)i.calls, "chunks", (long long)i.chunks, "streams", i.streams,
+                         "split_axis", i.split_axis, "rows", (long long)i.rows, "streamed",
+                         i.streamed, "resident", i.resident, "chunk_bytes",
+                         (Py_ssize_t)i.chunk_bytes, "direct", i.direct, "registered",
+                         i.registered, "register_failed", i.register_failed);
 }
 
 /* Read or change the pipeline's settings; returns them after the change. */
 static PyObject *py_hostpipe_config(PyObject *m, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"chunk_kb", "streams", "min_kb", "reset", NULL};
-    PyObject *chunk = Py_None, *streams = Py_None, *min_kb = Py_None;
+    static char *kw[] = {"chunk_kb", "streams", "min_kb", "reset", "threads", "register_min",
+                         NULL};
+    PyObject *chunk = Py_None, *streams = Py_None, *min_kb = Py_None, *threads = Py_None,
+             *register_min = Py_None;
     int reset = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOp:_hostpipe_config", kw, &chunk, &streams,
-                                     &min_kb, &reset))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOpOO:_hostpipe_config", kw, &chunk,
+                                     &streams, &min_kb, &reset, &threads, &register_min))
         return NULL;
     cf_hostpipe_config c;
     cf_status st = CF_OK;
     if (reset) {
         st = cf_hostpipe_configure(NULL);
-    } else if (chunk != Py_None || streams != Py_None || min_kb != Py_None) {
+    } else if (chunk != Py_None || streams != Py_None || min_kb != Py_None ||
+               threads != Py_None || register_min != Py_None) {
         cf_hostpipe_get_config(&c);
         long long v;
         if (chunk != Py_None) {
@@ -1026,13 +1031,28 @@ static PyObject *py_hostpipe_config(PyObject *m, PyObject *args, PyObject *kwarg
             }
             c.min_bytes = (size_t)v << 10;
         }
+        if (threads != Py_None) {
+            if ((v = PyLong_AsLongLong(threads)) == -1 && PyErr_Occurred())
+                return NULL;
+            c.threads = v < 0 || v > 1000 ? -1 : (int)v; /* out of range: refused below */
+        }
+        if (register_min != Py_None) {
+            if ((v = PyLong_AsLongLong(register_min)) == -1 && PyErr_Occurred())
+                return NULL;
+            if (v < 0) {
+                PyErr_SetString(PyExc_ValueError, "_hostpipe_config: register_min must be >= 0");
+                return NULL;
+            }
+            c.register_min = (size_t)v;
+        }
         st = cf_hostpipe_configure(&c);
     }
     if (st != CF_OK)
         return cf_py_raise(st, NULL);
     cf_hostpipe_get_config(&c);
-    return Py_BuildValue("{s:n,s:i,s:n}", "chunk_kb", (Py_ssize_t)(c.chunk_bytes >> 10), "streams",
-                         c.streams, "min_kb", (Py_ssize_t)(c.min_bytes >> 10));
+    return Py_BuildValue("{s:n,s:i,s:n,s:i,s:n}", "chunk_kb", (Py_ssize_t)(c.chunk_bytes >> 10),
+                         "streams", c.streams, "min_kb", (Py_ssize_t)(c.min_bytes >> 10),
+                         "threads", c.threads, "register_min", (Py_ssize_t)c.register_min);
 }
 
 /* Tests: make pipelined calls fail just before launching chunk `chunk` (-1: off). */
@@ -1045,18 +1065,33 @@ static PyObject *py_hostpipe_fail_at(PyObject *m, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* Tests: registrations of user memory by the pipeline fail (1: as out of memory, 2: as already
+ * registered; 0: off). */
+static PyObject *py_hostpipe_register_fault(PyObject *m, PyObject *arg)
+{
+    long mode = PyLong_AsLong(arg);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    cf_hostpipe_test_register_fault((int)mode);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef cf_py_ufunc_methods[] = {
     {"can_cast", py_can_cast, METH_VARARGS, "cf_can_cast(from_, to, casting='safe')"},
     {"_hostpipe_last", py_hostpipe_last, METH_NOARGS,
      "What the last pipelined host-array ufunc call did: dict(calls, chunks, streams, split_axis, "
-     "rows, streamed, resident, chunk_bytes)."},
+     "rows, streamed, resident, chunk_bytes, direct, registered, register_failed)."},
     {"_hostpipe_config", (PyCFunction)(void (*)(void))py_hostpipe_config,
      METH_VARARGS | METH_KEYWORDS,
-     "_hostpipe_config(chunk_kb=None, streams=None, min_kb=None, reset=False): the host-array "
-     "pipeline's settings after applying the given ones (chunk_kb 0: automatic; reset: re-read "
-     "CUFUNC_HOSTPIPE_* from the environment)."},
+     "_hostpipe_config(chunk_kb=None, streams=None, min_kb=None, reset=False, threads=None, "
+     "register_min=None): the host-array pipeline's settings after applying the given ones "
+     "(chunk_kb 0: automatic; threads 0: automatic; register_min bytes, 0: off; reset: re-read "
+     "CUFUNC_HOSTPIPE_* and CUFUNC_HOST_* from the environment)."},
     {"_hostpipe_fail_at", py_hostpipe_fail_at, METH_O,
      "Tests: pipelined calls fail before launching chunk n (-1: never)."},
+    {"_hostpipe_register_fault", py_hostpipe_register_fault, METH_O,
+     "Tests: the pipeline's registrations of user memory fail (1: out of memory, 2: already "
+     "registered, 0: off)."},
     {NULL},
 };
 
