@@ -14,7 +14,8 @@ Rows (the issue's table):
 Each cufunc row is measured under every host strategy in the same process
 (`_core._hostpipe_config`, the same settings as CUFUNC_HOSTPIPE_MIN_KB, CUFUNC_HOST_THREADS,
 CUFUNC_HOST_REGISTER_MIN): the defaults, the whole-array path (min_kb huge), copy threads 1..16,
-registration of the user's arrays, and page-locked arrays (cuda.pinned_array, cuda.pinned).
+registration of the user's arrays, new results in cached page-locked blocks
+(CUFUNC_HOST_RESULT_PINNED_MIN), and page-locked arrays (cuda.pinned_array, cuda.pinned).
 
 Usage: python3 bench/bench_hostpath.py [--reps N] [--quick]
 Without a GPU it says so and exits 0 (importing it needs none).
@@ -125,6 +126,8 @@ def strategies(quick):
         out.append(("%d copy thread%s" % (t, "s" if t > 1 else ""), dict(threads=t)))
     out.append(("register >= 1 MiB", dict(register_min=MIB)))
     out.append(("register >= 64 MiB", dict(register_min=64 * MIB)))
+    out.append(("pinned results >= 1 MiB", dict(result_pinned_min=MIB)))
+    out.append(("pinned results, 16 threads", dict(result_pinned_min=MIB, threads=16)))
     return out
 
 

@@ -95,13 +95,25 @@ const cf_ew_knobs *cf_ew_knobs_get(void);
  *                             already page-locked (cuda.pinned, pinned_array, mapped) is used in
  *                             place whatever this says; a registration that fails falls back to
  *                             staging. 0 (default): never register.
+ *   CUFUNC_HOST_RESULT_PINNED_MIN  bytes: a new NumPy result of a host call (the Python ufunc's
+ *                             host strategy) of at least this size is allocated in page-locked
+ *                             memory from a cache of such blocks (cf_hostpipe_result_alloc), so
+ *                             the device-to-host copies land in it directly: no unpacking, no
+ *                             first touch of fresh pages. Freed results go back to the cache (at
+ *                             most CF_HOST_RESULT_CACHE_BYTES kept); at most
+ *                             CF_HOST_RESULT_OUTSTANDING_BYTES are handed out at once (beyond it,
+ *                             ordinary NumPy memory). 0 (default): never.
  * cf_hostpipe_configure(NULL) reads them again (the Python tests use that). */
 #define CF_HOST_AUTO_THREADS 12
 #define CF_HOST_DEFAULT_THREADS 0
 #define CF_HOST_DEFAULT_REGISTER_MIN 0
+#define CF_HOST_DEFAULT_RESULT_PINNED_MIN 0
+#define CF_HOST_RESULT_CACHE_BYTES ((size_t)1 << 30)
+#define CF_HOST_RESULT_OUTSTANDING_BYTES ((size_t)8 << 30)
 typedef struct cf_host_knobs {
-    int threads;          /* CUFUNC_HOST_THREADS (0: automatic) */
-    int64_t register_min; /* CUFUNC_HOST_REGISTER_MIN (0: off) */
+    int threads;               /* CUFUNC_HOST_THREADS (0: automatic) */
+    int64_t register_min;      /* CUFUNC_HOST_REGISTER_MIN (0: off) */
+    int64_t result_pinned_min; /* CUFUNC_HOST_RESULT_PINNED_MIN (0: off) */
 } cf_host_knobs;
 
 /* Read the host path's knobs from the environment now (not cached: the caller keeps them). */

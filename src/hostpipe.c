@@ -584,6 +584,7 @@ static void read_env(cf_hostpipe_config *c)
     cf_host_knobs_read(&k);
     c->threads = k.threads;
     c->register_min = (size_t)k.register_min;
+    c->result_pinned_min = (size_t)k.result_pinned_min;
 }
 
 static void init_config(void) { read_env(&config); }
@@ -603,6 +604,97 @@ int cf_hostpipe_wanted(size_t host_bytes)
     cf_hostpipe_config c;
     cf_hostpipe_get_config(&c);
     return host_bytes > 0 && host_bytes >= c.min_bytes;
+}
+
+/* ==== page-locked blocks for new host results ================================================= */
+
+/* A block is one cuMemHostAlloc of a header page and the data; the header holds the data's
+ * capacity, so a block given back needs no table. Freed blocks wait in `cache` (oldest first)
+ * for a request they fit. The data starts page-aligned, as the DMAs like it. */
+#define RESULT_HEADER ((size_t)4096)
+#define RESULT_CACHE_SLOTS 64
+
+static pthread_mutex_t result_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *result_cache[RESULT_CACHE_SLOTS]; /* data pointers, oldest first */
+static int result_ncached;
+static size_t result_cached_bytes, result_outstanding;
+
+static size_t result_capacity(const char *data) { return *(const size_t *)(data - RESULT_HEADER); }
+
+cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
+{
+    if (!ptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_hostpipe_result_alloc: ptr is NULL");
+    *ptr = NULL;
+    size_t want = nbytes ? nbytes : 1;
+    pthread_mutex_lock(&result_lock);
+    for (int k = 0; k < result_ncached; k++) {
+        size_t cap = result_capacity(result_cache[k]);
+        if (cap >= want && cap / 2 <= want) {
+            *ptr = result_cache[k];
+            memmove(&result_cache[k], &result_cache[k + 1],
+                    sizeof result_cache[0] * (size_t)(result_ncached - k - 1));
+            result_ncached--;
+            result_cached_bytes -= cap;
+            result_outstanding += cap;
+            pthread_mutex_unlock(&result_lock);
+            return CF_OK;
+        }
+    }
+    if (result_outstanding + want > CF_HOST_RESULT_OUTSTANDING_BYTES) {
+        pthread_mutex_unlock(&result_lock);
+        return cf_error_set(CF_ERR_NOMEM, "cf_hostpipe_result_alloc: %zu bytes of page-locked "
+                            "results are out already", result_outstanding);
+    }
+    result_outstanding += want; /* reserved before the slow allocation, outside the lock */
+    pthread_mutex_unlock(&result_lock);
+    size_t cap = (want + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
+    void *block = NULL;
+    cf_status st = cf_host_alloc_pinned(cap + RESULT_HEADER, &block);
+    pthread_mutex_lock(&result_lock);
+    result_outstanding -= want;
+    if (st == CF_OK)
+        result_outstanding += cap;
+    pthread_mutex_unlock(&result_lock);
+    if (st != CF_OK)
+        return st;
+    *(size_t *)block = cap;
+    *ptr = (char *)block + RESULT_HEADER;
+    return CF_OK;
+}
+
+void cf_hostpipe_result_free(void *ptr)
+{
+    if (!ptr)
+        return;
+    char *data = ptr, *evict[RESULT_CACHE_SLOTS + 1];
+    int nevict = 0;
+    size_t cap = result_capacity(data);
+    pthread_mutex_lock(&result_lock);
+    result_outstanding -= cap;
+    result_cache[result_ncached++] = data;
+    result_cached_bytes += cap;
+    while (result_ncached > 0 && (result_ncached == RESULT_CACHE_SLOTS ||
+                                  result_cached_bytes > CF_HOST_RESULT_CACHE_BYTES)) {
+        evict[nevict++] = result_cache[0];
+        result_cached_bytes -= result_capacity(result_cache[0]);
+        memmove(&result_cache[0], &result_cache[1],
+                sizeof result_cache[0] * (size_t)(result_ncached - 1));
+        result_ncached--;
+    }
+    pthread_mutex_unlock(&result_lock);
+    for (int k = 0; k < nevict; k++)
+        cf_host_free_pinned(evict[k] - RESULT_HEADER);
+}
+
+void cf_hostpipe_result_stats(size_t *outstanding, size_t *cached)
+{
+    pthread_mutex_lock(&result_lock);
+    if (outstanding)
+        *outstanding = result_outstanding;
+    if (cached)
+        *cached = result_cached_bytes;
+    pthread_mutex_unlock(&result_lock);
 }
 
 /* ==== the pipeline ============================================================================ */

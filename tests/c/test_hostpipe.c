@@ -730,11 +730,16 @@ static void test_host_knobs(void)
     cf_hostpipe_config c;
     cf_hostpipe_get_config(&c);
     CHECK(c.threads == 4 && c.register_min == (size_t)1 << 20);
+    setenv("CUFUNC_HOST_RESULT_PINNED_MIN", "65536", 1);
+    CHECK_OK(cf_hostpipe_configure(NULL));
+    cf_hostpipe_get_config(&c);
+    CHECK(c.result_pinned_min == 65536);
+    unsetenv("CUFUNC_HOST_RESULT_PINNED_MIN");
     setenv("CUFUNC_HOST_THREADS", "66", 1); /* out of range: the default */
     setenv("CUFUNC_HOST_REGISTER_MIN", "-1", 1);
     CHECK_OK(cf_hostpipe_configure(NULL));
     cf_hostpipe_get_config(&c);
-    CHECK(c.threads == 0 && c.register_min == 0);
+    CHECK(c.threads == 0 && c.register_min == 0 && c.result_pinned_min == 0);
     cf_hostpipe_config bad = c;
     bad.threads = 66;
     CHECK_STATUS(cf_hostpipe_configure(&bad), CF_ERR_INVALID);
@@ -979,6 +984,35 @@ static void test_on_gpu(void)
     cf_stream_free(s);
 }
 
+/* Page-locked result blocks: reused from the cache when they fit (at most twice the size),
+ * counted while out, page-locked, and the bad argument refused. */
+static void test_result_blocks(void)
+{
+    NEED_GPU();
+    size_t out0, cached0, out, cached;
+    cf_hostpipe_result_stats(&out0, &cached0);
+    void *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(cf_hostpipe_result_alloc((size_t)3 << 20, &a));
+    CHECK(a != NULL && ((uintptr_t)a & 4095) == 0);
+    CHECK(cf_host_is_pinned(a) && cf_host_is_pinned((char *)a + ((size_t)3 << 20) - 1));
+    memset(a, 1, (size_t)3 << 20);
+    cf_hostpipe_result_stats(&out, &cached);
+    CHECK(out == out0 + ((size_t)3 << 20));
+    cf_hostpipe_result_free(a);
+    cf_hostpipe_result_stats(&out, &cached);
+    CHECK(out == out0 && cached == cached0 + ((size_t)3 << 20));
+    CHECK_OK(cf_hostpipe_result_alloc((size_t)2 << 20, &b)); /* fits: the same block */
+    CHECK(b == a);
+    CHECK_OK(cf_hostpipe_result_alloc((size_t)1 << 10, &c)); /* too small for it: a new one */
+    CHECK(c != NULL && c != b);
+    cf_hostpipe_result_free(b);
+    cf_hostpipe_result_free(c);
+    cf_hostpipe_result_free(NULL);
+    cf_hostpipe_result_stats(&out, NULL);
+    CHECK(out == out0);
+    CHECK_STATUS(cf_hostpipe_result_alloc(16, NULL), CF_ERR_INVALID);
+}
+
 int main(void)
 {
     RUN(test_copy);
@@ -990,5 +1024,6 @@ int main(void)
     RUN(test_policy);
     RUN(test_host_knobs);
     RUN(test_on_gpu);
+    RUN(test_result_blocks);
     return SUMMARY();
 }

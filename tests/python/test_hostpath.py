@@ -7,7 +7,9 @@ CUFUNC_HOST_* / CUFUNC_HOSTPIPE_* environment knobs):
   * registered: the user's own arrays page-locked for the call (register_min 1 byte) and DMA'd in
     place, no staging copy; non-contiguous slabs still go through the pinned buffer;
   * already page-locked (cuda.pinned, pinned_array): DMA'd in place without registering;
-  * small calls: one chunk (the default sends every host call through the pipeline).
+  * small calls: one chunk (the default sends every host call through the pipeline);
+  * pinned results: new NumPy results in cached page-locked blocks (result_pinned_min), written
+    by the device-to-host copies directly.
 Registration failures (out of memory, already registered: `_core._hostpipe_register_fault`) fall
 back to staging with the same results. `_core._hostpipe_last()` tells which strategy ran.
 """
@@ -36,6 +38,7 @@ STRATEGIES = {
     "staged, 1 thread": dict(register_min=0, threads=1),
     "staged, 2 threads": dict(register_min=0, threads=2),
     "registered": dict(register_min=1, threads=0),
+    "pinned results": dict(register_min=0, threads=0, result_pinned_min=1),
 }
 
 
@@ -95,6 +98,9 @@ def test_strategies_match_numpy(settings, strategy, layout, chunk_kb):
         assert info["register_failed"] == 0
         # the new C-order output is contiguous: always registered and DMA'd in place
         assert info["registered"] >= 1 and info["direct"] >= info["registered"]
+    elif strategy == "pinned results":
+        assert info["registered"] == 0 and info["direct"] == 1   # the new output, page-locked
+        assert r.flags.c_contiguous and r.flags.writeable and r.base is not None
     else:
         assert info["registered"] == 0 and info["direct"] == 0
 
@@ -234,6 +240,29 @@ def test_failure_with_registered_operands_unregisters(settings):
     assert info["registered"] == 3 and info["register_failed"] == 0
 
 
+@gpu
+def test_pinned_results_come_back_to_the_cache(settings):
+    _core._hostpipe_config(min_kb=0, chunk_kb=64, result_pinned_min=64 * 1024)
+    a, b = rand(300_000, np.float64, 25), rand(300_000, np.float64, 26)
+    before = _core._hostpipe_result_stats()
+    r, info = run(lambda: hypot(a, b))
+    np.testing.assert_allclose(r, np.hypot(a, b), rtol=1e-14)
+    assert info["direct"] == 1
+    held = _core._hostpipe_result_stats()
+    assert held["outstanding"] >= before["outstanding"] + r.nbytes
+    r2 = r[::2].copy()                        # results behave as NumPy arrays
+    r[:] = 0                                  # writable; the copy is independent
+    assert (r2 != 0).all()
+    del r
+    back = _core._hostpipe_result_stats()
+    assert back["outstanding"] == before["outstanding"]
+    assert back["cached"] >= before["cached"]
+    small = rand(1000, np.float64, 27)        # under the threshold: ordinary memory
+    r, info = run(lambda: hypot(small, small))
+    assert r.base is None
+    np.testing.assert_allclose(r, np.hypot(small, small), rtol=1e-14)
+
+
 def test_host_knobs_are_checked_and_reset_from_the_environment(monkeypatch):
     """No GPU needed: the knobs through _hostpipe_config and the environment."""
     before = _core._hostpipe_config()
@@ -255,5 +284,6 @@ def test_host_knobs_are_checked_and_reset_from_the_environment(monkeypatch):
         monkeypatch.delenv("CUFUNC_HOSTPIPE_MIN_KB")
         got = _core._hostpipe_config(reset=True)
         assert got["threads"] == 0 and got["register_min"] == 0 and got["min_kb"] == 0
+        assert got["result_pinned_min"] == 0
     finally:
         _core._hostpipe_config(**before)
