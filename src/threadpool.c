@@ -46,6 +46,7 @@ static pthread_t threads[CF_THREADPOOL_MAX_WORKERS];
 static int nlive;        /* workers running */
 static int started;      /* the pool was built (with nlive workers, maybe 0) */
 static int wanted = -1;  /* workers asked for by cf_threadpool_configure; -1: the default */
+static int sized;        /* the pool's size was fixed (configure or $CUFUNC_COPY_THREADS): no growth */
 
 /* Written under `lock`, read without it by spinning threads. */
 static _Atomic uint64_t generation;
@@ -162,7 +163,8 @@ static void on_fork_child(void)
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
 
-static int default_workers(void)
+/* $CUFUNC_COPY_THREADS when set to a valid count, else -1. */
+static int env_workers(void)
 {
     const char *env = getenv("CUFUNC_COPY_THREADS");
     if (env && *env) {
@@ -172,6 +174,14 @@ static int default_workers(void)
         if (!errno && *end == '\0' && v >= 0 && v <= CF_THREADPOOL_MAX_WORKERS)
             return (int)v;
     }
+    return -1;
+}
+
+static int default_workers(void)
+{
+    int v = env_workers();
+    if (v >= 0)
+        return v;
     long cpus = 0;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
@@ -214,6 +224,7 @@ static void start_pool(void)
 {
     pthread_once(&atfork_once, register_atfork);
     started = 1;
+    sized = wanted >= 0 || env_workers() >= 0;
     add_workers(wanted >= 0 ? wanted : default_workers());
 }
 
@@ -245,8 +256,8 @@ void cf_threadpool_memcpy_n(void *dst, const void *src, size_t n, int nthreads)
     if (!started)
         start_pool();
     /* A pool sized by default grows to what the call asks for; one sized by
-     * cf_threadpool_configure keeps that size. */
-    if (nthreads > nlive + 1 && wanted < 0)
+     * cf_threadpool_configure or $CUFUNC_COPY_THREADS keeps that size. */
+    if (nthreads > nlive + 1 && !sized)
         add_workers(nthreads - 1);
     size_t threads_total = (size_t)nlive + 1;
     if (nthreads > 0 && (size_t)nthreads < threads_total)

@@ -762,6 +762,28 @@ static void test_host_knobs(void)
         cf_threadpool_memcpy_n(dst + 1, src + 3, len - 5, caps[t]);
         CHECK(dst[0] == 0 && memcmp(dst + 1, src + 3, len - 5) == 0 && dst[len - 4] == 0);
     }
+    /* the pool grows to what a copy asks for, unless its size was fixed */
+    const char *env = getenv("CUFUNC_COPY_THREADS");
+    char *saved = env ? strdup(env) : NULL;
+    unsetenv("CUFUNC_COPY_THREADS");
+    CHECK_OK(cf_threadpool_configure(-1));
+    int base = cf_threadpool_workers();
+    cf_threadpool_memcpy_n(dst, src, len, base + 3);
+    CHECK(cf_threadpool_workers() == base + 2);
+    CHECK_OK(cf_threadpool_configure(2));
+    cf_threadpool_memcpy_n(dst, src, len, 9);
+    CHECK(cf_threadpool_workers() == 2);
+    setenv("CUFUNC_COPY_THREADS", "1", 1);
+    CHECK_OK(cf_threadpool_configure(-1));
+    cf_threadpool_memcpy_n(dst, src, len, 9);
+    CHECK(cf_threadpool_workers() == 1);
+    CHECK(memcmp(dst, src, len) == 0);
+    if (saved)
+        setenv("CUFUNC_COPY_THREADS", saved, 1);
+    else
+        unsetenv("CUFUNC_COPY_THREADS");
+    free(saved);
+    CHECK_OK(cf_threadpool_configure(-1));
     free(src);
     free(dst);
 }
