@@ -211,9 +211,9 @@ CF_API cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg);
 CF_API void cf_hostpipe_last(cf_hostpipe_info *out);
 /* Page-locked blocks for new host results (CUFUNC_HOST_RESULT_PINNED_MIN): a block of at least
  * nbytes from the cache of freed ones (one at most twice the size, so little is wasted) or newly
- * allocated; CF_ERR_NOMEM when CF_HOST_RESULT_OUTSTANDING_BYTES would be exceeded or page-locked
- * memory runs out (the caller then uses ordinary memory). cf_hostpipe_result_free gives a block
- * back (to the cache, which keeps at most CF_HOST_RESULT_CACHE_BYTES, freeing the oldest beyond);
+ * allocated; CF_ERR_NOMEM when more than 8 GiB would be handed out at once or page-locked memory
+ * runs out (the caller then uses ordinary memory). cf_hostpipe_result_free gives a block back (to
+ * the cache, which keeps at most 1 GiB and 64 blocks, freeing the oldest beyond);
  * NULL is a no-op. Thread-safe. stats: bytes handed out now, and bytes cached (either may be
  * NULL). */
 CF_API cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr);
