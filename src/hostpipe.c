@@ -367,11 +367,11 @@ int cf_hostpipe_in_place(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L,
 
 int cf_hostpipe_ask_pinned(size_t span) { return span >= CF_HOSTPIPE_PINNED_QUERY_MIN; }
 
-int cf_hostpipe_operand_policy(size_t span, int pinned, size_t register_min)
+int cf_hostpipe_operand_policy(size_t span, int dense, int pinned, size_t register_min)
 {
     if (pinned)
         return CF_HOST_PINNED;
-    if (register_min > 0 && span >= register_min)
+    if (register_min > 0 && dense && span >= register_min)
         return CF_HOST_REGISTER;
     return CF_HOST_STAGE;
 }
@@ -880,7 +880,8 @@ static void choose_direct(pipe_call *pc, size_t register_min)
         size_t span = (size_t)(h - l);
         int pinned = cf_hostpipe_ask_pinned(span) && cf_mem_byte_is_pinned(base + l) &&
                      cf_mem_byte_is_pinned(base + h - 1);
-        switch (cf_hostpipe_operand_policy(span, pinned, register_min)) {
+        int dense = (int64_t)span == cf_array_nbytes(a);
+        switch (cf_hostpipe_operand_policy(span, dense, pinned, register_min)) {
         case CF_HOST_PINNED:
             cf_hostpipe_set_direct(p, i, 1);
             pc->ndirect++;

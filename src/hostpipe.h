@@ -124,8 +124,10 @@ int cf_hostpipe_in_place(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L,
                          const cf_array *host, char **start);
 
 /* ---- the host path's policy (pure; knobs in env.h) -------------------------------------------
- * Per host operand: page-locked memory is DMA'd in place (CF_HOST_PINNED); otherwise one spanning
- * at least register_min bytes (when that is not 0) is registered for the call (CF_HOST_REGISTER);
+ * Per host operand: page-locked memory is DMA'd in place (CF_HOST_PINNED); otherwise a dense one
+ * (its elements fill its span: contiguous in some axis order, no gaps, nothing broadcast) spanning
+ * at least register_min bytes (when that is not 0) is registered for the call (CF_HOST_REGISTER):
+ * registering a strided view would pin memory it does not use, and its slabs would still be packed;
  * otherwise it is packed into the pinned slots (CF_HOST_STAGE). Asking the driver whether memory
  * is page-locked costs two cuPointerGetAttributes calls (about a microsecond), more than packing a
  * small operand, so only operands of CF_HOSTPIPE_PINNED_QUERY_MIN bytes or more are asked, once
@@ -135,9 +137,9 @@ enum { CF_HOST_STAGE = 0, CF_HOST_PINNED = 1, CF_HOST_REGISTER = 2 };
 
 /* Whether to ask the driver if an operand spanning `span` bytes is page-locked. */
 int cf_hostpipe_ask_pinned(size_t span);
-/* The strategy of an operand spanning `span` bytes; pinned: the driver's answer (0 when not
- * asked). */
-int cf_hostpipe_operand_policy(size_t span, int pinned, size_t register_min);
+/* The strategy of an operand spanning `span` bytes, `dense` or not; pinned: the driver's answer (0
+ * when not asked). */
+int cf_hostpipe_operand_policy(size_t span, int dense, int pinned, size_t register_min);
 /* The threads of one pack/unpack copy: the knob when set (1..65), else min(cpus, CF_HOST_AUTO_THREADS),
  * at least 1. */
 int cf_hostpipe_copy_threads(int knob, int cpus);

@@ -653,20 +653,23 @@ static void test_policy(void)
     CHECK(!cf_hostpipe_ask_pinned(0) && !cf_hostpipe_ask_pinned(q - 1) && cf_hostpipe_ask_pinned(q));
     static const struct {
         size_t span;
-        int pinned;
+        int dense, pinned;
         size_t register_min;
         int want;
     } T[] = {
-        {4096, 0, 0, CF_HOST_STAGE},             /* small, pageable */
-        {(size_t)1 << 30, 0, 0, CF_HOST_STAGE},  /* registration off: stage whatever the size */
-        {(size_t)1 << 30, 1, 0, CF_HOST_PINNED}, /* page-locked already: in place, knob or not */
-        {(size_t)1 << 20, 1, (size_t)1 << 30, CF_HOST_PINNED},
-        {(size_t)1 << 20, 0, (size_t)1 << 20, CF_HOST_REGISTER}, /* at the threshold */
-        {((size_t)1 << 20) - 1, 0, (size_t)1 << 20, CF_HOST_STAGE}, /* just under it */
-        {1, 0, 1, CF_HOST_REGISTER},
+        {4096, 1, 0, 0, CF_HOST_STAGE},             /* small, pageable */
+        {(size_t)1 << 30, 1, 0, 0, CF_HOST_STAGE},  /* registration off: stage whatever the size */
+        {(size_t)1 << 30, 1, 1, 0, CF_HOST_PINNED}, /* page-locked already: in place, knob or not */
+        {(size_t)1 << 20, 1, 1, (size_t)1 << 30, CF_HOST_PINNED},
+        {(size_t)1 << 20, 0, 1, 0, CF_HOST_PINNED}, /* strided but pinned: in place where it can */
+        {(size_t)1 << 20, 1, 0, (size_t)1 << 20, CF_HOST_REGISTER}, /* at the threshold */
+        {((size_t)1 << 20) - 1, 1, 0, (size_t)1 << 20, CF_HOST_STAGE}, /* just under it */
+        {(size_t)1 << 30, 0, 0, 1, CF_HOST_STAGE}, /* strided or broadcast: never registered */
+        {1, 1, 0, 1, CF_HOST_REGISTER},
     };
     for (size_t t = 0; t < sizeof T / sizeof T[0]; t++)
-        CHECK(cf_hostpipe_operand_policy(T[t].span, T[t].pinned, T[t].register_min) == T[t].want);
+        CHECK(cf_hostpipe_operand_policy(T[t].span, T[t].dense, T[t].pinned, T[t].register_min) ==
+              T[t].want);
     /* copy threads: (knob, cpus) -> threads */
     static const int TH[][3] = {{0, 16, CF_HOST_AUTO_THREADS}, {0, 4, 4}, {0, 0, 1}, {0, -1, 1},
                                 {3, 16, 3}, {1, 16, 1}, {40, 16, 40}, {0, 1, 1}};

@@ -96,8 +96,11 @@ def test_strategies_match_numpy(settings, strategy, layout, chunk_kb):
     np.testing.assert_allclose(r, np.hypot(a, b), rtol=1e-14)
     if strategy == "registered":
         assert info["register_failed"] == 0
-        # the new C-order output is contiguous: always registered and DMA'd in place
+        # the new C-order output is contiguous: always registered and DMA'd in place; strided
+        # inputs never are (only dense operands are registered)
         assert info["registered"] >= 1 and info["direct"] >= info["registered"]
+        if layout in ("strided", "reversed"):
+            assert info["registered"] == (2 if layout == "strided" else 1)
     elif strategy == "pinned results":
         assert info["registered"] == 0 and info["direct"] == 1   # the new output, page-locked
         assert r.flags.c_contiguous and r.flags.writeable and r.base is not None
