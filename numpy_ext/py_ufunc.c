@@ -355,6 +355,44 @@ static int hostpipe_wanted(const cf_py_call *c)
     return cf_hostpipe_wanted(bytes) && !hostpipe_overlaps(c);
 }
 
+static void pinned_result_free(PyObject *capsule)
+{
+    cf_hostpipe_result_free(PyCapsule_GetPointer(capsule, "cufunc.pinned_result"));
+}
+
+/* A new C-order NumPy array in a cached page-locked block (CUFUNC_HOST_RESULT_PINNED_MIN), owned
+ * by a capsule that gives the block back: the pipeline's device-to-host copies then land in it
+ * directly. *out is left NULL with no exception when no block can be had (ordinary memory then).
+ * Steals d. 0, or -1 with an exception. */
+static int pinned_result(int ndim, npy_intp *dims, PyArray_Descr *d, size_t nbytes,
+                         PyObject **out)
+{
+    void *ptr = NULL;
+    *out = NULL;
+    if (cf_hostpipe_result_alloc(nbytes, &ptr) != CF_OK) {
+        Py_DECREF(d);
+        return 0;
+    }
+    PyObject *cap = PyCapsule_New(ptr, "cufunc.pinned_result", pinned_result_free);
+    if (cap == NULL) {
+        cf_hostpipe_result_free(ptr);
+        Py_DECREF(d);
+        return -1;
+    }
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, d, ndim, dims, NULL, ptr,
+                                         NPY_ARRAY_CARRAY, NULL); /* steals d */
+    if (arr == NULL) {
+        Py_DECREF(cap);
+        return -1;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) { /* steals cap */
+        Py_DECREF(arr);
+        return -1;
+    }
+    *out = arr;
+    return 0;
+}
+
 /* The whole call in chunks: the NumPy results (C order, in the loop's output dtypes, as the
  * whole-array path gives) are allocated here and the pipeline fills them, and given out= arrays in
  * place, with the GIL released. 1 with c->result set; 0 when the call is not one for the pipeline
@@ -370,6 +408,11 @@ static int uf_host_strategy(cf_py_call *c)
         return 0;
     if (cf_py_host_inputs_ready(c->pl.device) < 0) /* the CPU reads them (py_args.h) */
         return -1;
+    cf_hostpipe_config cfg;
+    cf_hostpipe_get_config(&cfg);
+    int64_t size = 1;
+    for (int k = 0; k < S->ndim; k++)
+        size *= S->shape[k];
     for (int i = 0; i < nin; i++)
         if (c->in[i].kind == CF_PY_ARG_HOST) {
             S->ops[i].is_scalar = 0;
@@ -383,7 +426,14 @@ static int uf_host_strategy(cf_py_call *c)
             for (int k = 0; k < S->ndim; k++)
                 dims[k] = (npy_intp)S->shape[k];
             PyArray_Descr *d = cf_py_descr_from_dtype(S->types[nin + o]);
-            res[o] = d ? PyArray_Empty(S->ndim, dims, d, 0) : NULL; /* steals d */
+            size_t nbytes = (size_t)size * cf_dtype_size(S->types[nin + o]);
+            if (d && cfg.result_pinned_min && nbytes >= cfg.result_pinned_min) {
+                if (pinned_result(S->ndim, dims, d, nbytes, &res[o]) < 0) /* steals d */
+                    goto done;
+                d = res[o] ? NULL : cf_py_descr_from_dtype(S->types[nin + o]);
+            }
+            if (res[o] == NULL)
+                res[o] = d ? PyArray_Empty(S->ndim, dims, d, 0) : NULL; /* steals d */
             if (res[o] == NULL)
                 goto done;
         }
@@ -981,26 +1031,32 @@ static PyObject *py_hostpipe_last(PyObject *m, PyObject *unused)
 {
     cf_hostpipe_info i;
     cf_hostpipe_last(&i);
-    return Py_BuildValue("{s:L,s:L,s:i,s:i,s:L,s:i,s:i,s:n}", "calls", (long long)i.calls,
-                         "chunks", (long long)i.chunks, "streams", i.streams, "split_axis",
-                         i.split_axis, "rows", (long long)i.rows, "streamed", i.streamed,
-                         "resident", i.resident, "chunk_bytes", (Py_ssize_t)i.chunk_bytes);
+    return Py_BuildValue("{s:L,s:L,s:i,s:i,s:L,s:i,s:i,s:n,s:i,s:i,s:i}", "calls",
+                         (long long)i.calls, "chunks", (long long)i.chunks, "streams", i.streams,
+                         "split_axis", i.split_axis, "rows", (long long)i.rows, "streamed",
+                         i.streamed, "resident", i.resident, "chunk_bytes",
+                         (Py_ssize_t)i.chunk_bytes, "direct", i.direct, "registered",
+                         i.registered, "register_failed", i.register_failed);
 }
 
 /* Read or change the pipeline's settings; returns them after the change. */
 static PyObject *py_hostpipe_config(PyObject *m, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"chunk_kb", "streams", "min_kb", "reset", NULL};
-    PyObject *chunk = Py_None, *streams = Py_None, *min_kb = Py_None;
+    static char *kw[] = {"chunk_kb", "streams", "min_kb", "reset", "threads", "register_min",
+                         "result_pinned_min", NULL};
+    PyObject *chunk = Py_None, *streams = Py_None, *min_kb = Py_None, *threads = Py_None,
+             *register_min = Py_None, *result_min = Py_None;
     int reset = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOp:_hostpipe_config", kw, &chunk, &streams,
-                                     &min_kb, &reset))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOpOOO:_hostpipe_config", kw, &chunk,
+                                     &streams, &min_kb, &reset, &threads, &register_min,
+                                     &result_min))
         return NULL;
     cf_hostpipe_config c;
     cf_status st = CF_OK;
     if (reset) {
         st = cf_hostpipe_configure(NULL);
-    } else if (chunk != Py_None || streams != Py_None || min_kb != Py_None) {
+    } else if (chunk != Py_None || streams != Py_None || min_kb != Py_None ||
+               threads != Py_None || register_min != Py_None || result_min != Py_None) {
         cf_hostpipe_get_config(&c);
         long long v;
         if (chunk != Py_None) {
@@ -1026,13 +1082,40 @@ static PyObject *py_hostpipe_config(PyObject *m, PyObject *args, PyObject *kwarg
             }
             c.min_bytes = (size_t)v << 10;
         }
+        if (threads != Py_None) {
+            if ((v = PyLong_AsLongLong(threads)) == -1 && PyErr_Occurred())
+                return NULL;
+            c.threads = v < 0 || v > 1000 ? -1 : (int)v; /* out of range: refused below */
+        }
+        if (register_min != Py_None) {
+            if ((v = PyLong_AsLongLong(register_min)) == -1 && PyErr_Occurred())
+                return NULL;
+            if (v < 0) {
+                PyErr_SetString(PyExc_ValueError, "_hostpipe_config: register_min must be >= 0");
+                return NULL;
+            }
+            c.register_min = (size_t)v;
+        }
+        if (result_min != Py_None) {
+            if ((v = PyLong_AsLongLong(result_min)) == -1 && PyErr_Occurred())
+                return NULL;
+            if (v < 0) {
+                PyErr_SetString(PyExc_ValueError,
+                                "_hostpipe_config: result_pinned_min must be >= 0");
+                return NULL;
+            }
+            c.result_pinned_min = (size_t)v;
+        }
         st = cf_hostpipe_configure(&c);
     }
     if (st != CF_OK)
         return cf_py_raise(st, NULL);
     cf_hostpipe_get_config(&c);
-    return Py_BuildValue("{s:n,s:i,s:n}", "chunk_kb", (Py_ssize_t)(c.chunk_bytes >> 10), "streams",
-                         c.streams, "min_kb", (Py_ssize_t)(c.min_bytes >> 10));
+    return Py_BuildValue("{s:n,s:i,s:n,s:i,s:n,s:n}", "chunk_kb",
+                         (Py_ssize_t)(c.chunk_bytes >> 10), "streams", c.streams, "min_kb",
+                         (Py_ssize_t)(c.min_bytes >> 10), "threads", c.threads, "register_min",
+                         (Py_ssize_t)c.register_min, "result_pinned_min",
+                         (Py_ssize_t)c.result_pinned_min);
 }
 
 /* Tests: make pipelined calls fail just before launching chunk `chunk` (-1: off). */
@@ -1045,18 +1128,45 @@ static PyObject *py_hostpipe_fail_at(PyObject *m, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* Tests: registrations of user memory by the pipeline fail (1: as out of memory, 2: as already
+ * registered; 0: off). */
+/* Tests: page-locked result blocks handed out and cached, in bytes. */
+static PyObject *py_hostpipe_result_stats(PyObject *m, PyObject *unused)
+{
+    size_t out = 0, cached = 0;
+    cf_hostpipe_result_stats(&out, &cached);
+    return Py_BuildValue("{s:n,s:n}", "outstanding", (Py_ssize_t)out, "cached",
+                         (Py_ssize_t)cached);
+}
+
+static PyObject *py_hostpipe_register_fault(PyObject *m, PyObject *arg)
+{
+    long mode = PyLong_AsLong(arg);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    cf_hostpipe_test_register_fault((int)mode);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef cf_py_ufunc_methods[] = {
     {"can_cast", py_can_cast, METH_VARARGS, "cf_can_cast(from_, to, casting='safe')"},
     {"_hostpipe_last", py_hostpipe_last, METH_NOARGS,
      "What the last pipelined host-array ufunc call did: dict(calls, chunks, streams, split_axis, "
-     "rows, streamed, resident, chunk_bytes)."},
+     "rows, streamed, resident, chunk_bytes, direct, registered, register_failed)."},
     {"_hostpipe_config", (PyCFunction)(void (*)(void))py_hostpipe_config,
      METH_VARARGS | METH_KEYWORDS,
-     "_hostpipe_config(chunk_kb=None, streams=None, min_kb=None, reset=False): the host-array "
-     "pipeline's settings after applying the given ones (chunk_kb 0: automatic; reset: re-read "
-     "CUFUNC_HOSTPIPE_* from the environment)."},
+     "_hostpipe_config(chunk_kb=None, streams=None, min_kb=None, reset=False, threads=None, "
+     "register_min=None, result_pinned_min=None): the host-array pipeline's settings after "
+     "applying the given ones (chunk_kb 0: automatic; threads 0: automatic; register_min and "
+     "result_pinned_min bytes, 0: off; reset: re-read "
+     "CUFUNC_HOSTPIPE_* and CUFUNC_HOST_* from the environment)."},
     {"_hostpipe_fail_at", py_hostpipe_fail_at, METH_O,
      "Tests: pipelined calls fail before launching chunk n (-1: never)."},
+    {"_hostpipe_result_stats", py_hostpipe_result_stats, METH_NOARGS,
+     "Tests: bytes of page-locked result blocks handed out and cached (dict)."},
+    {"_hostpipe_register_fault", py_hostpipe_register_fault, METH_O,
+     "Tests: the pipeline's registrations of user memory fail (1: out of memory, 2: already "
+     "registered, 0: off)."},
     {NULL},
 };
 

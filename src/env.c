@@ -47,3 +47,12 @@ const cf_ew_knobs *cf_ew_knobs_get(void)
     pthread_once(&ew_once, ew_read);
     return &ew_knobs;
 }
+
+void cf_host_knobs_read(cf_host_knobs *k)
+{
+    k->threads = (int)cf_env_long("CUFUNC_HOST_THREADS", CF_HOST_DEFAULT_THREADS, 0, 65);
+    k->register_min = cf_env_long("CUFUNC_HOST_REGISTER_MIN", CF_HOST_DEFAULT_REGISTER_MIN, 0,
+                                  (long)1 << 50);
+    k->result_pinned_min = cf_env_long("CUFUNC_HOST_RESULT_PINNED_MIN",
+                                       CF_HOST_DEFAULT_RESULT_PINNED_MIN, 0, (long)1 << 50);
+}

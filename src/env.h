@@ -2,7 +2,8 @@
  * engine's ten (CUFUNC_EW_*) are listed, checked and read here, once per process. The other
  * engines' knobs are read with cf_env_long where they are used: CUFUNC_REDUCE_* and
  * CUFUNC_SCAN_* (reduce.c, read_knobs), CUFUNC_HOSTPIPE_* (hostpipe.c), CUFUNC_STAGING_*
- * (staging.c), CUFUNC_COPY_THREADS (threadpool.c). */
+ * (staging.c), CUFUNC_COPY_THREADS (threadpool.c); the host path's CUFUNC_HOST_* are listed and
+ * read here (cf_host_knobs_read) and used by hostpipe.c. */
 #ifndef CUFUNC_ENV_H
 #define CUFUNC_ENV_H
 
@@ -78,5 +79,44 @@ typedef struct cf_ew_knobs {
 
 /* The knobs, read from the environment on the first call (thread-safe); never NULL. */
 const cf_ew_knobs *cf_ew_knobs_get(void);
+
+/* The host path's knobs (host arrays through the pipeline, hostpipe.c; bench/HOSTPIPE_NOTES.md
+ * "Session 6" has the measurements the defaults come from):
+ *   CUFUNC_HOST_THREADS       threads that split each pack/unpack copy between the user's pageable
+ *                             memory and the pinned slots, the calling thread included (1: the
+ *                             calling thread alone; 0, the default: min(online CPUs,
+ *                             CF_HOST_AUTO_THREADS); at most 65). The copy pool (threadpool.h)
+ *                             grows to that many workers unless CUFUNC_COPY_THREADS or
+ *                             cf_threadpool_configure fixed its size.
+ *   CUFUNC_HOST_REGISTER_MIN  bytes: a streamed host operand spanning at least this many bytes is
+ *                             page-locked for the call (cuMemHostRegister, pages rounded out,
+ *                             operands sharing pages merged into one registration, unregistered
+ *                             when the call ends) and DMA'd in place, with no staging copy; memory
+ *                             already page-locked (cuda.pinned, pinned_array, mapped) is used in
+ *                             place whatever this says; a registration that fails falls back to
+ *                             staging. 0 (default): never register.
+ *   CUFUNC_HOST_RESULT_PINNED_MIN  bytes: a new NumPy result of a host call (the Python ufunc's
+ *                             host strategy) of at least this size is allocated in page-locked
+ *                             memory from a cache of such blocks (cf_hostpipe_result_alloc), so
+ *                             the device-to-host copies land in it directly: no unpacking, no
+ *                             first touch of fresh pages. Freed results go back to the cache (at
+ *                             most CF_HOST_RESULT_CACHE_BYTES kept); at most
+ *                             CF_HOST_RESULT_OUTSTANDING_BYTES are handed out at once (beyond it,
+ *                             ordinary NumPy memory). 0 (default): never.
+ * cf_hostpipe_configure(NULL) reads them again (the Python tests use that). */
+#define CF_HOST_AUTO_THREADS 12
+#define CF_HOST_DEFAULT_THREADS 0
+#define CF_HOST_DEFAULT_REGISTER_MIN 0
+#define CF_HOST_DEFAULT_RESULT_PINNED_MIN 0
+#define CF_HOST_RESULT_CACHE_BYTES ((size_t)1 << 30)
+#define CF_HOST_RESULT_OUTSTANDING_BYTES ((size_t)8 << 30)
+typedef struct cf_host_knobs {
+    int threads;               /* CUFUNC_HOST_THREADS (0: automatic) */
+    int64_t register_min;      /* CUFUNC_HOST_REGISTER_MIN (0: off) */
+    int64_t result_pinned_min; /* CUFUNC_HOST_RESULT_PINNED_MIN (0: off) */
+} cf_host_knobs;
+
+/* Read the host path's knobs from the environment now (not cached: the caller keeps them). */
+void cf_host_knobs_read(cf_host_knobs *k);
 
 #endif

@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "context.h"
@@ -46,7 +47,9 @@
 #define MAX_DEVICES 64
 #define MAX_STREAMS 16
 #define DEFAULT_STREAMS 3
-#define DEFAULT_MIN_KB 4096
+/* Every host call: small ones in one chunk (one pinned DMA each way, one wait) beat the
+ * whole-array path's separate pageable copies (bench/HOSTPIPE_NOTES.md, session 6). */
+#define DEFAULT_MIN_KB 0
 #define MIN_CHUNK ((size_t)1 << 10)
 #define MAX_CHUNK ((size_t)1 << 30)
 /* Pinned buffers grow in steps of this, so calls of slightly different sizes reuse them. */
@@ -117,6 +120,7 @@ cf_status cf_hostpipe_plan_make(cf_hostpipe_plan *p, int nin, int nout,
     p->nin = nin;
     p->nout = nout;
     p->nops = nops;
+    memset(p->direct, 0, sizeof p->direct);
     for (int i = 0; i < nops; i++) {
         const cf_array *a = arrays[i];
         if (!a) {
@@ -307,23 +311,109 @@ void cf_hostpipe_lay_out(const cf_hostpipe_plan *p, int64_t c, int has_where,
 {
     int64_t str[CF_MAX_DIMS];
     cf_hostpipe_chunk(p, c, &L->rows, L->offsets);
-    /* inputs and mask first, then outputs: one contiguous range each way */
+    /* packed inputs and mask first, then packed outputs: one contiguous range each way; then the
+     * direct operands (inputs and mask, outputs), each moved by its own DMA */
     size_t end = 0;
     for (int i = 0; i < p->nops; i++)
-        if (p->role[i] == CF_HP_STREAMED && !is_output(p, i)) {
+        if (p->role[i] == CF_HP_STREAMED && !is_output(p, i) && !p->direct[i]) {
             L->block[i] = align_up(end);
-            end = L->block[i] + cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
+            L->bytes[i] = cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
+            end = L->block[i] + L->bytes[i];
         }
     size_t in_end = end;
     L->out_start = end = align_up(end);
     for (int i = p->nin; i < p->nin + p->nout; i++)
-        if (p->role[i] == CF_HP_STREAMED) {
+        if (p->role[i] == CF_HP_STREAMED && !p->direct[i]) {
             L->block[i] = align_up(end);
-            end = L->block[i] + cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
+            L->bytes[i] = cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
+            end = L->block[i] + L->bytes[i];
         }
     L->out_end = end;
     /* with a mask, masked elements keep the outputs' values: their blocks go in too */
     L->h2d = has_where && end > L->out_start ? end : in_end;
+    L->direct_start = end = align_up(end);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < p->nops; i++)
+            if (p->role[i] == CF_HP_STREAMED && p->direct[i] && is_output(p, i) == pass) {
+                L->block[i] = align_up(end);
+                L->bytes[i] = cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
+                end = L->block[i] + L->bytes[i];
+            }
+    L->end = end;
+}
+
+void cf_hostpipe_set_direct(cf_hostpipe_plan *p, int i, int direct)
+{
+    if (i >= 0 && i < p->nops && p->role[i] == CF_HP_STREAMED)
+        p->direct[i] = direct ? 1 : 0;
+}
+
+int cf_hostpipe_in_place(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L, int i,
+                         const cf_array *host, char **start)
+{
+    int n = p->ndim - p->split;
+    int64_t packed[CF_MAX_DIMS], first;
+    cf_hostpipe_slab(p, i, L->rows, packed, &first);
+    for (int a = 0; a < n; a++) {
+        int64_t e = a == 0 ? L->rows : p->coalesced.shape[p->split + a];
+        if (e > 1 && cf_hostpipe_stride(p, i, p->split + a) != packed[a])
+            return 0;
+    }
+    *start = (char *)(uintptr_t)host->data + L->offsets[i] - first;
+    return 1;
+}
+
+/* ---- the host path's policy (pure) ------------------------------------------------------------ */
+
+int cf_hostpipe_ask_pinned(size_t span) { return span >= CF_HOSTPIPE_PINNED_QUERY_MIN; }
+
+int cf_hostpipe_operand_policy(size_t span, int dense, int pinned, size_t register_min)
+{
+    if (pinned)
+        return CF_HOST_PINNED;
+    if (register_min > 0 && dense && span >= register_min)
+        return CF_HOST_REGISTER;
+    return CF_HOST_STAGE;
+}
+
+int cf_hostpipe_copy_threads(int knob, int cpus)
+{
+    if (knob > 0)
+        return knob;
+    int n = cpus < CF_HOST_AUTO_THREADS ? cpus : CF_HOST_AUTO_THREADS;
+    return n < 1 ? 1 : n;
+}
+
+int cf_hostpipe_merge_spans(int n, uintptr_t *lo, uintptr_t *hi, size_t page)
+{
+    if (n <= 0)
+        return 0;
+    for (int k = 0; k < n; k++) {
+        lo[k] &= ~(uintptr_t)(page - 1);
+        hi[k] = (hi[k] + page - 1) & ~(uintptr_t)(page - 1);
+    }
+    for (int k = 1; k < n; k++) { /* insertion sort by lo: a call has at most 33 operands */
+        uintptr_t l = lo[k], h = hi[k];
+        int j = k;
+        for (; j > 0 && lo[j - 1] > l; j--) {
+            lo[j] = lo[j - 1];
+            hi[j] = hi[j - 1];
+        }
+        lo[j] = l;
+        hi[j] = h;
+    }
+    int m = 0;
+    for (int k = 1; k < n; k++) {
+        if (lo[k] <= hi[m]) {
+            if (hi[k] > hi[m])
+                hi[m] = hi[k];
+        } else {
+            m++;
+            lo[m] = lo[k];
+            hi[m] = hi[k];
+        }
+    }
+    return m + 1;
 }
 
 void cf_hostpipe_pack(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L, int i,
@@ -378,6 +468,10 @@ void cf_hostpipe_views(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L,
         }
     }
 }
+
+/* Threads per pack/unpack copy (CUFUNC_HOST_THREADS through the configuration; 0: every worker
+ * of the pool, until the first pipelined call sets it). */
+static _Atomic int copy_threads;
 
 static inline void copy_items(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,
                               size_t item)
@@ -455,7 +549,7 @@ void cf_hostpipe_copy(void *dst, const int64_t *dst_strides, const void *src,
     int64_t idx[CF_MAX_DIMS] = {0};
     for (;;) {
         if (run)
-            cf_threadpool_memcpy(d, s, (size_t)ext[in] * item);
+            cf_threadpool_memcpy_n(d, s, (size_t)ext[in] * item, atomic_load(&copy_threads));
         else
             copy_items(d, ds[in], s, ss[in], ext[in], item);
         int k = in - 1;
@@ -486,6 +580,11 @@ static void read_env(cf_hostpipe_config *c)
     c->chunk_bytes = (size_t)cf_env_long("CUFUNC_HOSTPIPE_CHUNK_KB", 0, 0, 1L << 20) << 10;
     c->streams = (int)cf_env_long("CUFUNC_HOSTPIPE_STREAMS", DEFAULT_STREAMS, 2, MAX_STREAMS);
     c->min_bytes = (size_t)cf_env_long("CUFUNC_HOSTPIPE_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
+    cf_host_knobs k;
+    cf_host_knobs_read(&k);
+    c->threads = k.threads;
+    c->register_min = (size_t)k.register_min;
+    c->result_pinned_min = (size_t)k.result_pinned_min;
 }
 
 static void init_config(void) { read_env(&config); }
@@ -505,6 +604,97 @@ int cf_hostpipe_wanted(size_t host_bytes)
     cf_hostpipe_config c;
     cf_hostpipe_get_config(&c);
     return host_bytes > 0 && host_bytes >= c.min_bytes;
+}
+
+/* ==== page-locked blocks for new host results ================================================= */
+
+/* A block is one cuMemHostAlloc of a header page and the data; the header holds the data's
+ * capacity, so a block given back needs no table. Freed blocks wait in `cache` (oldest first)
+ * for a request they fit. The data starts page-aligned, as the DMAs like it. */
+#define RESULT_HEADER ((size_t)4096)
+#define RESULT_CACHE_SLOTS 64
+
+static pthread_mutex_t result_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *result_cache[RESULT_CACHE_SLOTS]; /* data pointers, oldest first */
+static int result_ncached;
+static size_t result_cached_bytes, result_outstanding;
+
+static size_t result_capacity(const char *data) { return *(const size_t *)(data - RESULT_HEADER); }
+
+cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
+{
+    if (!ptr)
+        return cf_error_set(CF_ERR_INVALID, "cf_hostpipe_result_alloc: ptr is NULL");
+    *ptr = NULL;
+    size_t want = nbytes ? nbytes : 1;
+    pthread_mutex_lock(&result_lock);
+    for (int k = 0; k < result_ncached; k++) {
+        size_t cap = result_capacity(result_cache[k]);
+        if (cap >= want && cap / 2 <= want) {
+            *ptr = result_cache[k];
+            memmove(&result_cache[k], &result_cache[k + 1],
+                    sizeof result_cache[0] * (size_t)(result_ncached - k - 1));
+            result_ncached--;
+            result_cached_bytes -= cap;
+            result_outstanding += cap;
+            pthread_mutex_unlock(&result_lock);
+            return CF_OK;
+        }
+    }
+    if (result_outstanding + want > CF_HOST_RESULT_OUTSTANDING_BYTES) {
+        pthread_mutex_unlock(&result_lock);
+        return cf_error_set(CF_ERR_NOMEM, "cf_hostpipe_result_alloc: %zu bytes of page-locked "
+                            "results are out already", result_outstanding);
+    }
+    result_outstanding += want; /* reserved before the slow allocation, outside the lock */
+    pthread_mutex_unlock(&result_lock);
+    size_t cap = (want + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
+    void *block = NULL;
+    cf_status st = cf_host_alloc_pinned(cap + RESULT_HEADER, &block);
+    pthread_mutex_lock(&result_lock);
+    result_outstanding -= want;
+    if (st == CF_OK)
+        result_outstanding += cap;
+    pthread_mutex_unlock(&result_lock);
+    if (st != CF_OK)
+        return st;
+    *(size_t *)block = cap;
+    *ptr = (char *)block + RESULT_HEADER;
+    return CF_OK;
+}
+
+void cf_hostpipe_result_free(void *ptr)
+{
+    if (!ptr)
+        return;
+    char *data = ptr, *evict[RESULT_CACHE_SLOTS + 1];
+    int nevict = 0;
+    size_t cap = result_capacity(data);
+    pthread_mutex_lock(&result_lock);
+    result_outstanding -= cap;
+    result_cache[result_ncached++] = data;
+    result_cached_bytes += cap;
+    while (result_ncached > 0 && (result_ncached == RESULT_CACHE_SLOTS ||
+                                  result_cached_bytes > CF_HOST_RESULT_CACHE_BYTES)) {
+        evict[nevict++] = result_cache[0];
+        result_cached_bytes -= result_capacity(result_cache[0]);
+        memmove(&result_cache[0], &result_cache[1],
+                sizeof result_cache[0] * (size_t)(result_ncached - 1));
+        result_ncached--;
+    }
+    pthread_mutex_unlock(&result_lock);
+    for (int k = 0; k < nevict; k++)
+        cf_host_free_pinned(evict[k] - RESULT_HEADER);
+}
+
+void cf_hostpipe_result_stats(size_t *outstanding, size_t *cached)
+{
+    pthread_mutex_lock(&result_lock);
+    if (outstanding)
+        *outstanding = result_outstanding;
+    if (cached)
+        *cached = result_cached_bytes;
+    pthread_mutex_unlock(&result_lock);
 }
 
 /* ==== the pipeline ============================================================================ */
@@ -545,6 +735,10 @@ cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg)
             return cf_error_set(CF_ERR_INVALID,
                                 "cf_hostpipe_configure: %d streams is outside 2..%d", c.streams,
                                 MAX_STREAMS);
+        if (c.threads < 0 || c.threads > 65)
+            return cf_error_set(CF_ERR_INVALID,
+                                "cf_hostpipe_configure: %d copy threads is outside 0..65",
+                                c.threads);
     } else {
         read_env(&c);
     }
@@ -570,6 +764,9 @@ void cf_hostpipe_last(cf_hostpipe_info *out)
 
 void cf_hostpipe_test_fail_at(int64_t chunk) { atomic_store(&fail_at, chunk < 0 ? -1 : chunk); }
 
+static _Atomic int register_fault;
+void cf_hostpipe_test_register_fault(int mode) { atomic_store(&register_fault, mode); }
+
 /* The working state of one call (large: a chunk's operands are full cf_operands). */
 typedef struct pipe_call {
     cf_hostpipe_plan plan;
@@ -578,6 +775,9 @@ typedef struct pipe_call {
     cf_array cwhere;
     uint64_t resident[CF_HOSTPIPE_MAX_OPS]; /* device copies of resident operands */
     uint64_t slot[MAX_STREAMS];             /* each slot's device buffer */
+    void *reg[CF_HOSTPIPE_MAX_OPS];         /* ranges this call registered, to unregister */
+    int nreg;
+    int ndirect, nregistered, nreg_failed;  /* for cf_hostpipe_info */
 } pipe_call;
 
 /* Upload resident operand i whole onto s, into pc->resident[i]. */
@@ -654,9 +854,155 @@ static cf_status ensure_pinned(int nslots, size_t bytes)
         }                                                                                          \
     } while (0)
 
+/* Decide, once per call, which streamed host operands are DMA'd in place: those page-locked
+ * already (asked only for operands of CF_HOSTPIPE_PINNED_QUERY_MIN bytes or more), and those
+ * registered here (register_min, cf_hostpipe_operand_policy). Operands sharing pages are
+ * registered as one range (a page can be registered once). A registration refused because part
+ * of the range is registered already keeps the operands whose ends are page-locked (someone
+ * else's registration covers them: used as they are, not unregistered by us); any other failure
+ * leaves them staged. The device's context is current; pipe_lock held. */
+static void choose_direct(pipe_call *pc, size_t register_min)
+{
+    cf_hostpipe_plan *p = &pc->plan;
+    uintptr_t lo[CF_HOSTPIPE_MAX_OPS], hi[CF_HOSTPIPE_MAX_OPS];
+    uintptr_t mlo[CF_HOSTPIPE_MAX_OPS], mhi[CF_HOSTPIPE_MAX_OPS];
+    int want[CF_HOSTPIPE_MAX_OPS], n = 0;
+    CUresult res[CF_HOSTPIPE_MAX_OPS];
+    for (int i = 0; i < p->nops; i++) {
+        const cf_array *a = pc->arrays[i];
+        if (p->role[i] != CF_HP_STREAMED || !a || a->device >= 0)
+            continue;
+        int64_t l, h;
+        cf_array_byte_bounds(a, &l, &h);
+        if (h <= l)
+            continue;
+        const char *base = (const char *)(uintptr_t)a->data;
+        size_t span = (size_t)(h - l);
+        int pinned = cf_hostpipe_ask_pinned(span) && cf_mem_byte_is_pinned(base + l) &&
+                     cf_mem_byte_is_pinned(base + h - 1);
+        int dense = (int64_t)span == cf_array_nbytes(a);
+        switch (cf_hostpipe_operand_policy(span, dense, pinned, register_min)) {
+        case CF_HOST_PINNED:
+            cf_hostpipe_set_direct(p, i, 1);
+            pc->ndirect++;
+            break;
+        case CF_HOST_REGISTER:
+            lo[n] = mlo[n] = (uintptr_t)(base + l);
+            hi[n] = mhi[n] = (uintptr_t)(base + h);
+            want[n++] = i;
+            break;
+        default:
+            break;
+        }
+    }
+    if (n == 0)
+        return;
+    long pg = sysconf(_SC_PAGESIZE);
+    int m = cf_hostpipe_merge_spans(n, mlo, mhi, pg > 0 ? (size_t)pg : 4096);
+    const int fault = atomic_load(&register_fault);
+    for (int k = 0; k < m; k++) {
+        void *ptr = (void *)mlo[k];
+        res[k] = fault == 1   ? CUDA_ERROR_OUT_OF_MEMORY
+                 : fault == 2 ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+                              : cf_drv.cuMemHostRegister(ptr, mhi[k] - mlo[k],
+                                                         CU_MEMHOSTREGISTER_PORTABLE);
+        if (res[k] == CUDA_SUCCESS)
+            pc->reg[pc->nreg++] = ptr;
+    }
+    for (int j = 0; j < n; j++) {
+        int k = 0;
+        while (k < m - 1 && !(lo[j] >= mlo[k] && hi[j] <= mhi[k]))
+            k++;
+        int i = want[j];
+        if (res[k] == CUDA_SUCCESS) {
+            pc->nregistered++;
+        } else if (res[k] == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED &&
+                   cf_mem_byte_is_pinned((const void *)lo[j]) &&
+                   cf_mem_byte_is_pinned((const void *)(hi[j] - 1))) {
+            /* page-locked by someone else: use it as it is */
+        } else {
+            pc->nreg_failed++;
+            continue;
+        }
+        cf_hostpipe_set_direct(p, i, 1);
+        pc->ndirect++;
+    }
+}
+
+/* Undo choose_direct's registrations. Nothing may be reading or writing them any more. */
+static void unregister_all(pipe_call *pc)
+{
+    for (int k = 0; k < pc->nreg; k++)
+        cf_drv.cuMemHostUnregister(pc->reg[k]);
+    pc->nreg = 0;
+}
+
+/* Unpack the outputs of the chunk laid out in L from slot buffer `buf`: the packed ones, and the
+ * direct ones whose slab was not in place (their DMA went through `buf` too). */
+static void unpack_outputs(const pipe_call *pc, const cf_hostpipe_layout *L, char *buf)
+{
+    const cf_hostpipe_plan *p = &pc->plan;
+    char *start;
+    for (int i = p->nin; i < p->nin + p->nout; i++)
+        if (p->role[i] == CF_HP_STREAMED &&
+            (!p->direct[i] || !cf_hostpipe_in_place(p, L, i, pc->arrays[i], &start)))
+            cf_hostpipe_pack(p, L, i, pc->arrays[i], buf, 1);
+}
+
+/* Chunk c's host-to-device half into slot k: pack, the packed range's DMA, the direct operands'
+ * DMAs (from their own pages when their slab is in place there, else packed into the slot's
+ * pinned buffer first). pipe_lock held. */
+static cf_status chunk_in(pipe_call *pc, const cf_hostpipe_layout *L, int has_where, char *buf,
+                          uint64_t slot, CUstream h)
+{
+    const cf_hostpipe_plan *p = &pc->plan;
+    cf_status st = CF_OK;
+    char *start;
+    for (int i = 0; i < p->nops; i++)
+        if (p->role[i] == CF_HP_STREAMED && (!is_output(p, i) || has_where) &&
+            (!p->direct[i] || !cf_hostpipe_in_place(p, L, i, pc->arrays[i], &start)))
+            cf_hostpipe_pack(p, L, i, pc->arrays[i], buf, 0);
+    if (L->h2d)
+        STEP(cf_drv.cuMemcpyHtoDAsync(slot, buf, L->h2d, h), "copying a chunk in");
+    for (int i = 0; i < p->nops; i++)
+        if (p->role[i] == CF_HP_STREAMED && p->direct[i] && (!is_output(p, i) || has_where) &&
+            L->bytes[i]) {
+            const char *src = cf_hostpipe_in_place(p, L, i, pc->arrays[i], &start)
+                                  ? start
+                                  : buf + L->block[i];
+            STEP(cf_drv.cuMemcpyHtoDAsync(slot + L->block[i], src, L->bytes[i], h),
+                 "copying a chunk of page-locked memory in");
+        }
+out:
+    return st;
+}
+
+/* Chunk c's device-to-host half: the packed outputs' DMA into the slot's pinned buffer, the
+ * direct outputs' DMAs into their own pages (or the pinned buffer). */
+static cf_status chunk_out(pipe_call *pc, const cf_hostpipe_layout *L, char *buf, uint64_t slot,
+                           CUstream h)
+{
+    const cf_hostpipe_plan *p = &pc->plan;
+    cf_status st = CF_OK;
+    char *start;
+    if (L->out_end > L->out_start)
+        STEP(cf_drv.cuMemcpyDtoHAsync(buf + L->out_start, slot + L->out_start,
+                                      L->out_end - L->out_start, h),
+             "copying a chunk out");
+    for (int i = p->nin; i < p->nin + p->nout; i++)
+        if (p->role[i] == CF_HP_STREAMED && p->direct[i] && L->bytes[i]) {
+            char *dst = cf_hostpipe_in_place(p, L, i, pc->arrays[i], &start) ? start
+                                                                              : buf + L->block[i];
+            STEP(cf_drv.cuMemcpyDtoHAsync(dst, slot + L->block[i], L->bytes[i], h),
+                 "copying a chunk out into page-locked memory");
+        }
+out:
+    return st;
+}
+
 /* The pipeline proper. pipe_lock held. */
 static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int device, int has_where,
-                     int nslots)
+                     int nslots, const cf_hostpipe_config *cfg)
 {
     const cf_hostpipe_plan *p = &pc->plan;
     device_pipe *d = &devices[device];
@@ -667,6 +1013,8 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
     int64_t c = 0, issued = 0;
     cf_status st;
 
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    atomic_store(&copy_threads, cf_hostpipe_copy_threads(cfg->threads, cpus > 0 ? (int)cpus : 1));
     /* pinned first: allocating them may make another device's context current */
     if ((st = ensure_pinned(nslots, p->slot_bytes)) != CF_OK ||
         (st = cf_context_enter(device)) != CF_OK || (st = ensure_device(device, nslots)) != CF_OK)
@@ -674,15 +1022,20 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
     /* The caller's earlier work may still be writing a host input (an asynchronous copy into
      * pinned memory): the packing below reads host memory directly, so wait for it. */
     STEP(cf_drv.cuStreamSynchronize(cf_stream_cu(s)), "waiting for the stream's earlier work");
+    choose_direct(pc, cfg->register_min);
     for (int i = 0; i < p->nops; i++)
         if (p->role[i] == CF_HP_RESIDENT && (st = upload_resident(pc, i, s)) != CF_OK)
             goto out;
     if ((st = cf_context_enter(device)) != CF_OK)
         goto out;
-    STEP(cf_drv.cuEventRecord(d->start, cf_stream_cu(s)), "recording the pipeline's start");
+    /* Slot streams wait for the resident uploads queued on s; with none, nothing is queued on s
+     * since the synchronisation above and small calls save the event's round trip. */
+    if (p->nresident > 0)
+        STEP(cf_drv.cuEventRecord(d->start, cf_stream_cu(s)), "recording the pipeline's start");
     for (int k = 0; k < nslots; k++) {
-        STEP(cf_drv.cuStreamWaitEvent(cf_stream_cu(d->stream[k]), d->start, 0),
-             "ordering a pipeline stream after the stream");
+        if (p->nresident > 0)
+            STEP(cf_drv.cuStreamWaitEvent(cf_stream_cu(d->stream[k]), d->start, 0),
+                 "ordering a pipeline stream after the stream");
         if ((st = cf_mem_alloc(d->stream[k], p->slot_bytes, &pc->slot[k])) != CF_OK)
             goto out;
     }
@@ -694,16 +1047,11 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
         if (c >= nslots) { /* the slot's previous chunk: wait for it, unpack its outputs */
             STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
             cf_hostpipe_lay_out(p, c - nslots, has_where, &L);
-            for (int i = p->nin; i < p->nin + p->nout; i++)
-                if (p->role[i] == CF_HP_STREAMED)
-                    cf_hostpipe_pack(p, &L, i, pc->arrays[i], buf, 1);
+            unpack_outputs(pc, &L, buf);
         }
         cf_hostpipe_lay_out(p, c, has_where, &L);
-        for (int i = 0; i < p->nops; i++)
-            if (p->role[i] == CF_HP_STREAMED && (!is_output(p, i) || has_where))
-                cf_hostpipe_pack(p, &L, i, pc->arrays[i], buf, 0);
-        if (L.h2d)
-            STEP(cf_drv.cuMemcpyHtoDAsync(pc->slot[k], buf, L.h2d, h), "copying a chunk in");
+        if ((st = chunk_in(pc, &L, has_where, buf, pc->slot[k], h)) != CF_OK)
+            goto out;
         cf_hostpipe_views(p, &L, pc->arrays, pc->slot[k], pc->resident, device, pc->cops,
                           &pc->cwhere, cshape);
         if (c == fail_chunk) {
@@ -714,10 +1062,8 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
         if ((st = cf_ufunc_launch(u, loop, d->stream[k], pc->cops, has_where ? &pc->cwhere : NULL,
                                   cnd, cshape)) != CF_OK)
             goto out;
-        if (L.out_end > L.out_start)
-            STEP(cf_drv.cuMemcpyDtoHAsync(buf + L.out_start, pc->slot[k] + L.out_start,
-                                          L.out_end - L.out_start, h),
-                 "copying a chunk out");
+        if ((st = chunk_out(pc, &L, buf, pc->slot[k], h)) != CF_OK)
+            goto out;
         STEP(cf_drv.cuEventRecord(d->done[k], h), "recording a chunk's event");
         issued = c + 1;
     }
@@ -726,9 +1072,7 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
         int k = (int)(c % nslots);
         STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
         cf_hostpipe_lay_out(p, c, has_where, &L);
-        for (int i = p->nin; i < p->nin + p->nout; i++)
-            if (p->role[i] == CF_HP_STREAMED)
-                cf_hostpipe_pack(p, &L, i, pc->arrays[i], pinned[k], 1);
+        unpack_outputs(pc, &L, pinned[k]);
     }
 
 out:
@@ -742,6 +1086,7 @@ out:
                 if (d->stream[k])
                     cf_drv.cuStreamSynchronize(cf_stream_cu(d->stream[k]));
             cf_drv.cuStreamSynchronize(cf_stream_cu(s));
+            unregister_all(pc);
         }
         for (int k = 0; k < nslots; k++)
             if (pc->slot[k])
@@ -755,8 +1100,9 @@ out:
         }
         return st;
     }
-    /* every chunk is done: the buffers go back to the pool (all of them; the first error is
-     * reported) */
+    /* every chunk is done: the registrations are undone and the buffers go back to the pool (all
+     * of them; the first error is reported) */
+    unregister_all(pc);
     for (int k = 0; k < nslots; k++)
         if (pc->slot[k]) {
             cf_status f = cf_mem_free(d->stream[k], pc->slot[k]);
@@ -804,6 +1150,7 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
     }
     for (int k = 0; k < MAX_STREAMS; k++)
         pc->slot[k] = 0;
+    pc->nreg = pc->ndirect = pc->nregistered = pc->nreg_failed = 0;
     cf_hostpipe_config cfg;
     cf_hostpipe_get_config(&cfg);
     if ((st = cf_hostpipe_plan_make(p, nin, nout, pc->arrays, where != NULL, ndim, shape,
@@ -817,15 +1164,18 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
     }
     int nslots = p->nchunks < cfg.streams ? (int)p->nchunks : cfg.streams;
     cf_hostpipe_info done = {0, p->nchunks, nslots, p->split, p->rows, p->nstreamed,
-                             p->nresident, p->chunk_target};
+                             p->nresident, p->chunk_target, 0, 0, 0};
     if (p->nchunks > 0) {
         /* before the lock: in a forked child this fails (CF_ERR_FORK) rather than waiting on a
          * lock some parent thread held at the fork */
         if ((st = cf_context_enter(device)) != CF_OK)
             goto out;
         pthread_mutex_lock(&pipe_lock);
-        st = run(pc, u, loop, s, device, where != NULL, nslots);
+        st = run(pc, u, loop, s, device, where != NULL, nslots, &cfg);
         pthread_mutex_unlock(&pipe_lock);
+        done.direct = pc->ndirect;
+        done.registered = pc->nregistered;
+        done.register_failed = pc->nreg_failed;
         if (st == CF_OK) {
             pthread_mutex_lock(&config_lock);
             done.calls = ++last.calls;

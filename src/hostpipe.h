@@ -50,6 +50,11 @@ typedef struct cf_hostpipe_plan {
     size_t chunk_target;          /* the bytes of the largest streamed operand a chunk aims at */
     size_t slot_bytes;            /* the packed blocks of a full chunk, each aligned */
     int nstreamed, nresident;
+    /* 1 for a streamed host operand in page-locked memory (pinned already, or registered for the
+     * call): its blocks are DMA'd straight between its own pages and the device, not packed; its
+     * blocks come after the packed ones (see cf_hostpipe_layout). Set by cf_hostpipe_set_direct;
+     * cf_hostpipe_plan_make clears it. */
+    unsigned char direct[CF_HOSTPIPE_MAX_OPS];
     /* Operand i's strides over the coalesced axes are coalesced.strides[pidx[i]] (pidx -1 for
      * scalars). */
     int pidx[CF_HOSTPIPE_MAX_OPS];
@@ -99,11 +104,49 @@ typedef struct cf_hostpipe_layout {
     int64_t first[CF_HOSTPIPE_MAX_OPS];   /* its element (0, ..., 0) inside the block */
     size_t h2d;                           /* bytes from the slot's start copied in: the inputs'
                                            * blocks, and the outputs' too with a mask */
-    size_t out_start, out_end;            /* the outputs' blocks, copied out */
+    size_t out_start, out_end;            /* the packed outputs' blocks, copied out */
+    size_t bytes[CF_HOSTPIPE_MAX_OPS];    /* each streamed operand's block size */
+    size_t direct_start, end;             /* direct operands' blocks (inputs and mask first),
+                                           * each moved by a DMA of its own; the slot's end */
 } cf_hostpipe_layout;
 
 void cf_hostpipe_lay_out(const cf_hostpipe_plan *p, int64_t c, int has_where,
                          cf_hostpipe_layout *L);
+
+/* Mark streamed operand i as direct (in page-locked host memory) or not. Slot sizes do not
+ * change: the blocks are only laid out in another order. */
+void cf_hostpipe_set_direct(cf_hostpipe_plan *p, int i, int direct);
+
+/* Whether streamed operand i's slab of the chunk laid out in L is already packed in host memory
+ * (its host strides over the chunk's axes are the packed ones), so that one DMA moves it; then
+ * *start is the address of the slab's lowest byte in `host`'s memory. */
+int cf_hostpipe_in_place(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L, int i,
+                         const cf_array *host, char **start);
+
+/* ---- the host path's policy (pure; knobs in env.h) -------------------------------------------
+ * Per host operand: page-locked memory is DMA'd in place (CF_HOST_PINNED); otherwise a dense one
+ * (its elements fill its span: contiguous in some axis order, no gaps, nothing broadcast) spanning
+ * at least register_min bytes (when that is not 0) is registered for the call (CF_HOST_REGISTER):
+ * registering a strided view would pin memory it does not use, and its slabs would still be packed;
+ * otherwise it is packed into the pinned slots (CF_HOST_STAGE). Asking the driver whether memory
+ * is page-locked costs two cuPointerGetAttributes calls (about a microsecond), more than packing a
+ * small operand, so only operands of CF_HOSTPIPE_PINNED_QUERY_MIN bytes or more are asked, once
+ * per call. */
+enum { CF_HOST_STAGE = 0, CF_HOST_PINNED = 1, CF_HOST_REGISTER = 2 };
+#define CF_HOSTPIPE_PINNED_QUERY_MIN ((size_t)64 << 10)
+
+/* Whether to ask the driver if an operand spanning `span` bytes is page-locked. */
+int cf_hostpipe_ask_pinned(size_t span);
+/* The strategy of an operand spanning `span` bytes, `dense` or not; pinned: the driver's answer (0
+ * when not asked). */
+int cf_hostpipe_operand_policy(size_t span, int dense, int pinned, size_t register_min);
+/* The threads of one pack/unpack copy: the knob when set (1..65), else min(cpus, CF_HOST_AUTO_THREADS),
+ * at least 1. */
+int cf_hostpipe_copy_threads(int knob, int cpus);
+/* Byte ranges [lo[k], hi[k]) rounded out to whole pages of `page` bytes (a power of two), sorted,
+ * and those that overlap or touch merged: in place, returns how many are left (0 for n <= 0). A
+ * page may be registered once only, so operands sharing pages are registered as one range. */
+int cf_hostpipe_merge_spans(int n, uintptr_t *lo, uintptr_t *hi, size_t page);
 
 /* Copy streamed operand i's slab of the chunk laid out in L between its host array `host` and
  * the slot buffer at `slot` (to_host 0: pack it in; 1: unpack it out). */

@@ -19,4 +19,10 @@ int64_t cf_test_alloc_outstanding(void);
  * off. */
 void cf_hostpipe_test_fail_at(int64_t chunk);
 
+/* The host pipeline's registration of user memory (CUFUNC_HOST_REGISTER_MIN): 0 normal; 1 every
+ * cuMemHostRegister is taken to fail as out of memory; 2 as CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+ * (the pipeline then checks whether the operand is page-locked and stages it when not); the
+ * memory is not registered in either case. */
+void cf_hostpipe_test_register_fault(int mode);
+
 #endif

@@ -46,17 +46,20 @@ static pthread_t threads[CF_THREADPOOL_MAX_WORKERS];
 static int nlive;        /* workers running */
 static int started;      /* the pool was built (with nlive workers, maybe 0) */
 static int wanted = -1;  /* workers asked for by cf_threadpool_configure; -1: the default */
+static int sized;        /* the pool's size was fixed (configure or $CUFUNC_COPY_THREADS): no growth */
 
 /* Written under `lock`, read without it by spinning threads. */
 static _Atomic uint64_t generation;
 static _Atomic int shutting_down;
 static _Atomic int parts_left;
 
-/* The job, guarded by `lock`. */
+/* The job, guarded by `lock`. job_cap threads at most copy its parts (the caller counted in
+ * job_joined from the start); a worker that wakes once the cap is reached leaves the job alone. */
 static char *job_dst;
 static const char *job_src;
 static size_t job_n, job_part;
 static int job_nparts, job_next;
+static int job_cap, job_joined;
 
 static inline void cpu_relax(void)
 {
@@ -131,7 +134,10 @@ static void *worker_main(void *arg)
         if (atomic_load(&shutting_down))
             break;
         seen = atomic_load(&generation);
-        run_parts();
+        if (job_joined < job_cap) {
+            job_joined++;
+            run_parts();
+        }
     }
     pthread_mutex_unlock(&lock);
     return NULL;
@@ -152,11 +158,13 @@ static void on_fork_child(void)
     atomic_store(&shutting_down, 0);
     atomic_store(&parts_left, 0);
     job_nparts = job_next = 0;
+    job_cap = job_joined = 0;
 }
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
 
-static int default_workers(void)
+/* $CUFUNC_COPY_THREADS when set to a valid count, else -1. */
+static int env_workers(void)
 {
     const char *env = getenv("CUFUNC_COPY_THREADS");
     if (env && *env) {
@@ -166,6 +174,14 @@ static int default_workers(void)
         if (!errno && *end == '\0' && v >= 0 && v <= CF_THREADPOOL_MAX_WORKERS)
             return (int)v;
     }
+    return -1;
+}
+
+static int default_workers(void)
+{
+    int v = env_workers();
+    if (v >= 0)
+        return v;
     long cpus = 0;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
@@ -178,13 +194,12 @@ static int default_workers(void)
     return n < 1 ? 1 : (int)n;
 }
 
-/* Start the workers. `busy` held. */
-static void start_pool(void)
+/* Start workers until `want` run (the pool may have some already). `busy` held, so no job runs. */
+static void add_workers(int want)
 {
-    pthread_once(&atfork_once, register_atfork);
-    int want = wanted >= 0 ? wanted : default_workers();
-    started = 1;
-    if (want == 0)
+    if (want > CF_THREADPOOL_MAX_WORKERS)
+        want = CF_THREADPOOL_MAX_WORKERS;
+    if (want <= nlive)
         return;
     pthread_attr_t attr;
     if (pthread_attr_init(&attr) != 0)
@@ -195,13 +210,22 @@ static void start_pool(void)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     uint64_t g = atomic_load(&generation);
-    for (int i = 0; i < want; i++) {
+    while (nlive < want) {
         if (pthread_create(&threads[nlive], &attr, worker_main, (void *)(uintptr_t)g) != 0)
             break; /* run with the workers that did start */
         nlive++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+}
+
+/* Start the workers. `busy` held. */
+static void start_pool(void)
+{
+    pthread_once(&atfork_once, register_atfork);
+    started = 1;
+    sized = wanted >= 0 || env_workers() >= 0;
+    add_workers(wanted >= 0 ? wanted : default_workers());
 }
 
 /* Stop and join the workers. `busy` held, so no job is running. */
@@ -220,20 +244,31 @@ static void stop_pool(void)
 
 void cf_threadpool_memcpy(void *dst, const void *src, size_t n)
 {
-    if (n < SPLIT_MIN || pthread_mutex_trylock(&busy) != 0) {
+    cf_threadpool_memcpy_n(dst, src, n, 0);
+}
+
+void cf_threadpool_memcpy_n(void *dst, const void *src, size_t n, int nthreads)
+{
+    if (n < SPLIT_MIN || nthreads == 1 || pthread_mutex_trylock(&busy) != 0) {
         memcpy(dst, src, n);
         return;
     }
     if (!started)
         start_pool();
+    /* A pool sized by default grows to what the call asks for; one sized by
+     * cf_threadpool_configure or $CUFUNC_COPY_THREADS keeps that size. */
+    if (nthreads > nlive + 1 && !sized)
+        add_workers(nthreads - 1);
     size_t threads_total = (size_t)nlive + 1;
+    if (nthreads > 0 && (size_t)nthreads < threads_total)
+        threads_total = (size_t)nthreads;
     /* Two parts per thread, so a late worker's share is picked up by the others. */
     size_t part = (n + 2 * threads_total - 1) / (2 * threads_total);
     if (part < MIN_PART)
         part = MIN_PART;
     part = (part + 4095) & ~(size_t)4095;
     size_t nparts = (n + part - 1) / part;
-    if (nlive == 0 || nparts < 2) {
+    if (nlive == 0 || nparts < 2 || threads_total < 2) {
         pthread_mutex_unlock(&busy);
         memcpy(dst, src, n);
         return;
@@ -246,6 +281,8 @@ void cf_threadpool_memcpy(void *dst, const void *src, size_t n)
     job_part = part;
     job_nparts = (int)nparts;
     job_next = 0;
+    job_cap = (int)threads_total;
+    job_joined = 1; /* the caller */
     atomic_store(&parts_left, (int)nparts);
     atomic_fetch_add(&generation, 1);
     pthread_cond_broadcast(&wake);

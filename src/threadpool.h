@@ -30,6 +30,13 @@
  * started, the calling thread copies alone. */
 void cf_threadpool_memcpy(void *dst, const void *src, size_t n);
 
+/* The same with at most `nthreads` threads copying, the caller included (0: every worker;
+ * 1: the caller alone). A pool of the default size (not set by cf_threadpool_configure or
+ * $CUFUNC_COPY_THREADS) first
+ * grows to nthreads - 1 workers (at most CF_THREADPOOL_MAX_WORKERS): the host pipeline asks for
+ * more threads than the staging ring (hostpipe.c, CUFUNC_HOST_THREADS). */
+void cf_threadpool_memcpy_n(void *dst, const void *src, size_t n, int nthreads);
+
 /* The number of workers the pool has, or will start at its first use (the calling thread not
  * counted). */
 int cf_threadpool_workers(void);

@@ -161,12 +161,23 @@ CF_API int cf_ufunc_kernel_count(const cf_ufunc *u);
  *                             automatic, 8 MiB, less for calls under 2 * S such chunks)
  *   CUFUNC_HOSTPIPE_STREAMS   S, streams and buffer slots (default 3; 2..16)
  *   CUFUNC_HOSTPIPE_MIN_KB    cf_hostpipe_wanted's threshold on a call's host bytes (default
- *                             4096); smaller calls gain nothing from chunks
+ *                             0: every host call, one chunk for small ones: one pinned DMA each
+ *                             way and one wait, cheaper than separate pageable copies)
+ *   CUFUNC_HOST_THREADS       threads per pack/unpack copy (default 0: automatic)
+ *   CUFUNC_HOST_REGISTER_MIN  bytes from which a host operand is page-locked for the call and
+ *                             DMA'd in place (default 0: never); see src/env.h. Host operands of
+ *                             64 KiB or more that are page-locked already are always DMA'd in place.
+ *   CUFUNC_HOST_RESULT_PINNED_MIN  bytes from which the Python layer allocates new host results
+ *                             in cached page-locked blocks (cf_hostpipe_result_alloc; default 0:
+ *                             never)
  * A value that does not parse or is out of range is ignored (the default is used). */
 typedef struct cf_hostpipe_config {
     size_t chunk_bytes;  /* 0: automatic; else 1 KiB .. 1 GiB */
     int streams;         /* 2..16 */
     size_t min_bytes;
+    int threads;         /* 0: automatic; 1..65 */
+    size_t register_min; /* 0: off */
+    size_t result_pinned_min; /* 0: off (CUFUNC_HOST_RESULT_PINNED_MIN) */
 } cf_hostpipe_config;
 
 /* What a pipelined launch did (for tests and benchmarks). */
@@ -179,6 +190,9 @@ typedef struct cf_hostpipe_info {
     int streamed;        /* host operands moved chunk by chunk */
     int resident;        /* host operands uploaded once */
     size_t chunk_bytes;  /* the largest streamed operand's bytes in a full chunk */
+    int direct;          /* streamed operands DMA'd in place (page-locked: already, or registered) */
+    int registered;      /* of those, operands this call registered */
+    int register_failed; /* operands whose registration failed (staged instead) */
 } cf_hostpipe_info;
 
 /* As cf_ufunc_launch, with host operands allowed (see above); `info` (may be NULL) receives what
@@ -195,6 +209,16 @@ CF_API void cf_hostpipe_get_config(cf_hostpipe_config *out);
 CF_API cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg);
 /* The info of the last successful pipelined launch in this process (all zero before the first). */
 CF_API void cf_hostpipe_last(cf_hostpipe_info *out);
+/* Page-locked blocks for new host results (CUFUNC_HOST_RESULT_PINNED_MIN): a block of at least
+ * nbytes from the cache of freed ones (one at most twice the size, so little is wasted) or newly
+ * allocated; CF_ERR_NOMEM when more than 8 GiB would be handed out at once or page-locked memory
+ * runs out (the caller then uses ordinary memory). cf_hostpipe_result_free gives a block back (to
+ * the cache, which keeps at most 1 GiB and 64 blocks, freeing the oldest beyond);
+ * NULL is a no-op. Thread-safe. stats: bytes handed out now, and bytes cached (either may be
+ * NULL). */
+CF_API cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr);
+CF_API void cf_hostpipe_result_free(void *ptr);
+CF_API void cf_hostpipe_result_stats(size_t *outstanding, size_t *cached);
 
 /* ---- conveniences for C programs -------------------------------------------------------------
  * Checking loops. cf_ufunc_add_loop only checks what it can without NVRTC: the types, and that

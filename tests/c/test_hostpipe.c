@@ -12,7 +12,9 @@
 #include "alloc.h"
 #include "check.h"
 #include "testing.h"
+#include "env.h"
 #include "hostpipe.h"
+#include "threadpool.h"
 
 /* ---- values of any dtype as doubles ---------------------------------------------------------- */
 
@@ -459,7 +461,11 @@ static const ecase ECASES[] = {
                           {CF_FLOAT32, 2, {0, 5}, {5, 1}, 0}}, 1, 0, 0, 64},
 };
 
-static void emulate(const ecase *ec)
+/* direct: bit i marks streamed operand i as direct (page-locked host memory, cf_hostpipe_set_direct):
+ * its blocks move by DMAs of their own, from and to its own pages where its slab lies packed there
+ * (cf_hostpipe_in_place), else through the slot's pinned buffer, as hostpipe.c's chunk_in,
+ * chunk_out and unpack_outputs do. */
+static void emulate_direct(const ecase *ec, unsigned direct)
 {
     harr h[5], want[5];
     int nout = ec->nout, nin = 2, nops = nin + nout + ec->has_where;
@@ -500,6 +506,10 @@ static void emulate(const ecase *ec)
                                    ec->chunk, 3));
     if (cf_t_current_failed)
         goto out;
+    for (int i = 0; i < nops; i++)
+        if (direct >> i & 1)
+            cf_hostpipe_set_direct(p, i, 1);
+    size_t slot_before = p->slot_bytes;
     /* residents packed once */
     uint64_t resident[5] = {0};
     char *resbuf[5] = {0};
@@ -532,24 +542,48 @@ static void emulate(const ecase *ec)
         memset(dev, 0xEF, p->slot_bytes);
         cf_hostpipe_lay_out(p, c, ec->has_where, &L);
         CHECK(L.out_end <= p->slot_bytes && L.h2d <= L.out_end && L.out_start <= L.out_end);
+        CHECK(L.end <= p->slot_bytes && L.direct_start >= L.out_end);
+        char *start;
         for (int i = 0; i < nops; i++)
             if (p->role[i] == CF_HP_STREAMED) {
                 CHECK(L.block[i] % CF_HOSTPIPE_ALIGN == 0);
                 int out = i >= nin && i < nin + nout;
-                CHECK(out ? L.block[i] >= L.out_start : L.block[i] < L.out_start);
-                if (!out || ec->has_where)
+                if (p->direct[i])
+                    CHECK(L.block[i] >= L.direct_start && L.block[i] + L.bytes[i] <= L.end);
+                else
+                    CHECK(out ? L.block[i] >= L.out_start && L.block[i] < L.direct_start
+                              : L.block[i] < L.out_start);
+                if ((!out || ec->has_where) &&
+                    (!p->direct[i] || !cf_hostpipe_in_place(p, &L, i, arrays[i], &start)))
                     cf_hostpipe_pack(p, &L, i, arrays[i], slot, 0);
             }
         memcpy(dev, slot, L.h2d); /* the copies the pipeline makes, nothing more */
+        for (int i = 0; i < nops; i++) {
+            int out = i >= nin && i < nin + nout;
+            if (p->role[i] == CF_HP_STREAMED && p->direct[i] && (!out || ec->has_where))
+                memcpy(dev + L.block[i],
+                       cf_hostpipe_in_place(p, &L, i, arrays[i], &start) ? start
+                                                                         : slot + L.block[i],
+                       L.bytes[i]);
+        }
         cf_hostpipe_views(p, &L, arrays, (uint64_t)(uintptr_t)dev, resident, -1, cops, cw, cshape);
         int cnd = p->ndim - p->split;
         run_loop(nout, &cops[0].array, &cops[1].array, &cops[2].array,
                  nout > 1 ? &cops[3].array : NULL, ec->has_where ? cw : NULL, cnd, cshape);
         memcpy(slot + L.out_start, dev + L.out_start, L.out_end - L.out_start);
         for (int i = nin; i < nin + nout; i++)
-            if (p->role[i] == CF_HP_STREAMED)
+            if (p->role[i] == CF_HP_STREAMED && p->direct[i]) {
+                if (cf_hostpipe_in_place(p, &L, i, arrays[i], &start))
+                    memcpy(start, dev + L.block[i], L.bytes[i]);
+                else
+                    memcpy(slot + L.block[i], dev + L.block[i], L.bytes[i]);
+            }
+        for (int i = nin; i < nin + nout; i++)
+            if (p->role[i] == CF_HP_STREAMED &&
+                (!p->direct[i] || !cf_hostpipe_in_place(p, &L, i, arrays[i], &start)))
                 cf_hostpipe_pack(p, &L, i, arrays[i], slot, 1);
     }
+    CHECK(p->slot_bytes == slot_before);
     for (int g = 0; g < 64; g++)
         CHECK((unsigned char)slot[p->slot_bytes + g] == 0xAB &&
               (unsigned char)dev[p->slot_bytes + g] == 0xAB);
@@ -573,6 +607,8 @@ out:
     }
 }
 
+static void emulate(const ecase *ec) { emulate_direct(ec, 0); }
+
 static void test_emulated(void)
 {
     for (size_t c = 0; c < sizeof ECASES / sizeof ECASES[0]; c++) {
@@ -583,6 +619,18 @@ static void test_emulated(void)
             fprintf(stderr, "  (in case '%s')\n", ECASES[c].name);
         cf_t_current_failed |= before;
     }
+    /* the same with operands DMA'd in place (page-locked): all of them, inputs only, outputs
+     * only, every other one; in-place slabs and strided ones that go through the pinned buffer */
+    static const unsigned masks[] = {0x1F, 0x3, 0xC, 0x5, 0xA, 0x10};
+    for (size_t c = 0; c < sizeof ECASES / sizeof ECASES[0]; c++)
+        for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
+            int before = cf_t_current_failed;
+            cf_t_current_failed = 0;
+            emulate_direct(&ECASES[c], masks[m]);
+            if (cf_t_current_failed)
+                fprintf(stderr, "  (in case '%s', direct 0x%x)\n", ECASES[c].name, masks[m]);
+            cf_t_current_failed |= before;
+        }
     /* every chunk size from one element to the whole, on a 2-d F-order input with a mask */
     for (size_t chunk = 1; chunk <= 64 * 4 + 8; chunk += 7) {
         ecase ec = ECASES[13];
@@ -594,6 +642,153 @@ static void test_emulated(void)
             fprintf(stderr, "  (mask case, chunk %zu)\n", chunk);
         cf_t_current_failed |= before;
     }
+}
+
+/* ---- the host path's policy (pure) ------------------------------------------------------------ */
+
+static void test_policy(void)
+{
+    /* whether to ask the driver, and the strategy: (span, pinned, register_min) -> strategy */
+    const size_t q = CF_HOSTPIPE_PINNED_QUERY_MIN;
+    CHECK(!cf_hostpipe_ask_pinned(0) && !cf_hostpipe_ask_pinned(q - 1) && cf_hostpipe_ask_pinned(q));
+    static const struct {
+        size_t span;
+        int dense, pinned;
+        size_t register_min;
+        int want;
+    } T[] = {
+        {4096, 1, 0, 0, CF_HOST_STAGE},             /* small, pageable */
+        {(size_t)1 << 30, 1, 0, 0, CF_HOST_STAGE},  /* registration off: stage whatever the size */
+        {(size_t)1 << 30, 1, 1, 0, CF_HOST_PINNED}, /* page-locked already: in place, knob or not */
+        {(size_t)1 << 20, 1, 1, (size_t)1 << 30, CF_HOST_PINNED},
+        {(size_t)1 << 20, 0, 1, 0, CF_HOST_PINNED}, /* strided but pinned: in place where it can */
+        {(size_t)1 << 20, 1, 0, (size_t)1 << 20, CF_HOST_REGISTER}, /* at the threshold */
+        {((size_t)1 << 20) - 1, 1, 0, (size_t)1 << 20, CF_HOST_STAGE}, /* just under it */
+        {(size_t)1 << 30, 0, 0, 1, CF_HOST_STAGE}, /* strided or broadcast: never registered */
+        {1, 1, 0, 1, CF_HOST_REGISTER},
+    };
+    for (size_t t = 0; t < sizeof T / sizeof T[0]; t++)
+        CHECK(cf_hostpipe_operand_policy(T[t].span, T[t].dense, T[t].pinned, T[t].register_min) ==
+              T[t].want);
+    /* copy threads: (knob, cpus) -> threads */
+    static const int TH[][3] = {{0, 16, CF_HOST_AUTO_THREADS}, {0, 4, 4}, {0, 0, 1}, {0, -1, 1},
+                                {3, 16, 3}, {1, 16, 1}, {40, 16, 40}, {0, 1, 1}};
+    for (size_t t = 0; t < sizeof TH / sizeof TH[0]; t++)
+        CHECK(cf_hostpipe_copy_threads(TH[t][0], TH[t][1]) == TH[t][2]);
+    /* page spans: rounded out, sorted, merged where they overlap or touch */
+    {
+        uintptr_t lo[4] = {0x5010, 0x1000, 0x2fff, 0x9000}, hi[4] = {0x6000, 0x2001, 0x3001, 0x9001};
+        int m = cf_hostpipe_merge_spans(4, lo, hi, 0x1000);
+        /* [0x1000,0x3000) and [0x2000,0x4000) merge; [0x5000,0x6000); [0x9000,0xa000) */
+        CHECK(m == 3);
+        CHECK(lo[0] == 0x1000 && hi[0] == 0x4000);
+        CHECK(lo[1] == 0x5000 && hi[1] == 0x6000);
+        CHECK(lo[2] == 0x9000 && hi[2] == 0xa000);
+        uintptr_t l1[2] = {0x1000, 0x1800}, h1[2] = {0x1800, 0x2000}; /* one page, twice */
+        CHECK(cf_hostpipe_merge_spans(2, l1, h1, 0x1000) == 1 && l1[0] == 0x1000 && h1[0] == 0x2000);
+        uintptr_t l2[2] = {0x3000, 0x1000}, h2[2] = {0x4000, 0x3000}; /* touching: one range */
+        CHECK(cf_hostpipe_merge_spans(2, l2, h2, 0x1000) == 1 && l2[0] == 0x1000 && h2[0] == 0x4000);
+        CHECK(cf_hostpipe_merge_spans(0, l2, h2, 0x1000) == 0);
+    }
+    /* in place: a contiguous slab is one DMA from the user's pages (its lowest byte), a strided
+     * one is not */
+    cf_hostpipe_plan *p = cf_malloc(sizeof *p);
+    if (!p)
+        return;
+    int64_t n[1] = {1000}, one[1] = {1}, rev[1] = {-1}, three[1] = {3};
+    uint64_t base = 0x100000;
+    cf_array a = view(CF_FLOAT32, 1, n, one, base, -1);
+    cf_array b = view(CF_FLOAT32, 1, n, rev, 0x200000 + 999 * 4, -1);
+    cf_array o = view(CF_FLOAT32, 1, n, three, 0x300000, -1);
+    const cf_array *arr[3] = {&a, &b, &o};
+    CHECK_OK(cf_hostpipe_plan_make(p, 2, 1, arr, 0, 1, n, 400, 3)); /* 100 elements a chunk */
+    for (int i = 0; i < 3; i++)
+        cf_hostpipe_set_direct(p, i, 1);
+    cf_hostpipe_layout L;
+    cf_hostpipe_lay_out(p, 2, 0, &L);
+    char *start = NULL;
+    CHECK(cf_hostpipe_in_place(p, &L, 0, &a, &start) && start == (char *)(uintptr_t)(base + 800));
+    /* reversed: chunk 2 is elements 200..299 of b, at b.data - 299*4 .. b.data - 200*4 */
+    CHECK(cf_hostpipe_in_place(p, &L, 1, &b, &start) &&
+          start == (char *)(uintptr_t)(0x200000 + 999 * 4 - 299 * 4));
+    CHECK(!cf_hostpipe_in_place(p, &L, 2, &o, &start));
+    CHECK(L.bytes[0] == 400 && L.bytes[1] == 400 && L.bytes[2] == 400);
+    CHECK(L.h2d == 0 && L.out_end == L.out_start); /* nothing packed: every operand direct */
+    /* a device operand cannot be made direct */
+    cf_array d = a;
+    d.device = 0;
+    const cf_array *arr2[3] = {&d, &b, &o};
+    CHECK_OK(cf_hostpipe_plan_make(p, 2, 1, arr2, 0, 1, n, 400, 3));
+    cf_hostpipe_set_direct(p, 0, 1);
+    CHECK(p->direct[0] == 0);
+    cf_free(p);
+}
+
+/* The host path's knobs through the environment, and copies capped at N threads. */
+static void test_host_knobs(void)
+{
+    setenv("CUFUNC_HOST_THREADS", "4", 1);
+    setenv("CUFUNC_HOST_REGISTER_MIN", "1048576", 1);
+    CHECK_OK(cf_hostpipe_configure(NULL));
+    cf_hostpipe_config c;
+    cf_hostpipe_get_config(&c);
+    CHECK(c.threads == 4 && c.register_min == (size_t)1 << 20);
+    setenv("CUFUNC_HOST_RESULT_PINNED_MIN", "65536", 1);
+    CHECK_OK(cf_hostpipe_configure(NULL));
+    cf_hostpipe_get_config(&c);
+    CHECK(c.result_pinned_min == 65536);
+    unsetenv("CUFUNC_HOST_RESULT_PINNED_MIN");
+    setenv("CUFUNC_HOST_THREADS", "66", 1); /* out of range: the default */
+    setenv("CUFUNC_HOST_REGISTER_MIN", "-1", 1);
+    CHECK_OK(cf_hostpipe_configure(NULL));
+    cf_hostpipe_get_config(&c);
+    CHECK(c.threads == 0 && c.register_min == 0 && c.result_pinned_min == 0);
+    cf_hostpipe_config bad = c;
+    bad.threads = 66;
+    CHECK_STATUS(cf_hostpipe_configure(&bad), CF_ERR_INVALID);
+    unsetenv("CUFUNC_HOST_THREADS");
+    unsetenv("CUFUNC_HOST_REGISTER_MIN");
+    CHECK_OK(cf_hostpipe_configure(NULL));
+    /* a copy split among at most N threads is still every byte */
+    size_t len = (size_t)3 << 20;
+    unsigned char *src = malloc(len), *dst = malloc(len);
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        return;
+    }
+    for (size_t k = 0; k < len; k++)
+        src[k] = (unsigned char)(k * 131u + 7u);
+    static const int caps[] = {1, 2, 3, 5, 0, 17};
+    for (size_t t = 0; t < sizeof caps / sizeof caps[0]; t++) {
+        memset(dst, 0, len);
+        cf_threadpool_memcpy_n(dst + 1, src + 3, len - 5, caps[t]);
+        CHECK(dst[0] == 0 && memcmp(dst + 1, src + 3, len - 5) == 0 && dst[len - 4] == 0);
+    }
+    /* the pool grows to what a copy asks for, unless its size was fixed */
+    const char *env = getenv("CUFUNC_COPY_THREADS");
+    char *saved = env ? strdup(env) : NULL;
+    unsetenv("CUFUNC_COPY_THREADS");
+    CHECK_OK(cf_threadpool_configure(-1));
+    int base = cf_threadpool_workers();
+    cf_threadpool_memcpy_n(dst, src, len, base + 3);
+    CHECK(cf_threadpool_workers() == base + 2);
+    CHECK_OK(cf_threadpool_configure(2));
+    cf_threadpool_memcpy_n(dst, src, len, 9);
+    CHECK(cf_threadpool_workers() == 2);
+    setenv("CUFUNC_COPY_THREADS", "1", 1);
+    CHECK_OK(cf_threadpool_configure(-1));
+    cf_threadpool_memcpy_n(dst, src, len, 9);
+    CHECK(cf_threadpool_workers() == 1);
+    CHECK(memcmp(dst, src, len) == 0);
+    if (saved)
+        setenv("CUFUNC_COPY_THREADS", saved, 1);
+    else
+        unsetenv("CUFUNC_COPY_THREADS");
+    free(saved);
+    CHECK_OK(cf_threadpool_configure(-1));
+    free(src);
+    free(dst);
 }
 
 /* ---- the chunks' kernels compile ------------------------------------------------------------- */
@@ -670,8 +865,10 @@ static void test_config(void)
     unsetenv("CUFUNC_HOSTPIPE_MIN_KB");
     CHECK_OK(cf_hostpipe_configure(NULL));
     cf_hostpipe_get_config(&c);
-    CHECK(c.chunk_bytes == 0 && c.streams == 3 && c.min_bytes == 4096 << 10);
-    CHECK(!cf_hostpipe_wanted(0) && !cf_hostpipe_wanted(1 << 20) && cf_hostpipe_wanted(4 << 20));
+    /* session 6: every host call takes the pipeline by default (small ones in one chunk) */
+    CHECK(c.chunk_bytes == 0 && c.streams == 3 && c.min_bytes == 0);
+    CHECK(!cf_hostpipe_wanted(0) && cf_hostpipe_wanted(1) && cf_hostpipe_wanted(4 << 20));
+    CHECK(c.threads == 0 && c.register_min == 0);
     bad = c;
     bad.streams = 1;
     CHECK_STATUS(cf_hostpipe_configure(&bad), CF_ERR_INVALID);
@@ -812,6 +1009,35 @@ static void test_on_gpu(void)
     cf_stream_free(s);
 }
 
+/* Page-locked result blocks: reused from the cache when they fit (at most twice the size),
+ * counted while out, page-locked, and the bad argument refused. */
+static void test_result_blocks(void)
+{
+    NEED_GPU();
+    size_t out0, cached0, out, cached;
+    cf_hostpipe_result_stats(&out0, &cached0);
+    void *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(cf_hostpipe_result_alloc((size_t)3 << 20, &a));
+    CHECK(a != NULL && ((uintptr_t)a & 4095) == 0);
+    CHECK(cf_host_is_pinned(a) && cf_host_is_pinned((char *)a + ((size_t)3 << 20) - 1));
+    memset(a, 1, (size_t)3 << 20);
+    cf_hostpipe_result_stats(&out, &cached);
+    CHECK(out == out0 + ((size_t)3 << 20));
+    cf_hostpipe_result_free(a);
+    cf_hostpipe_result_stats(&out, &cached);
+    CHECK(out == out0 && cached == cached0 + ((size_t)3 << 20));
+    CHECK_OK(cf_hostpipe_result_alloc((size_t)2 << 20, &b)); /* fits: the same block */
+    CHECK(b == a);
+    CHECK_OK(cf_hostpipe_result_alloc((size_t)1 << 10, &c)); /* too small for it: a new one */
+    CHECK(c != NULL && c != b);
+    cf_hostpipe_result_free(b);
+    cf_hostpipe_result_free(c);
+    cf_hostpipe_result_free(NULL);
+    cf_hostpipe_result_stats(&out, NULL);
+    CHECK(out == out0);
+    CHECK_STATUS(cf_hostpipe_result_alloc(16, NULL), CF_ERR_INVALID);
+}
+
 int main(void)
 {
     RUN(test_copy);
@@ -820,6 +1046,9 @@ int main(void)
     RUN(test_emulated);
     RUN(test_chunk_kernels_compile);
     RUN(test_config);
+    RUN(test_policy);
+    RUN(test_host_knobs);
     RUN(test_on_gpu);
+    RUN(test_result_blocks);
     return SUMMARY();
 }

@@ -364,9 +364,16 @@ def test_default_settings_pipeline_a_large_call():
     check_hypot(r, a, b)
     assert info["chunks"] >= 2 and info["streams"] >= 2
     small = rand(1000, np.float32, 46)
-    before = calls()
-    check_hypot(hypot(small, small), small, small)
-    assert calls() == before                   # small calls keep the whole-array path
+    r, info = pipelined(lambda: hypot(small, small))  # session 6: small calls too, in one chunk
+    check_hypot(r, small, small)
+    assert info["chunks"] == 1 and info["streams"] == 1
+    _core._hostpipe_config(min_kb=4096)        # the knob still gives the old split
+    try:
+        before = calls()
+        check_hypot(hypot(small, small), small, small)
+        assert calls() == before
+    finally:
+        _core._hostpipe_config(reset=True)
 
 
 # ---- errors leave the process usable -------------------------------------------------------------
@@ -473,4 +480,4 @@ def test_config_is_checked():
         _core._hostpipe_config(**before)
     info = _core._hostpipe_last()
     assert set(info) == {"calls", "chunks", "streams", "split_axis", "rows", "streamed",
-                         "resident", "chunk_bytes"}
+                         "resident", "chunk_bytes", "direct", "registered", "register_failed"}
