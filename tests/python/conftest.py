@@ -10,6 +10,7 @@ language's, the runtime header's) are unaffected by the state of the C extension
 """
 
 import os
+import time
 
 import pytest
 
@@ -69,3 +70,25 @@ def gpu():
     require_gpu()
     from cufunc import cuda
     return cuda.get_current_device()
+
+
+# ---- where a parallel GPU run's memory went (opt-in) ---------------------------------------------
+# CUFUNC_TEST_MEMLOG=DIR: after each test, one line per test in DIR/mem-<pid>.txt: the test, the
+# device memory cufunc's pools hold for live arrays in this process, and the device's free memory.
+# A worker whose tests run the card out of memory for the others (seen: one process holding 60 GiB
+# under pytest -n 4) shows which test made its footprint jump.
+_MEMLOG = os.environ.get("CUFUNC_TEST_MEMLOG")
+
+
+if _MEMLOG:
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_teardown(item, nextitem):
+        try:
+            from cufunc import _env
+            core = _env.core
+            out = core.mem_outstanding() if core is not None else -1
+            free = core.mem_info(0)[0] if core is not None and gpu_state()[0] else -1
+        except Exception:  # noqa: BLE001 - a diagnostic must not fail the test
+            out = free = -2
+        with open(os.path.join(_MEMLOG, "mem-%d.txt" % os.getpid()), "a") as f:
+            f.write("%.3f\t%s\t%d\t%d\n" % (time.time(), item.nodeid, out, free))
