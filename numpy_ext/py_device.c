@@ -178,6 +178,21 @@ static PyObject *py_pointer_device(PyObject *self, PyObject *arg)
     return PyLong_FromLong(device);
 }
 
+static PyObject *py_mem_trim(PyObject *self, PyObject *args)
+{
+    PyObject *arg = Py_None;
+    int device;
+    cf_status st;
+    if (!PyArg_ParseTuple(args, "|O:mem_trim", &arg) || parse_device_arg(arg, &device, "mem_trim") < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_mem_trim(device);
+    Py_END_ALLOW_THREADS
+    if (st != CF_OK)
+        return cf_py_raise(st, "mem_trim");
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_mem_outstanding(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLongLong((long long)cf_mem_outstanding());
@@ -444,6 +459,9 @@ PyMethodDef cf_py_device_methods[] = {
      "mem_info(ordinal=None) -> (free, total) bytes of device memory."},
     {"pointer_device", py_pointer_device, METH_O,
      "pointer_device(ptr) -> the ordinal of the device owning a device pointer."},
+    {"mem_trim", py_mem_trim, METH_VARARGS,
+     "mem_trim(device=None) -> None: hand the memory the device's pool keeps for reuse back to the "
+     "driver (after the device's work), so other processes can have it."},
     {"mem_outstanding", py_mem_outstanding, METH_NOARGS,
      "mem_outstanding() -> bytes allocated from the device pools and not yet freed."},
     {"pinned_array", (PyCFunction)(void (*)(void))py_pinned_array, METH_VARARGS | METH_KEYWORDS,

@@ -206,6 +206,20 @@ out:
     return st;
 }
 
+cf_status cf_mem_trim(int device)
+{
+    cf_status st = cf_context_enter(device);
+    pool_state pool = {0, 0, NULL};
+    if (st == CF_OK)
+        st = device_pool(device, &pool);
+    if (st != CF_OK || !pool.pooled)
+        return st;
+    /* frees queued on streams return to the pool only when they have run */
+    CF_CU_TRY(cf_drv.cuCtxSynchronize());
+    CF_CU_TRY(cf_drv.cuMemPoolTrimTo(pool.pool, 0));
+    return CF_OK;
+}
+
 static CUresult raw_alloc(const pool_state *p, CUstream h, size_t nbytes, CUdeviceptr *ptr)
 {
     return p->pooled ? cf_drv.cuMemAllocAsync(ptr, nbytes, h) : cf_drv.cuMemAlloc(ptr, nbytes);

@@ -138,6 +138,11 @@ CF_API cf_status cf_mem_alloc(cf_stream *s, size_t nbytes, uint64_t *ptr);
 CF_API cf_status cf_mem_free(cf_stream *s, uint64_t ptr);
 /* Bytes currently allocated through cf_mem_alloc and not freed, over all devices (for leak tests). */
 CF_API int64_t cf_mem_outstanding(void);
+/* Hand the memory the device's pool keeps for reuse (freed, not yet returned: the pool never
+ * releases it by itself) back to the driver, after the device's work has finished, so that other
+ * processes can have it. Live allocations are untouched. An allocation that runs out does this by
+ * itself before it fails. */
+CF_API cf_status cf_mem_trim(int device);
 
 /* Page-locked host memory (cuMemHostAlloc, portable). */
 CF_API cf_status cf_host_alloc_pinned(size_t nbytes, void **ptr);

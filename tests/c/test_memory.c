@@ -285,6 +285,41 @@ static void test_alloc_accounting(void)
     CHECK(cf_test_alloc_outstanding() == host_before);
 }
 
+/* cf_mem_trim hands the pool's kept memory back to the driver (other processes can have it) and
+ * leaves live allocations alone. */
+static void test_trim(void)
+{
+    NEED_GPU();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    if (!s)
+        return;
+    const size_t big = (size_t)512 << 20;
+    uint64_t live = 0, gone = 0;
+    CHECK_OK(cf_mem_alloc(s, 4096, &live));
+    CHECK_OK(cf_memset8(s, live, 0x5a, 4096));
+    CHECK_OK(cf_mem_alloc(s, big, &gone));
+    CHECK_OK(cf_mem_free(s, gone));
+    CHECK_OK(cf_stream_synchronize(s));
+    size_t kept_free = 0, trimmed_free = 0, total = 0;
+    CHECK_OK(cf_device_mem_info(0, &kept_free, &total));
+    CHECK_OK(cf_mem_trim(0));
+    CHECK_OK(cf_device_mem_info(0, &trimmed_free, &total));
+    /* the 512 MiB the pool kept are the driver's again (other processes may take some meanwhile:
+     * half of it is the bar) */
+    CHECK(trimmed_free >= kept_free + big / 2);
+    unsigned char back[4096];
+    CHECK_OK(cf_memcpy_dtoh(s, back, live, sizeof back, 1));
+    int same = 1;
+    for (size_t i = 0; i < sizeof back; i++)
+        same &= back[i] == 0x5a;
+    CHECK(same);
+    CHECK_OK(cf_mem_free(s, live));
+    CHECK_STATUS(cf_mem_trim(-1), CF_ERR_NO_DEVICE);
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_stream_free(s);
+}
+
 static void test_out_of_memory(void)
 {
     NEED_GPU();
@@ -615,6 +650,7 @@ int main(void)
     RUN(test_new_api_args);
     RUN(test_register_mapped_managed);
     RUN(test_ipc_and_events);
+    RUN(test_trim);
     RUN(test_out_of_memory);
     return SUMMARY();
 }
