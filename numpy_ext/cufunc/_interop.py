@@ -204,9 +204,14 @@ def _torch_interface(mod):
              "uint64": "<u8"}
     typestr = {getattr(mod, k): (v, int(v[2:])) for k, v in names.items() if hasattr(mod, k)}
     strided = mod.strided
+    bf16 = getattr(mod, "bfloat16", None)
 
     def interface(t):
         ts = typestr.get(t.dtype)
+        if ts is None and t.dtype is bf16:
+            # the interface has no bfloat16 typestr: DLPack (kDLBfloat) carries it
+            raise AttributeError("a bfloat16 tensor is read through DLPack, not the CUDA Array "
+                                 "Interface")
         if (ts is None or not t.is_cuda or t.requires_grad or t.layout is not strided
                 or t.is_conj() or t.is_neg()):
             return t.__cuda_array_interface__

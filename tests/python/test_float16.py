@@ -640,7 +640,8 @@ def test_gpu_reductions_float16():
     mx = cuda.reduce(lambda a, b: max(a, b))
     assert mx(cuda.to_device(x)) == x.max()
     # accumulate: a sequential float16 sum in the same order when the scan is exact (integers)
-    xi = rng.integers(0, 4, 2000).astype(np.float16)
+    # (every partial sum an integer <= 2048, which float16 holds exactly: any order gives it)
+    xi = rng.integers(0, 3, 1000).astype(np.float16)
     acc = add.accumulate(cuda.to_device(xi)).copy_to_host()
     assert H.exact_equal(np.add.accumulate(xi), acc).all()
 

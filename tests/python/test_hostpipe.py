@@ -358,7 +358,8 @@ def test_default_settings_pipeline_a_large_call():
     _core._hostpipe_config(reset=True)
     cfg = _core._hostpipe_config()
     assert cfg["streams"] >= 2
-    n = (cfg["min_kb"] * 1024) // 8 + 1000      # over the threshold with the inputs alone
+    # over the threshold with the inputs alone, and over two chunks (min_kb is 0 by default)
+    n = (max(cfg["min_kb"], 2 * cfg["chunk_kb"]) * 1024) // 8 + 1000
     a, b = rand(n, np.float32, 44), rand(n, np.float32, 45)
     r, info = pipelined(lambda: hypot(a, b))
     check_hypot(r, a, b)

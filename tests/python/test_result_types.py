@@ -358,6 +358,21 @@ def _slow_identity(x, n):
 slow = vectorize(["float64(float64, int64)"])(_slow_identity)
 
 
+def _sized(run_once, sync, target_s, first=1):
+    """How many repetitions of run_once(k) (k the count) take about target_s on this GPU: a race
+    test's producer and consumer must outlast the host's queueing on any card (an H200 ran the
+    fixed-size ones out before the checks)."""
+    k = first
+    while True:
+        t0 = time.perf_counter()
+        run_once(k)
+        sync()
+        dt = time.perf_counter() - t0
+        if dt >= target_s / 8 or k >= 1 << 22:
+            return max(first, int(k * target_s / max(dt, 1e-6)))
+        k *= 4
+
+
 @gpu
 def test_torch_result_on_the_current_torch_stream():
     """torch.sin(hyp(t, t)) on a torch side stream: the result's DLPack export makes that stream
@@ -376,8 +391,18 @@ def test_torch_result_on_the_current_torch_stream():
         slow(w, 1), hyp(w.float(), w.float())  # warm-up: the kernels compile on the host
     torch.cuda.synchronize()
     want = np.arange(N, dtype=np.float64)
+
+    def matmuls(k):
+        with torch.cuda.stream(s):
+            b = a
+            for _ in range(k):
+                b = b @ b
+                b = b / b.abs().max()
+    rounds0 = _sized(matmuls, torch.cuda.synchronize, 0.3)
+    w = torch.arange(N, dtype=torch.float64, device="cuda")
+    n_slow = _sized(lambda k: slow(w, k), torch.cuda.synchronize, 0.2, 1 << 10)
     tried = []
-    for rounds in (32, 96, 288):
+    for rounds in (rounds0, 3 * rounds0, 9 * rounds0):
         # the race needs the producer still running when the consumer is queued; under pytest -n
         # the host can fall behind (seen twice): try longer producers before giving up
         with torch.cuda.stream(s):
@@ -390,7 +415,7 @@ def test_torch_result_on_the_current_torch_stream():
                 tried.append("%d matmuls queued in %.1f ms" % (rounds,
                                                               1e3 * (time.perf_counter() - t0)))
                 continue
-            r = slow(t, 1 << 14)  # cufunc: after t (its producer's stream), a long kernel
+            r = slow(t, n_slow)  # cufunc: after t (its producer's stream), a long kernel
             assert isinstance(r, torch.Tensor)
             y = r * 2  # on s: must wait for cufunc's kernel
             z = torch.sin(hyp(t.float(), t.float()))
@@ -410,16 +435,26 @@ def test_cupy_result_on_the_current_cupy_stream():
     want = np.arange(N, dtype=np.float64)
     cs = cp.cuda.Stream(non_blocking=True)
     a = cp.random.standard_normal((2048, 2048), dtype=cp.float32)
-    (a @ a).sum().get()  # warm-up
-    slow(cp.ones(8, cp.float64), 1)  # warm-up: the kernel compiles on the host
-    cp.cuda.Device().synchronize()
+    sync = cp.cuda.Device().synchronize
+
+    def matmuls(k):
+        with cs:
+            b = a
+            for _ in range(k):
+                b = b @ b
+                b = b / cp.abs(b).max()
+    w = cp.arange(N, dtype=cp.float64)
+    matmuls(1), slow(w, 1)  # warm-up: CuPy's kernels load, cufunc's compiles, on the host
+    sync()
+    rounds = _sized(matmuls, sync, 0.3)
+    n_slow = _sized(lambda k: slow(w, k), sync, 0.2, 1 << 10)
     with cs:
-        for _ in range(24):
+        for _ in range(rounds):
             a = a @ a
             a = a / cp.abs(a).max()
         x = cp.arange(N, dtype=cp.float64)
         assert not cs.done, "the producer finished too soon to show a race"
-        r = slow(x, 1 << 14)  # CuPy's interface names cs: ordered on the device, not the host
+        r = slow(x, n_slow)  # CuPy's interface names cs: ordered on the device, not the host
         assert not cs.done, "a call on CuPy arrays synchronised on the host"
         assert isinstance(r, cp.ndarray)
         y = r * 2  # on cs: must wait for cufunc's kernel
@@ -542,8 +577,8 @@ def _real_types(name):
     """(the library's device array type, the wrapper cufunc should pick) of an installed library;
     no GPU needed."""
     if name == "cupy":
-        cp = pytest.importorskip("cupy")
-        return cp.ndarray, cp.from_dlpack
+        pytest.importorskip("cupy")
+        return sys.modules["cupy"].ndarray, None  # cufunc's wrapper by address (see _interop._cupy)
     if name == "jax":
         pytest.importorskip("jax")
         import jax.dlpack
