@@ -358,8 +358,10 @@ def test_default_settings_pipeline_a_large_call():
     _core._hostpipe_config(reset=True)
     cfg = _core._hostpipe_config()
     assert cfg["streams"] >= 2
-    # over the threshold with the inputs alone, and over two chunks (min_kb is 0 by default)
-    n = (max(cfg["min_kb"], 2 * cfg["chunk_kb"]) * 1024) // 8 + 1000
+    # over the threshold with the inputs alone, and over two chunks (min_kb is 0 by default;
+    # chunk_kb 0 is automatic, at most CF_HOSTPIPE_AUTO_CHUNK, 8 MiB)
+    chunk = cfg["chunk_kb"] * 1024 or 8 << 20
+    n = max(cfg["min_kb"] * 1024 // 8, 3 * chunk // 4) + 1000
     a, b = rand(n, np.float32, 44), rand(n, np.float32, 45)
     r, info = pipelined(lambda: hypot(a, b))
     check_hypot(r, a, b)
