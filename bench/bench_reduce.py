@@ -46,6 +46,34 @@ def add(a, b):
     return a + b
 
 
+def _accumulate_row(h, label, frac, add, P, reps, sync, copy_bw):
+    """ufunc.accumulate(add) over h beside CuPy's and PyTorch's cumsum: a row of the table."""
+    d = cuda.to_device(h)
+    o = cuda.device_array(h.size, h.dtype)
+    add.accumulate(d[:1 << 20], out=o[:1 << 20])
+    ref = np.cumsum(h[:1 << 20].astype(np.float64))
+    assert np.all(np.abs(o[:1 << 20].copy_to_host() - ref) <= 1e-4 * ref)
+    nbytes = 2 * h.nbytes
+    gbs = nbytes / timeit(lambda: add.accumulate(d, out=o), sync, reps, 3) / 1e9
+    peer = {}
+    if "cupy" in P:
+        cp = P["cupy"]
+        c, co = cp.asarray(h), cp.empty(h.size, h.dtype)
+        peer["CuPy cumsum"] = nbytes / timeit(lambda: cp.cumsum(c, out=co),
+                                              cp.cuda.runtime.deviceSynchronize, reps, 3) / 1e9
+        del c, co
+    if "torch" in P:
+        torch = P["torch"]
+        t = torch.from_numpy(h).cuda()
+        to = torch.empty_like(t)
+        peer["PyTorch cumsum"] = nbytes / timeit(lambda: torch.cumsum(t, 0, out=to),
+                                                 torch.cuda.synchronize, reps, 3) / 1e9
+        del t, to
+    return ("ufunc.accumulate add, %s (GB/s, read + write)" % label, gbs, "GB/s",
+            ">= %d%% of copy = %.0f" % (round(100 * frac), frac * copy_bw), gbs >= frac * copy_bw,
+            peer)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=15)
@@ -211,53 +239,10 @@ def main():
     rows.append(("ufunc.reduce, 2^26 float32 (GB/s)", gbs, "GB/s", "-", None, p5))
     del d26
 
-    # -- accumulate on 2^28 float32 --
-    ha = rng.random(n, dtype=np.float32)
-    da = cuda.to_device(ha)
-    oa = cuda.device_array(n, np.float32)
-    add.accumulate(da[:1 << 20], out=oa[:1 << 20])
-    ref = np.cumsum(ha[:1 << 20].astype(np.float64))
-    assert np.all(np.abs(oa[:1 << 20].copy_to_host() - ref) <= 1e-4 * ref)
-    gbs = 2 * ha.nbytes / timeit(lambda: add.accumulate(da, out=oa), sync, reps, 3) / 1e9
-    p6 = {}
-    if "cupy" in P:
-        ca = cp.asarray(ha)
-        co = cp.empty_like(ca)
-        p6["CuPy cumsum"] = 2 * ha.nbytes / timeit(lambda: cp.cumsum(ca, out=co),
-                                                  cp.cuda.runtime.deviceSynchronize, reps, 3) / 1e9
-        del ca, co
-    if "torch" in P:
-        ta = torch.from_numpy(ha).cuda()
-        to = torch.empty_like(ta)
-        p6["PyTorch cumsum"] = 2 * ha.nbytes / timeit(lambda: torch.cumsum(ta, 0, out=to),
-                                                     torch.cuda.synchronize, reps, 3) / 1e9
-    rows.append(("ufunc.accumulate add, 2^28 float32 (GB/s, read + write)", gbs, "GB/s",
-                 ">= 88%% of copy = %.0f" % (0.88 * copy_bw), gbs >= 0.88 * copy_bw, p6))
-    del da, oa
-
-    # -- accumulate on 2^27 float64 (issue 18: >= 85% of copy) --
-    h8 = rng.random(n // 2)
-    d8 = cuda.to_device(h8)
-    o8 = cuda.device_array(n // 2, np.float64)
-    add.accumulate(d8[:1 << 20], out=o8[:1 << 20])
-    assert np.allclose(o8[:1 << 20].copy_to_host(), np.cumsum(h8[:1 << 20]), rtol=1e-9)
-    gbs = 2 * h8.nbytes / timeit(lambda: add.accumulate(d8, out=o8), sync, reps, 3) / 1e9
-    p7 = {}
-    if "cupy" in P:
-        c8 = cp.asarray(h8)
-        co8 = cp.empty_like(c8)
-        p7["CuPy cumsum"] = 2 * h8.nbytes / timeit(lambda: cp.cumsum(c8, out=co8),
-                                                  cp.cuda.runtime.deviceSynchronize, reps, 3) / 1e9
-        del c8, co8
-    if "torch" in P:
-        t8 = torch.from_numpy(h8).cuda()
-        to8 = torch.empty_like(t8)
-        p7["PyTorch cumsum"] = 2 * h8.nbytes / timeit(lambda: torch.cumsum(t8, 0, out=to8),
-                                                     torch.cuda.synchronize, reps, 3) / 1e9
-        del t8, to8
-    rows.append(("ufunc.accumulate add, 2^27 float64 (GB/s, read + write)", gbs, "GB/s",
-                 ">= 85%% of copy = %.0f" % (0.85 * copy_bw), gbs >= 0.85 * copy_bw, p7))
-    del d8, o8
+    # -- accumulate: 2^28 float32 (>= 88% of copy) and 2^27 float64 (>= 85%), issue 18 --
+    for h, label, frac in ((rng.random(n, dtype=np.float32), "2^28 float32", 0.88),
+                           (rng.random(n // 2), "2^27 float64", 0.85)):
+        rows.append(_accumulate_row(h, label, frac, add, P, reps, sync, copy_bw))
 
     print("\ncufunc reductions on %s" % dev.name)
     print("| figure | cufunc | target | met | peers |")
