@@ -16,6 +16,12 @@ import pytest
 
 REQUIRE_GPU = os.environ.get("CUFUNC_REQUIRE_GPU", "") == "1"
 
+# JAX takes 75% of the GPU's memory when it starts, and keeps it: under pytest -n the worker that
+# ran a JAX test held 60 GiB of an 80 GB card (105 GiB of an H200's 139: the drop CUFUNC_TEST_MEMLOG
+# showed) and the other workers ran out of memory. Allocate on demand instead (set before any test
+# module can import jax; an explicit setting in the environment wins).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 _state = None
 
 
