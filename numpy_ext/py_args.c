@@ -10,6 +10,7 @@ void cf_py_arg_reset(cf_py_arg *a, PyObject *obj)
     a->keep = NULL;
     a->dtype = CF_FLOAT64;
     a->weak = 0;
+    a->pyscalar = 0;
     a->value = obj;
 }
 
@@ -53,7 +54,7 @@ int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname)
     }
     if (PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj)) {
         a->dtype = PyLong_Check(obj) ? CF_INT64 : PyFloat_Check(obj) ? CF_FLOAT64 : CF_COMPLEX128;
-        a->weak = 1;
+        a->weak = a->pyscalar = 1;
         return 0;
     }
     if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
@@ -141,10 +142,10 @@ int cf_py_arg_scalar(const cf_py_arg *a, cf_dtype t, cf_operand *op, const char 
 {
     memset(op, 0, sizeof *op);
     op->is_scalar = 1;
-    cf_dtype as = a->weak ? t : a->dtype;
+    cf_dtype as = a->pyscalar ? t : a->dtype;
     op->scalar_dtype = as;
     char kind = cf_dtype_kind(t);
-    if (a->weak && PyLong_Check(a->value) && (kind == 'i' || kind == 'u')) {
+    if (a->pyscalar && PyLong_Check(a->value) && (kind == 'i' || kind == 'u')) {
         int fits = int_fits(a->value, t);
         if (fits < 0)
             return -1;

@@ -15,6 +15,9 @@ typedef struct {
     PyObject *keep;        /* keeps the memory alive: the device owner, or the host ndarray */
     cf_dtype dtype;
     int weak;              /* a Python int/float/complex (NEP 50) */
+    int pyscalar;          /* a Python int/float/complex, weak or made strong by cf_py_args_nep50:
+                            * its value converts to the loop's type directly, as NumPy converts it
+                            * (2**63 + 2.0 is float64, never an int64 on the way) */
     PyObject *value;       /* scalars: the object (borrowed from the call, or `keep`) */
 } cf_py_arg;
 
@@ -29,7 +32,7 @@ void cf_py_arg_clear(cf_py_arg *a);
 int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname);
 /* Make `a` the host view of ndarray `arr` (kind CF_PY_ARG_HOST; `keep` is left as it is). */
 void cf_py_arg_host_view(cf_py_arg *a, PyArrayObject *arr);
-/* The kernel parameter of scalar argument `a` for loop type `t`: a weak scalar converted to `t`
+/* The kernel parameter of scalar argument `a` for loop type `t`: a Python scalar converted to `t`
  * (a Python int that does not fit an integer `t` is NumPy's OverflowError), a strong one as its
  * own dtype. `fname` and `pos` name the call in errors. */
 int cf_py_arg_scalar(const cf_py_arg *a, cf_dtype t, cf_operand *op, const char *fname, int pos);

@@ -392,6 +392,7 @@ static int numba_scalar_cast(CfPyGUFunc *self, cf_py_call *c)
                 return -1;
             Py_XSETREF(a->keep, v);
             a->value = v;
+            a->pyscalar = 0; /* a NumPy scalar of the loop's type now */
             a->dtype = t[i];
         }
         return 1;

@@ -44,7 +44,7 @@ static int red_classify(PyObject *obj, cf_py_arg *a, const char *argname)
     a->keep = arr;
     if (cf_py_dtype_from_descr(PyArray_DESCR((PyArrayObject *)arr), &a->dtype, argname) < 0)
         return -1; /* e.g. a Python int beyond 64 bits: an object array */
-    a->weak = 0;
+    a->weak = a->pyscalar = 0;
     cf_py_arg_host_view(a, (PyArrayObject *)arr);
     return 0;
 }

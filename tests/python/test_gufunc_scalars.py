@@ -108,12 +108,13 @@ def test_loop_matches_numpy(engine, a):
     assert mismatches(pick, [a], VALUES) == []
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="known gap: a Python int in [2**63, 2**64) alone with a Python float is "
-                          "kept as int64 on its way into the float64 loop (cf_py_arg_scalar) and "
-                          "overflows; NumPy converts it to float64")
-def test_huge_python_int_with_python_float():
-    assert loop_inputs("first", UF.kernel_source(2**63, 2.0), 2)[0] == "float64"
+@pytest.mark.parametrize("big", [2**63, 2**64 - 1, -2**63 - 1, 10**30])
+def test_huge_python_int_with_python_float(big):
+    # NumPy converts a Python int beside a Python float straight to float64 (np.add(2**63, 2.0));
+    # it was once kept as int64 on its way into the float64 loop and overflowed
+    assert np.add(big, 2.0) == float(big) + 2.0
+    for f, name in ((UF, "first"), (GU, "gfirst")):
+        assert loop_inputs(name, f.kernel_source(big, 2.0), 2)[0] == "float64"
 
 
 @pytest.mark.parametrize("big", [2**63, 2**64])
