@@ -7,6 +7,9 @@ Every expression the translator types becomes one of these:
 * TupleVal: a tuple of Vals (tuples live only at compile time: each item is its own value);
 * StaticVal: a compile-time Python object (a module, a function, a type).
 
+and every statement a Stmt (Store, If, While, ForStep, Return, ...; a block is a list of them).
+emit.py writes the C of both.
+
 ``_Bottom`` is raised for an expression whose type is not known yet (collect passes only).
 """
 
