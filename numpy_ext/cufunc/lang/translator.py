@@ -315,10 +315,13 @@ class FunctionTranslator:
         """Append a statement (ir.Stmt) to the block being built."""
         self.block.append(stmt)
 
-    def sub_block(self, body):
-        """The block (a list of ir.Stmt) of the Python statements body."""
+    def sub_block(self, body, first=None):
+        """The block (a list of ir.Stmt) of the Python statements body; first(), when given,
+        adds its statements before them (a for loop's variable)."""
         outer, self.block = self.block, []
         try:
+            if first is not None:
+                first()
             self.stmts(body)
             return self.block
         finally:
@@ -717,7 +720,6 @@ class FunctionTranslator:
         if not ok:
             self.add(ir.Forever(self.sub_block(s.body)))
             return
-        start, stop, step = vals
         for i, v in enumerate(vals):
             snap, vals[i] = self.snapshot(v)
             if snap:
@@ -729,13 +731,8 @@ class FunctionTranslator:
             loop = ir.ForRange(self.temp("cf_uint64"), self.temp("cf_uint64"), counter, start,
                                stop, step)
         loopval = Val(TS.WEAK_INT, counter, simple=True, nonneg=name in self.nonneg_vars)
-        outer, self.block = self.block, []
-        try:
-            self.guard(self.assign_name, name, loopval, s.target)
-            self.stmts(s.body)
-            loop.body = self.block
-        finally:
-            self.block = outer
+        loop.body = self.sub_block(
+            s.body, lambda: self.guard(self.assign_name, name, loopval, s.target))
         self.add(loop)
 
     def snapshot(self, v):
