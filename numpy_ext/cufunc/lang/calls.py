@@ -622,7 +622,7 @@ def local_array(tr, node):
                                                           _LOCAL_ARRAY_LIMIT),
                        UnsupportedError)
     storage = "cf_loc%d" % len(tr.local_storage)
-    tr.local_storage.append("%s %s[%d];" % (target.cname, storage, max(n, 1)))
+    tr.local_storage.append(ir.Declare(target.cname, storage, max(n, 1)))
     at = T.Array(target, len(shape), "C")
     return tr.ref_val(at, storage, shape, node)
 
@@ -765,7 +765,7 @@ def _local1(tr, t, node):
     """A 1-element local array of type t: (its storage's C name, the array value, typed as a
     loop's '()' parameter: any layout)."""
     storage = "cf_loc%d" % len(tr.local_storage)
-    tr.local_storage.append("%s %s[1];" % (t.cname, storage))
+    tr.local_storage.append(ir.Declare(t.cname, storage, 1))
     ref = tr.ref_val(T.Array(t, 1, "C"), storage, (1,), node)
     return storage, tr.cast(ref, T.Array(t, 1), node)
 

@@ -120,14 +120,14 @@ def table_definition(cname, name, t, shape, et, flat):
                ", (real, imag) pairs" if t.kind == "c" else "", et.cname, cname, n, vals))
 
 
-def function_definition(qualname, sigtext, fastmath, ret_cname, params, decls, pre, lines):
-    """(C name, definition) of one translated function: its parameters ("type name"), local
-    declarations, parameter conversions and body lines (already indented). The name is the
+def function_definition(qualname, sigtext, fastmath, ret_cname, params, lines):
+    """(C name, definition) of one translated function: its parameters ("type name") and body
+    lines (render_block's, already indented: declarations, parameter conversions, the body
+    statements). The name is the
     qualname plus a hash of the signature, fastmath and the text: the same input always gives
     the same name, different bodies never share one."""
-    body = ["    " + d for d in decls] + ["    " + p for p in pre] + lines
     text = "CF_LANG_FN %s @NAME@(%s)\n{\n%s\n}\n" % (ret_cname, ", ".join(params),
-                                                    "\n".join(body))
+                                                    "\n".join(lines))
     h = hashlib.sha256()
     h.update(qualname.encode())
     h.update(b"\0" + sigtext.encode() + b"\0" + repr(fastmath).encode() + b"\0")
@@ -158,3 +158,98 @@ def emit_source(unit, entry):
 
     visit(entry)
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------- statements
+def _c(x):
+    """The C text of a statement's part: a Val, or a C name given as text."""
+    return x if isinstance(x, str) else x.c
+
+
+def _cond(c):
+    return "true" if c is None else c.c
+
+
+def _render_if(s, pad, out, keep):
+    for i, (cond, block) in enumerate(s.branches):
+        out.append(pad + ("if (%s) {" if i == 0 else "} else if (%s) {") % _cond(cond))
+        _render(block, pad + "    ", out, keep)
+    if s.orelse:
+        out.append(pad + "} else {")
+        _render(s.orelse, pad + "    ", out, keep)
+    out.append(pad + "}")
+
+
+def _render_for_step(s, pad, out, keep):
+    op, inc = ("<", "++") if s.step.const == 1 else (">", "--")
+    out.append(pad + "for (%s = %s; %s %s %s; %s%s) {" % (s.counter, s.start.c, s.counter, op,
+                                                         s.stop.c, inc, s.counter))
+    _render(s.body, pad + "    ", out, keep)
+    out.append(pad + "}")
+
+
+def _render_for_range(s, pad, out, keep):
+    out.append(pad + "%s = cf_lang_range_len(%s, %s, %s);" % (s.n, s.start.c, s.stop.c,
+                                                              s.step.c))
+    out.append(pad + "for (%s = 0; %s < %s; ++%s) {" % (s.k, s.k, s.n, s.k))
+    out.append(pad + "    %s = (cf_int64)((cf_uint64)%s + %s * (cf_uint64)%s);"
+               % (s.counter, s.start.c, s.k, s.step.c))
+    _render(s.body, pad + "    ", out, keep)
+    out.append(pad + "}")
+
+
+def _render_loop(head, s, pad, out, keep):
+    out.append(pad + head)
+    _render(s.body, pad + "    ", out, keep)
+    out.append(pad + "}")
+
+
+def _render_return_tuple(s):
+    body = "%s{%s}" % (s.struct, ", ".join(x.c for x in s.items))
+    if s.setup is not None:
+        body = "(%s, %s)" % (s.setup.c, body)
+    return "return %s;" % body
+
+
+# statement class -> function(stmt) -> one line of C (simple statements)
+_LINE = {
+    ir.Declare: lambda s: ("%s %s{};" % (s.ctype, s.name) if s.n is None
+                           else "%s %s[%d];" % (s.ctype, s.name, s.n)),
+    ir.Eval: lambda s: "%s;" % s.x.c,
+    ir.Discard: lambda s: ("(void)(%s);" if s.paren else "(void)%s;") % s.x.c,
+    ir.Store: lambda s: "%s = %s;" % (_c(s.dst), s.x.c),
+    ir.RefStore: lambda s: "%s = %s;" % (_c(s.dst), s.x.c),
+    ir.Break: lambda s: "break;",
+    ir.Continue: lambda s: "continue;",
+    ir.Return: lambda s: "return;" if s.x is None else "return %s;" % s.x.c,
+    ir.ReturnTuple: _render_return_tuple,
+}
+
+# statement class -> function(stmt, pad, out, keep) appending its lines (compound statements)
+_BLOCK = {
+    ir.If: _render_if,
+    ir.While: lambda s, pad, out, keep: _render_loop("while (%s) {" % _cond(s.cond), s, pad,
+                                                     out, keep),
+    ir.ForStep: _render_for_step,
+    ir.ForRange: _render_for_range,
+    ir.Forever: lambda s, pad, out, keep: _render_loop("for (;;) {", s, pad, out, keep),
+}
+
+
+def _render(block, pad, out, keep):
+    for s in block:
+        f = _LINE.get(type(s))
+        if f is not None:
+            if type(s) is ir.RefStore and s.var not in keep:
+                continue    # the variable is only indexed through its storage
+            out.append(pad + f(s))
+        else:
+            _BLOCK[type(s)](s, pad, out, keep)
+
+
+def render_block(block, indent=1, used_refs=()):
+    """The C lines (indented by `indent` levels of four spaces) of a block of statements
+    (ir.Stmt). A RefStore is written only when its variable is in used_refs."""
+    out = []
+    _render(block, "    " * indent, out, used_refs)
+    return out

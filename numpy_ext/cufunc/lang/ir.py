@@ -7,6 +7,9 @@ Every expression the translator types becomes one of these:
 * TupleVal: a tuple of Vals (tuples live only at compile time: each item is its own value);
 * StaticVal: a compile-time Python object (a module, a function, a type).
 
+and every statement a Stmt (Store, If, While, ForStep, Return, ...; a block is a list of them).
+emit.py writes the C of both.
+
 ``_Bottom`` is raised for an expression whose type is not known yet (collect passes only).
 """
 
@@ -144,3 +147,61 @@ class StaticVal:
     @property
     def type(self):
         raise _Bottom()
+
+
+# ---------------------------------------------------------------------------- statements
+# The translator builds a function body as a list of these (a block); emit.py writes their C
+# (emit.render_block), the one place statement C is written. Expressions in them are the Vals
+# above; a block is a plain list of statements.
+
+class Stmt:
+    """A statement. ``fields`` names its parts (for walking the tree). A part that is a Val
+    has its C text taken when the statement is made, as expression nodes do with theirs: a
+    RefVarVal records then that its variable is used."""
+
+    __slots__ = ()
+    fields = ()
+
+    def __init__(self, *args):
+        for f in self.fields:
+            setattr(self, f, None)
+        for f, a in zip(self.fields, args):
+            if isinstance(a, Val):
+                a.c
+            setattr(self, f, a)
+
+
+def _stmt(name, fields, doc):
+    return type(name, (Stmt,), {"__slots__": tuple(fields), "fields": tuple(fields),
+                                "__doc__": doc})
+
+
+Declare = _stmt("Declare", ("ctype", "name", "n"),
+                "ctype name{}; (a local, value-initialized) or, with n, ctype name[n]; "
+                "(the storage of a local array).")
+Eval = _stmt("Eval", ("x",), "x; : an expression evaluated for its effects (a setup).")
+Discard = _stmt("Discard", ("x", "paren"),
+                "(void)(x); (or (void)x; without paren): a value computed and dropped.")
+Store = _stmt("Store", ("dst", "x"), "dst = x; (dst: a variable's C name, or an lvalue Val).")
+RefStore = _stmt("RefStore", ("var", "dst", "x"),
+                 "dst = x; of a variable holding a local array or table: kept only when the "
+                 "variable `var` itself is used (else it is indexed through its storage).")
+If = _stmt("If", ("branches", "orelse"),
+           "if (c0) {b0} else if (c1) {b1} ... else {orelse}: branches is a list of (cond, "
+           "block), cond None meaning true (an untyped condition of a collect pass); orelse "
+           "a block or None.")
+While = _stmt("While", ("cond", "body"), "while (cond) {body}; cond None means true.")
+ForStep = _stmt("ForStep", ("counter", "start", "stop", "step", "body"),
+                "for (counter = start; counter < stop; ++counter) {body} (step 1), or with > and "
+                "-- (step -1): range() with a constant unit step.")
+ForRange = _stmt("ForRange", ("n", "k", "counter", "start", "stop", "step", "body"),
+                 "range() with any step: n = cf_lang_range_len(start, stop, step) iterations "
+                 "over k, counter = start + k * step (in uint64, wrapping as C must not overflow "
+                 "int64).")
+Forever = _stmt("Forever", ("body",), "for (;;) {body}: a loop whose range is not typed yet "
+                "(collect passes only).")
+Break = _stmt("Break", (), "break;")
+Continue = _stmt("Continue", (), "continue;")
+Return = _stmt("Return", ("x",), "return x; (return; when x is None).")
+ReturnTuple = _stmt("ReturnTuple", ("struct", "items", "setup"),
+                    "return struct{items...}; of a tuple (the setup evaluated first).")

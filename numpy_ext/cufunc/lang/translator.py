@@ -12,9 +12,10 @@ in two modes:
 This module owns the statements, names, globals and captured arrays, operators, casts, indexing
 and the errors at the user's line. Every expression becomes an IR value (ir.py) with its type
 and, when folded (fold.py), its constant; calls go through the call tables (calls.py). emit.py
-renders the IR as C. Still mixed here: statements are written as C lines (self.line) as they
-are typed, not kept as IR statement nodes; temporaries are declared at the top of the C
-function.
+renders the IR as C. Statements become IR statements too (ir.Stmt: Store, If, While, ForStep,
+Return, ...), appended to the block being built (self.add, self.sub_block); _finish hands the
+body's block to emit.render_block, the one place statement C is written. Temporaries and locals
+are declared at the top of the C function.
 """
 
 import ast
@@ -236,11 +237,10 @@ class FunctionTranslator:
         return self._finish()
 
     def _reset_pass(self):
-        self.lines = []
-        self.indent = 1
+        self.block = []            # the statements (ir.Stmt) of the block being built
         self.temps = []            # (ctype, name)
         self.ntemp = 0
-        self.local_storage = []    # C declarations of local array storage
+        self.local_storage = []    # ir.Declare of each local array's storage
         self.deps = []
         self.ret_types = []
         self.returns_none = False
@@ -311,8 +311,21 @@ class FunctionTranslator:
         return out
 
     # ----------------------------------------------------------------- emission utilities
-    def line(self, text):
-        self.lines.append("    " * self.indent + text)
+    def add(self, stmt):
+        """Append a statement (ir.Stmt) to the block being built."""
+        self.block.append(stmt)
+
+    def sub_block(self, body, first=None):
+        """The block (a list of ir.Stmt) of the Python statements body; first(), when given,
+        adds its statements before them (a for loop's variable)."""
+        outer, self.block = self.block, []
+        try:
+            if first is not None:
+                first()
+            self.stmts(body)
+            return self.block
+        finally:
+            self.block = outer
 
     def temp(self, t):
         """A new temporary of type t (declared at the top of the function)."""
@@ -489,20 +502,20 @@ class FunctionTranslator:
             return
         if isinstance(v, TupleVal):
             if v.setup:
-                self.line("(void)%s;" % v.setup.c)
+                self.add(ir.Discard(v.setup, False))
             for it in v.items:
                 if not it.simple:
-                    self.line("(void)(%s);" % it.c)
+                    self.add(ir.Discard(it, True))
             return
         if not v.simple:
-            self.line("(void)(%s);" % v.c)
+            self.add(ir.Discard(v, True))
 
     def stmt_Assign(self, s):
         value = self.expr(s.value)
         if len(s.targets) > 1 and not isinstance(value, (StaticVal, TupleVal)):
             setup, value = self.ensure_simple(value)
             if setup:
-                self.line("%s;" % setup.c)
+                self.add(ir.Eval(setup))
         for t in s.targets:
             self.assign(t, value, s)
 
@@ -540,11 +553,11 @@ class FunctionTranslator:
                     pre.append(st)
                 simple_idx.append(i2)
             for p in pre:
-                self.line("%s;" % p.c)
+                self.add(ir.Eval(p))
             elem = self.element(arr, simple_idx, tgt)
             rhs = self.expr(s.value)
             res = self.cast(self.binop(fn, name, sym, elem, rhs, s), arr.type.dtype, s)
-            self.line("%s = %s;" % (elem.c, res.c))
+            self.add(ir.Store(elem, res))
         else:
             raise self.unsupported(s, "augmented assignment to this target")
 
@@ -567,7 +580,7 @@ class FunctionTranslator:
                 raise self._fail(target, "cannot unpack a tuple of %d items into %d names"
                                  % (len(value.items), len(target.elts)))
             if value.setup:
-                self.line("%s;" % value.setup.c)
+                self.add(ir.Eval(value.setup))
             # Evaluate every item before assigning any (a, b = b, a).
             items = []
             for it in value.items:
@@ -575,7 +588,7 @@ class FunctionTranslator:
                     items.append(it)
                     continue
                 name = self.temp(it.type.cname)
-                self.line("%s = %s;" % (name, it.c))
+                self.add(ir.Store(name, it))
                 items.append(Val(it.type, name, nonneg=it.nonneg, simple=True))
             for e, it in zip(target.elts, items):
                 self.assign(e, it, stmt)
@@ -616,24 +629,24 @@ class FunctionTranslator:
             v2 = self.cast(value, new, node)
             cn = self.var_c(name)
             if v2.setup:
-                self.line("%s;" % v2.setup.c)
+                self.add(ir.Eval(v2.setup))
             tmps = []
             for i, it in enumerate(v2.items):
                 if it.simple:
-                    tmps.append(it.c)
+                    tmps.append(it)
                 else:
                     tn = self.temp(it.type.cname)
-                    self.line("%s = %s;" % (tn, it.c))
-                    tmps.append(tn)
-            for i, c in enumerate(tmps):
-                self.line("cf_tv_%s_%d = %s;" % (cn, i, c))
+                    self.add(ir.Store(tn, it))
+                    tmps.append(Val(it.type, tn, simple=True))
+            for i, it in enumerate(tmps):
+                self.add(ir.Store("cf_tv_%s_%d" % (cn, i), it))
             return
         v2 = self.cast(value, new, node)
         if getattr(value, "ref", None) is not None and self.assign_count.get(name) == 1:
             self.var_refs[name] = value.ref
-            self.line("/*cf_ref:%s*/%s = %s;" % (name, self.var_c(name), v2.c))
+            self.add(ir.RefStore(name, self.var_c(name), v2))
             return
-        self.line("%s = %s;" % (self.var_c(name), v2.c))
+        self.add(ir.Store(self.var_c(name), v2))
 
     def var_c(self, name):
         return c_ident(name)
@@ -660,26 +673,15 @@ class FunctionTranslator:
         if st is not None:
             self.stmts(s.body if st else s.orelse)
             return
-        cond = self.guard(self.cond, s.test)
-        self.line("if (%s) {" % (cond.c if cond else "true"))
-        self.indent += 1
-        self.stmts(s.body)
-        self.indent -= 1
+        # the Python elif chain becomes one If with several branches
+        branches = [(self.guard(self.cond, s.test), self.sub_block(s.body))]
         orelse = s.orelse
         while (len(orelse) == 1 and isinstance(orelse[0], ast.If)
                and self.static_truth(orelse[0].test) is None):
             c2 = self.guard(self.cond, orelse[0].test)
-            self.line("} else if (%s) {" % (c2.c if c2 else "true"))
-            self.indent += 1
-            self.stmts(orelse[0].body)
-            self.indent -= 1
+            branches.append((c2, self.sub_block(orelse[0].body)))
             orelse = orelse[0].orelse
-        if orelse:
-            self.line("} else {")
-            self.indent += 1
-            self.stmts(orelse)
-            self.indent -= 1
-        self.line("}")
+        self.add(ir.If(branches, self.sub_block(orelse) if orelse else None))
 
     def stmt_While(self, s):
         if s.orelse:
@@ -687,11 +689,7 @@ class FunctionTranslator:
         if self.static_truth(s.test) is False:
             return
         cond = self.guard(self.cond, s.test)
-        self.line("while (%s) {" % (cond.c if cond else "true"))
-        self.indent += 1
-        self.stmts(s.body)
-        self.indent -= 1
-        self.line("}")
+        self.add(ir.While(cond, self.sub_block(s.body)))
 
     def stmt_For(self, s):
         if s.orelse:
@@ -719,46 +717,30 @@ class FunctionTranslator:
             vals.append(self.const_val(1, TS.WEAK_INT, it))
         counter = self.temp("cf_int64")
         name = s.target.id
-        if ok:
-            start, stop, step = vals
-            ss, start = self.snapshot(start)
-            st, stop = self.snapshot(stop)
-            sp, step = self.snapshot(step)
-            for p in (ss, st, sp):
-                if p:
-                    self.line("%s;" % p)
-            if step.is_const and step.const in (1, -1):
-                op, inc = ("<", "++") if step.const == 1 else (">", "--")
-                self.line("for (%s = %s; %s %s %s; %s%s) {" % (counter, start.c, counter, op,
-                                                               stop.c, inc, counter))
-                loopval = Val(TS.WEAK_INT, counter, simple=True,
-                              nonneg=name in self.nonneg_vars)
-            else:
-                n = self.temp("cf_uint64")
-                k = self.temp("cf_uint64")
-                self.line("%s = cf_lang_range_len(%s, %s, %s);" % (n, start.c, stop.c, step.c))
-                self.line("for (%s = 0; %s < %s; ++%s) {" % (k, k, n, k))
-                self.indent += 1
-                self.line("%s = (cf_int64)((cf_uint64)%s + %s * (cf_uint64)%s);"
-                          % (counter, start.c, k, step.c))
-                self.indent -= 1
-                loopval = Val(TS.WEAK_INT, counter, simple=True,
-                              nonneg=name in self.nonneg_vars)
+        if not ok:
+            self.add(ir.Forever(self.sub_block(s.body)))
+            return
+        for i, v in enumerate(vals):
+            snap, vals[i] = self.snapshot(v)
+            if snap:
+                self.add(snap)
+        start, stop, step = vals
+        if step.is_const and step.const in (1, -1):
+            loop = ir.ForStep(counter, start, stop, step)
         else:
-            self.line("for (;;) {")
-            loopval = None
-        self.indent += 1
-        if loopval is not None:
-            self.guard(self.assign_name, name, loopval, s.target)
-        self.stmts(s.body)
-        self.indent -= 1
-        self.line("}")
+            loop = ir.ForRange(self.temp("cf_uint64"), self.temp("cf_uint64"), counter, start,
+                               stop, step)
+        loopval = Val(TS.WEAK_INT, counter, simple=True, nonneg=name in self.nonneg_vars)
+        loop.body = self.sub_block(
+            s.body, lambda: self.guard(self.assign_name, name, loopval, s.target))
+        self.add(loop)
 
     def snapshot(self, v):
+        """(ir.Store or None, Val): v, or v kept in a temporary when it is not a constant."""
         if v.is_const:
             return None, v
         name = self.temp(v.type)
-        return "%s = %s" % (name, v.c), Val(v.type, name, simple=True, nonneg=v.nonneg)
+        return ir.Store(name, v), Val(v.type, name, simple=True, nonneg=v.nonneg)
 
     def guard_static(self, node):
         try:
@@ -767,10 +749,10 @@ class FunctionTranslator:
             return None
 
     def stmt_Break(self, s):
-        self.line("break;")
+        self.add(ir.Break())
 
     def stmt_Continue(self, s):
-        self.line("continue;")
+        self.add(ir.Continue())
 
     def stmt_Return(self, s):
         if s.value is None or (isinstance(s.value, ast.Constant) and s.value.value is None):
@@ -780,7 +762,7 @@ class FunctionTranslator:
                 if rt != T.void:
                     raise self.err(s, "%s returns None here but %s elsewhere"
                                    % (self.src.qualname, rt))
-            self.line("return;")
+            self.add(ir.Return(None))
             return
         v = self.expr(s.value)
         if isinstance(v, StaticVal):
@@ -804,16 +786,13 @@ class FunctionTranslator:
                 raise self.err(s.value, "%s returns a tuple elsewhere but %s here"
                                % (self.src.qualname, v.type))
             v2 = self.cast(v, rtc, s.value)
-            body = "%s{%s}" % (self.struct(rtc), ", ".join(x.c for x in v2.items))
-            if v2.setup:
-                body = "(%s, %s)" % (v2.setup.c, body)
-            self.line("return %s;" % body)
+            self.add(ir.ReturnTuple(self.struct(rtc), v2.items, v2.setup))
             return
         if isinstance(v, TupleVal):
             raise self.err(s.value, "%s returns %s elsewhere but a tuple here"
                            % (self.src.qualname, rt))
         v2 = self.cast(v, rtc, s.value, explicit=self.declared_ret is not None)
-        self.line("return %s;" % v2.c)
+        self.add(ir.Return(v2))
 
     def struct(self, tt):
         name = tuple_struct_name(tt)
@@ -1126,7 +1105,7 @@ class FunctionTranslator:
         value = self.scalar(value, target, "an array element")
         elem = self.element(arr, idx, target)
         v = self.cast(value, arr.type.dtype, target)
-        self.line("%s = %s;" % (elem.c, v.c))
+        self.add(ir.Store(elem, v))
 
     def expr_Tuple(self, node):
         items = []
@@ -1439,7 +1418,7 @@ class FunctionTranslator:
                 v = self.cast(Val(t, "cf_arg_%s" % cn, simple=True), vt, self.tree)
                 if isinstance(v, TupleVal):
                     raise self.err(self.tree, "internal: tuple parameter")
-                pre.append("%s = %s;" % (cn, v.c))
+                pre.append(ir.Store(cn, v))
         for obj, at, cn in self.garrays:
             params.append("%s %s" % (at.cname, cn))
         decls = []
@@ -1451,28 +1430,20 @@ class FunctionTranslator:
                 continue
             if isinstance(t, T.Tuple):
                 for i, x in enumerate(t.types):
-                    decls.append("%s cf_tv_%s_%d{};" % (x.cname, cn, i))
+                    decls.append(ir.Declare(x.cname, "cf_tv_%s_%d" % (cn, i)))
             elif name in self.var_refs and name not in self.used_ref_vars:
                 continue      # only indexed directly through its storage: no variable needed
             else:
-                decls.append("%s %s{};" % (t.cname, cn))
+                decls.append(ir.Declare(t.cname, cn))
         decls.extend(self.local_storage)
-        lines = []
-        for l in self.lines:
-            k = l.find("/*cf_ref:")
-            if k >= 0:
-                end = l.index("*/", k)
-                if l[k + 9:end] not in self.used_ref_vars:
-                    continue
-                l = l[:k] + l[end + 2:]
-            lines.append(l)
-        self.lines = lines
         for ct, name in self.temps:
-            decls.append("%s %s{};" % (ct, name))
+            decls.append(ir.Declare(ct, name))
+        # rendered only now: a local array variable is written when its value was used
+        lines = emit.render_block(decls + pre + self.block, 1, self.used_ref_vars)
         sigtext = "%s(%s)" % (TS.concrete(rt), ", ".join(str(t) for t in self.argtypes))
         res = FuncResult()
         res.name, res.definition = emit.function_definition(
-            self.src.qualname, sigtext, self.fastmath, ret_cname, params, decls, pre, self.lines)
+            self.src.qualname, sigtext, self.fastmath, ret_cname, params, lines)
         res.ret_type = rt
         res.arg_types = list(self.argtypes)
         res.garrays = list(self.garrays)
