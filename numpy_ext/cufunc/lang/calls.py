@@ -416,7 +416,7 @@ def math_call(tr, kind, fname, node, shown):
         m, e = tr.temp(ct), tr.temp("cf_int64")
         return TupleVal([tr.cast(Val(ct, m, simple=True), TS.WEAK_FLOAT, node),
                          Val(TS.WEAK_INT, e, simple=True)],
-                        ir.SetTemp(ct, m, ir.Call(ct, "cf_frexp", [cx, Val(None, "&" + e)])))
+                        ir.SetTemp(ct, m, ir.Call(ct, "cf_frexp", [cx, ir.AddrOf(None, e)])))
     if kind == "modf":
         (x,) = args(tr, node, 1, shown)
         ct = _math_ct(tr, [x], node, fname)
@@ -424,7 +424,7 @@ def math_call(tr, kind, fname, node, shown):
         fr, ip = tr.temp(ct), tr.temp(ct)
         return TupleVal([tr.cast(Val(ct, fr, simple=True), TS.WEAK_FLOAT, node),
                          tr.cast(Val(ct, ip, simple=True), TS.WEAK_FLOAT, node)],
-                        ir.SetTemp(ct, fr, ir.Call(ct, "cf_modf", [cx, Val(None, "&" + ip)])))
+                        ir.SetTemp(ct, fr, ir.Call(ct, "cf_modf", [cx, ir.AddrOf(None, ip)])))
     # cmath
     if kind == "c1":
         nargs = (1, 2) if fname == "log" else 1
@@ -533,13 +533,13 @@ def np_call(tr, obj, entry, node, shown):
             m, e = tr.temp(ct), tr.temp("cf_int64")
             return TupleVal([Val(ct, m, simple=True),
                              tr.cast(Val(T.int64, e, simple=True), R.types[1], node)],
-                            ir.SetTemp(ct, m, ir.Call(ct, "cf_frexp", [cx, Val(None, "&" + e)])))
+                            ir.SetTemp(ct, m, ir.Call(ct, "cf_frexp", [cx, ir.AddrOf(None, e)])))
         if op == "modf":
             ct = R.types[0]
             cx = tr.cast(x, ct, node)
             fr, ip = tr.temp(ct), tr.temp(ct)
             return TupleVal([Val(ct, fr, simple=True), Val(ct, ip, simple=True)],
-                            ir.SetTemp(ct, fr, ir.Call(ct, "cf_modf", [cx, Val(None, "&" + ip)])))
+                            ir.SetTemp(ct, fr, ir.Call(ct, "cf_modf", [cx, ir.AddrOf(None, ip)])))
         raise tr.err(node, "internal: numpy op %s" % op)
     if R.kind == "c" and tag not in _COMPLEX_FUNCS:
         raise tr._fail(node, "%s() of complex numbers is not supported" % shown,
@@ -690,7 +690,7 @@ def _inline(tr, pyfunc, vals, types, ret, node):
     if isinstance(rt, T.Tuple):
         tmp = tr.temp(tuple_struct_name(TS.concrete(rt)))
         tr.struct(TS.concrete(rt))
-        return TupleVal([Val(t, "%s.f%d" % (tmp, i), simple=True)
+        return TupleVal([ir.Field(t, tmp, i, simple=True)
                          for i, t in enumerate(rt.types)], ir.SetTemp(None, tmp, c))
     return c
 
@@ -809,7 +809,7 @@ def ufunc_call(tr, obj, kind, node):
     for v, t, nd in zip(vals, in_t, ndim):
         if nd:   # an old-style '()' input declared as a 1-element array
             storage, arr = _local1(tr, t, node)
-            setup.append(ir.Assign(None, "%s[0]" % storage, v))
+            setup.append(ir.Assign(None, ir.FirstItem(t, storage), v))
             params.append(arr)
             ptypes.append(arr.type)
         else:
@@ -821,7 +821,7 @@ def ufunc_call(tr, obj, kind, node):
             storage, arr = _local1(tr, t, node)
             params.append(arr)
             ptypes.append(arr.type)
-            outs.append(Val(t, "%s[0]" % storage, simple=True))
+            outs.append(ir.FirstItem(t, storage, simple=True))
     elif out_t is not None:
         ret = out_t[0] if nout == 1 else T.Tuple(out_t)
     r = _inline(tr, pyfunc, params, ptypes, ret, node)

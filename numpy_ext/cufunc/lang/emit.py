@@ -92,13 +92,16 @@ ir.RENDER.update({
     ir.Select: lambda v: "(%s ? %s : %s)" % (v.cond.c, v.a.c, v.b.c),
     ir.Comma: lambda v: "(%s, %s)" % (v.setup.c, v.x.c),
     ir.SetTemp: lambda v: "(%s = %s)" % (v.name, v.x.c),
-    ir.Assign: lambda v: "%s = %s" % (v.name, v.x.c),
+    ir.Assign: lambda v: "%s = %s" % (_c(v.name), v.x.c),
     ir.Paren: lambda v: "(%s)" % v.x.c,
     ir.Seq: lambda v: ", ".join(p.c for p in v.parts),
     ir.Element: _element,
     ir.RefElement: _ref_element,
     ir.ArrayDesc: _array_desc,
     ir.Extent: lambda v: "%s.shape[%d]" % (v.arr.c, v.k),
+    ir.AddrOf: lambda v: "&" + v.name,
+    ir.Field: lambda v: "%s.f%d" % (v.struct, v.i),
+    ir.FirstItem: lambda v: "%s[0]" % v.storage,
 })
 
 

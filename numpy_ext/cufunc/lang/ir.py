@@ -29,9 +29,9 @@ class Val:
     narrower Val this one is an exact widening of).
 
     A plain Val is a leaf whose C text is given (a variable, a temporary, a parameter); the
-    subclasses below are operations on other Vals. Their C text (``.c``) is rendered by emit.py
-    (ir.RENDER) when the node is made: the tree stays, and rendering eagerly costs no more than
-    the string formatting it replaces."""
+    subclasses below are operations on other Vals, which they keep as their fields. Their C
+    text (``.c``) is rendered on demand by emit.py (ir.RENDER): typing never reads it, emission
+    does, over the finished IR."""
 
     __slots__ = ("type", "c", "const", "nonneg", "simple", "ref", "widened")
 
@@ -54,10 +54,28 @@ class Val:
 RENDER = {}
 
 
+def note_uses(parts):
+    """The one place typing looks at how operands will be emitted: a RefVarVal among `parts`
+    (operands, or lists of them) is recorded as used, so that its C variable is kept (see
+    RefVarVal). Called when a node or a statement is made, with its direct operands."""
+    for p in parts:
+        if isinstance(p, RefVarVal):
+            p.mark_used()
+        elif type(p) is list or type(p) is tuple:
+            for q in p:
+                if isinstance(q, RefVarVal):
+                    q.mark_used()
+
+
+def _render(self):
+    return RENDER[type(self)](self)
+
+
 def _node(name, fields, doc):
     """A Val subclass for one operation, with the extra fields given (positional, after the
     type; the facts of Val by keyword). Its __init__ is generated (nodes are made often) and
-    renders the node's C text through RENDER, which emit.py fills."""
+    records the RefVarVal operands it uses (note_uses); its C text ``.c`` is rendered on demand
+    through RENDER, which emit.py fills."""
     args = "".join(", " + f for f in fields)
     sets = "".join("\n    self.%s = %s" % (f, f) for f in fields)
     src = ("def __init__(self, type_%s, const=NOCONST, nonneg=False, simple=False, ref=None,"
@@ -65,13 +83,12 @@ def _node(name, fields, doc):
            "    self.type = type_\n    self.const = const\n"
            "    self.nonneg = nonneg\n    self.simple = simple or const is not NOCONST\n"
            "    self.ref = ref\n    self.widened = widened%s\n"
-           "    self.c = render[cls](self)\n" % (args, sets))
-    ns = {"NOCONST": NOCONST, "render": RENDER}
+           "    note_uses((%s))\n" % (args, sets, "".join(f + ", " for f in fields)))
+    ns = {"NOCONST": NOCONST, "note_uses": note_uses}
     exec(src, ns)
-    cls = type(name, (Val,), {"__slots__": tuple(fields), "__init__": ns["__init__"],
-                              "__doc__": doc, "fields": tuple(fields)})
-    ns["cls"] = cls
-    return cls
+    return type(name, (Val,), {"__slots__": tuple(fields), "__init__": ns["__init__"],
+                               "__doc__": doc, "fields": tuple(fields),
+                               "c": property(_render)})
 
 
 Const = _node("Const", (), "A constant: its value is .const.")
@@ -85,7 +102,8 @@ CCast = _node("CCast", ("ctype", "x"), "((ctype)x): a C conversion (of a C opera
 Select = _node("Select", ("cond", "a", "b"), "(cond ? a : b).")
 Comma = _node("Comma", ("setup", "x"), "(setup, x): setup evaluated first, for its effects.")
 SetTemp = _node("SetTemp", ("name", "x"), "(name = x): a temporary set inside an expression.")
-Assign = _node("Assign", ("name", "x"), "name = x, unparenthesized (an item of a Seq).")
+Assign = _node("Assign", ("name", "x"),
+               "name = x, unparenthesized (an item of a Seq); name: a C name or an lvalue Val.")
 Paren = _node("Paren", ("x",), "(x).")
 Seq = _node("Seq", ("parts",), "part0, part1, ...: setups evaluated in order.")
 Element = _node("Element", ("arr", "idx", "setup"),
@@ -95,6 +113,11 @@ RefElement = _node("RefElement", ("storage", "shape", "idx"),
 ArrayDesc = _node("ArrayDesc", ("storage", "shape"),
                   "The cf_array_ref of a table or local array (C order).")
 Extent = _node("Extent", ("arr", "k"), "arr.shape[k] of a strided array.")
+AddrOf = _node("AddrOf", ("name",), "&name: the address of a temporary (an output argument).")
+Field = _node("Field", ("struct", "i"),
+              "struct.fI: item I of a tuple held in the struct variable `struct` (a C name).")
+FirstItem = _node("FirstItem", ("storage",),
+                  "storage[0]: the one item of a 1-element local array (a C name).")
 
 
 BigInt = _node("BigInt", (), "A Python-int constant outside int64: it must be converted to a "
@@ -103,22 +126,17 @@ BigInt = _node("BigInt", (), "A Python-int constant outside int64: it must be co
 
 class RefVarVal(Val):
     """A variable holding a local array or table, indexed directly through its storage; its C
-    variable is only kept when the value itself is used (passed on, copied)."""
+    variable is only kept when the value itself is used (passed on, copied): note_uses records
+    that when a node or statement takes it as an operand."""
 
-    __slots__ = ("_c", "_used", "_name")
+    __slots__ = ("_used", "_name")
 
     def __init__(self, type_, c, used, name, **kw):
         Val.__init__(self, type_, c, **kw)
         self._used, self._name = used, name
 
-    @property
-    def c(self):
+    def mark_used(self):
         self._used.add(self._name)
-        return self._c
-
-    @c.setter
-    def c(self, value):
-        self._c = value
 
 
 class TupleVal:
@@ -155,9 +173,8 @@ class StaticVal:
 # above; a block is a plain list of statements.
 
 class Stmt:
-    """A statement. ``fields`` names its parts (for walking the tree). A part that is a Val
-    has its C text taken when the statement is made, as expression nodes do with theirs: a
-    RefVarVal records then that its variable is used."""
+    """A statement. ``fields`` names its parts (for walking the tree). A part that is a
+    RefVarVal is recorded as used when the statement is made (note_uses)."""
 
     __slots__ = ()
     fields = ()
@@ -166,8 +183,8 @@ class Stmt:
         for f in self.fields:
             setattr(self, f, None)
         for f, a in zip(self.fields, args):
-            if isinstance(a, Val):
-                a.c
+            if isinstance(a, RefVarVal):
+                a.mark_used()
             setattr(self, f, a)
 
 

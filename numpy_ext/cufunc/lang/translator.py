@@ -410,7 +410,7 @@ class FunctionTranslator:
         if isinstance(v.type, T.Array) or isinstance(t, T.Array):
             if (isinstance(v.type, T.Array) and isinstance(t, T.Array)
                     and v.type.dtype == t.dtype and v.type.ndim == t.ndim):
-                return Val(t, v.c)
+                return ir.Retype(t, v)
             raise self._fail(node, "cannot convert %s to %s" % (v.type, t))
         if isinstance(t, T.Void):
             raise self._fail(node, "a value cannot be converted to void")
