@@ -126,6 +126,33 @@ CF_HD float cf_f16_to_f32(unsigned short h) {
     return cf_f16_to_f32_soft(h);
 #endif
 }
+/* What the two 2-byte float types (cf_float16, cf_bfloat16) share: integers convert through
+ * float32 (exact where the type is finite); each arithmetic operation computes in float32 and
+ * rounds back (the type's constructor from float); comparisons are float32's; negation and unary
+ * plus work on the bits (NumPy's npy_half_neg, ml_dtypes' likewise). */
+#define CF_HALF_INT_CTORS(T, CONV) \
+    CF_HD explicit T(signed char x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(short x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(int x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(long x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(long long x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(unsigned char x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(unsigned short x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(unsigned int x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(unsigned long x) : bits(CONV((float)x)) {} \
+    CF_HD explicit T(unsigned long long x) : bits(CONV((float)x)) {}
+#define CF_HALF_BIN(T, op) \
+    CF_HD T operator op(T a, T b) { return T((float)a op (float)b); } \
+    CF_HD T &operator op##=(T &a, T b) { return a = a op b; }
+#define CF_HALF_CMP(T, op) \
+    CF_HD bool operator op(T a, T b) { return (float)a op (float)b; } \
+    CF_HD bool operator op(T a, int b) { return (float)a op (float)b; }
+#define CF_HALF_OPS(T) \
+    CF_HALF_BIN(T, +) CF_HALF_BIN(T, -) CF_HALF_BIN(T, *) CF_HALF_BIN(T, /) \
+    CF_HALF_CMP(T, ==) CF_HALF_CMP(T, !=) CF_HALF_CMP(T, <) CF_HALF_CMP(T, <=) \
+    CF_HALF_CMP(T, >) CF_HALF_CMP(T, >=) \
+    CF_HD T operator-(T a) { return T::from_bits((unsigned short)(a.bits ^ 0x8000u)); } \
+    CF_HD T operator+(T a) { return a; }
 struct cf_float16 {
     unsigned short bits;
     cf_float16() = default;
@@ -133,35 +160,14 @@ struct cf_float16 {
     CF_HD explicit cf_float16(double d) : bits(cf_f64_to_f16(d)) {}
     /* integers (and bool) through float32: exact where a half is finite (|x| < 2^24) */
     CF_HD explicit cf_float16(bool x) : bits(x ? 0x3c00 : 0) {}
-    CF_HD explicit cf_float16(signed char x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(short x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(int x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(long x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(long long x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(unsigned char x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(unsigned short x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(unsigned int x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(unsigned long x) : bits(cf_f32_to_f16((float)x)) {}
-    CF_HD explicit cf_float16(unsigned long long x) : bits(cf_f32_to_f16((float)x)) {}
+    CF_HALF_INT_CTORS(cf_float16, cf_f32_to_f16)
     CF_HD explicit operator float() const { return cf_f16_to_f32(bits); }
     CF_HD explicit operator double() const { return (double)cf_f16_to_f32(bits); }
     static CF_HD cf_float16 from_bits(unsigned short b) { cf_float16 h; h.bits = b; return h; }
 };
 /* A float16 constant from its bits (the translator's literals). */
 CF_HD cf_float16 cf_h16(unsigned b) { return cf_float16::from_bits((unsigned short)b); }
-#define CF_H16_BIN(op) \
-    CF_HD cf_float16 operator op(cf_float16 a, cf_float16 b) { return cf_float16((float)a op (float)b); } \
-    CF_HD cf_float16 &operator op##=(cf_float16 &a, cf_float16 b) { return a = a op b; }
-CF_H16_BIN(+) CF_H16_BIN(-) CF_H16_BIN(*) CF_H16_BIN(/)
-#undef CF_H16_BIN
-#define CF_H16_CMP(op) \
-    CF_HD bool operator op(cf_float16 a, cf_float16 b) { return (float)a op (float)b; } \
-    CF_HD bool operator op(cf_float16 a, int b) { return (float)a op (float)b; }
-CF_H16_CMP(==) CF_H16_CMP(!=) CF_H16_CMP(<) CF_H16_CMP(<=) CF_H16_CMP(>) CF_H16_CMP(>=)
-#undef CF_H16_CMP
-/* NumPy flips / clears the sign bit (npy_half_neg, npy_half_abs) */
-CF_HD cf_float16 operator-(cf_float16 a) { return cf_float16::from_bits((unsigned short)(a.bits ^ 0x8000u)); }
-CF_HD cf_float16 operator+(cf_float16 a) { return a; }
+CF_HALF_OPS(cf_float16)
 
 /* ---- bfloat16: ml_dtypes' (Eigen's) bfloat16 ----
  * 2 bytes: the top half of a float32. Arithmetic as ml_dtypes: each operation computes in float32
@@ -178,16 +184,7 @@ struct cf_bfloat16 {
     CF_HD explicit cf_bfloat16(float f) : bits(cf_f32_to_bf16(f)) {}
     CF_HD explicit cf_bfloat16(double d) : bits(cf_f32_to_bf16((float)d)) {}
     CF_HD explicit cf_bfloat16(bool x) : bits(x ? 0x3f80 : 0) {}
-    CF_HD explicit cf_bfloat16(signed char x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(short x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(int x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(long x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(long long x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(unsigned char x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(unsigned short x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(unsigned int x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(unsigned long x) : bits(cf_f32_to_bf16((float)x)) {}
-    CF_HD explicit cf_bfloat16(unsigned long long x) : bits(cf_f32_to_bf16((float)x)) {}
+    CF_HALF_INT_CTORS(cf_bfloat16, cf_f32_to_bf16)
     CF_HD explicit cf_bfloat16(cf_float16 h) : bits(cf_f32_to_bf16((float)h)) {}
     CF_HD explicit operator float() const { return cf_bits_f32((unsigned)bits << 16); }
     CF_HD explicit operator double() const { return (double)cf_bits_f32((unsigned)bits << 16); }
@@ -195,18 +192,11 @@ struct cf_bfloat16 {
     static CF_HD cf_bfloat16 from_bits(unsigned short b) { cf_bfloat16 h; h.bits = b; return h; }
 };
 CF_HD cf_bfloat16 cf_bf16(unsigned b) { return cf_bfloat16::from_bits((unsigned short)b); }
-#define CF_BF16_BIN(op) \
-    CF_HD cf_bfloat16 operator op(cf_bfloat16 a, cf_bfloat16 b) { return cf_bfloat16((float)a op (float)b); } \
-    CF_HD cf_bfloat16 &operator op##=(cf_bfloat16 &a, cf_bfloat16 b) { return a = a op b; }
-CF_BF16_BIN(+) CF_BF16_BIN(-) CF_BF16_BIN(*) CF_BF16_BIN(/)
-#undef CF_BF16_BIN
-#define CF_BF16_CMP(op) \
-    CF_HD bool operator op(cf_bfloat16 a, cf_bfloat16 b) { return (float)a op (float)b; } \
-    CF_HD bool operator op(cf_bfloat16 a, int b) { return (float)a op (float)b; }
-CF_BF16_CMP(==) CF_BF16_CMP(!=) CF_BF16_CMP(<) CF_BF16_CMP(<=) CF_BF16_CMP(>) CF_BF16_CMP(>=)
-#undef CF_BF16_CMP
-CF_HD cf_bfloat16 operator-(cf_bfloat16 a) { return cf_bfloat16::from_bits((unsigned short)(a.bits ^ 0x8000u)); }
-CF_HD cf_bfloat16 operator+(cf_bfloat16 a) { return a; }
+CF_HALF_OPS(cf_bfloat16)
+#undef CF_HALF_OPS
+#undef CF_HALF_CMP
+#undef CF_HALF_BIN
+#undef CF_HALF_INT_CTORS
 
 #define CF_PI 3.141592653589793
 #define CF_E 2.718281828459045
