@@ -243,65 +243,97 @@ static PyTypeObject PinnedBuffer_Type = {
     .tp_doc = "Page-locked host memory owned by a pinned_array.",
 };
 
-static PyObject *py_pinned_array(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"shape", "dtype", "order", NULL};
-    PyObject *shape_obj, *dtype_obj = Py_None, *order_obj = Py_None;
+/* What pinned_array and special_array take alike: shape, dtype and order (argnames[0..2] name
+ * them in errors), and the block size they need. Needs the GPU's driver (cf_py_cuda_init). */
+typedef struct {
     int ndim;
-    int64_t shape[CF_MAX_DIMS];
     npy_intp dims[CF_MAX_DIMS];
-    cf_dtype dt;
-    PyArray_Descr *descr = NULL;
+    PyArray_Descr *descr; /* owned until host_array_wrap */
     char order;
     size_t nbytes;
-    int i;
-    PinnedBuffer *buf = NULL;
-    PyObject *arr;
-    cf_status st;
+} host_array_spec;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:pinned_array", kwlist, &shape_obj,
-                                     &dtype_obj, &order_obj))
-        return NULL;
-    if (cf_py_parse_shape(shape_obj, &ndim, shape, "pinned_array: shape") < 0 ||
-        cf_py_parse_order(order_obj, &order, "pinned_array: order") < 0 ||
-        cf_py_dtype_from_object(dtype_obj, &dt, &descr, "pinned_array: dtype") < 0)
-        return NULL;
-    if (cf_py_check_nbytes(ndim, shape, cf_dtype_size(dt), "pinned_array: shape") < 0)
-        goto fail;
-    if (cf_py_cuda_init("pinned_array") < 0)
-        goto fail;
-    nbytes = cf_dtype_size(dt);
-    for (i = 0; i < ndim; i++) {
-        nbytes *= (size_t)shape[i];
-        dims[i] = (npy_intp)shape[i];
+static int host_array_parse(PyObject *shape_obj, PyObject *dtype_obj, PyObject *order_obj,
+                            const char *const argnames[3], const char *what, host_array_spec *h)
+{
+    int64_t shape[CF_MAX_DIMS];
+    cf_dtype dt;
+    h->descr = NULL;
+    if (cf_py_parse_shape(shape_obj, &h->ndim, shape, argnames[0]) < 0 ||
+        cf_py_parse_order(order_obj, &h->order, argnames[2]) < 0 ||
+        cf_py_dtype_from_object(dtype_obj, &dt, &h->descr, argnames[1]) < 0)
+        return -1;
+    if (cf_py_check_nbytes(h->ndim, shape, cf_dtype_size(dt), argnames[0]) < 0 ||
+        cf_py_cuda_init(what) < 0) {
+        Py_CLEAR(h->descr);
+        return -1;
     }
-    buf = PyObject_New(PinnedBuffer, &PinnedBuffer_Type);
-    if (buf == NULL)
-        goto fail;
+    h->nbytes = cf_dtype_size(dt);
+    for (int i = 0; i < h->ndim; i++) {
+        h->nbytes *= (size_t)shape[i];
+        h->dims[i] = (npy_intp)shape[i];
+    }
+    return 0;
+}
+
+/* A PinnedBuffer for the spec's block (ptr still NULL), or NULL with the spec's descr released. */
+static PinnedBuffer *host_array_buffer(host_array_spec *h, int managed, int device)
+{
+    PinnedBuffer *buf = PyObject_New(PinnedBuffer, &PinnedBuffer_Type);
+    if (buf == NULL) {
+        Py_CLEAR(h->descr);
+        return NULL;
+    }
     buf->ptr = NULL;
-    buf->nbytes = nbytes;
-    buf->managed = 0;
-    buf->device = 0;
-    /* One byte for empty arrays, so that every pinned_array has a real (freeable) block. */
-    st = cf_host_alloc_pinned(nbytes ? nbytes : 1, &buf->ptr);
+    buf->nbytes = h->nbytes;
+    buf->managed = managed;
+    buf->device = device;
+    return buf;
+}
+
+/* The NumPy array over buf's block, buf its base. Takes the spec's descr and buf, also on failure
+ * (a buffer whose block failed to allocate, st not CF_OK, is raised as `what`'s error). */
+static PyObject *host_array_wrap(host_array_spec *h, PinnedBuffer *buf, cf_status st,
+                                 const char *what)
+{
     if (st != CF_OK) {
-        cf_py_raise(st, "pinned_array");
-        goto fail;
+        cf_py_raise(st, what);
+        Py_CLEAR(h->descr);
+        Py_DECREF(buf);
+        return NULL;
     }
-    arr = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, buf->ptr,
-                               order == 'F' ? NPY_ARRAY_FARRAY : NPY_ARRAY_CARRAY, NULL);
-    descr = NULL; /* stolen */
-    if (arr == NULL)
-        goto fail;
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, h->descr, h->ndim, h->dims, NULL, buf->ptr,
+                                         h->order == 'F' ? NPY_ARRAY_FARRAY : NPY_ARRAY_CARRAY,
+                                         NULL);
+    h->descr = NULL; /* stolen */
+    if (arr == NULL) {
+        Py_DECREF(buf);
+        return NULL;
+    }
     if (PyArray_SetBaseObject((PyArrayObject *)arr, (PyObject *)buf) < 0) {
         Py_DECREF(arr);
         return NULL; /* SetBaseObject stole buf */
     }
     return arr;
-fail:
-    Py_XDECREF(descr);
-    Py_XDECREF(buf);
-    return NULL;
+}
+
+static PyObject *py_pinned_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"shape", "dtype", "order", NULL};
+    static const char *const names[3] = {"pinned_array: shape", "pinned_array: dtype",
+                                         "pinned_array: order"};
+    PyObject *shape_obj, *dtype_obj = Py_None, *order_obj = Py_None;
+    host_array_spec h;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:pinned_array", kwlist, &shape_obj,
+                                     &dtype_obj, &order_obj) ||
+        host_array_parse(shape_obj, dtype_obj, order_obj, names, "pinned_array", &h) < 0)
+        return NULL;
+    PinnedBuffer *buf = host_array_buffer(&h, 0, 0);
+    if (buf == NULL)
+        return NULL;
+    /* One byte for empty arrays, so that every pinned_array has a real (freeable) block. */
+    cf_status st = cf_host_alloc_pinned(h.nbytes ? h.nbytes : 1, &buf->ptr);
+    return host_array_wrap(&h, buf, st, "pinned_array");
 }
 
 /* special_array(kind, shape, dtype, order, attach_global) -> (ndarray, device pointer of its first
@@ -312,70 +344,39 @@ fail:
 static PyObject *py_special_array(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"kind", "shape", "dtype", "order", "attach_global", NULL};
+    static const char *const names[3] = {"shape", "dtype", "order"};
     const char *kind;
-    PyObject *shape_obj, *dtype_obj = Py_None, *order_obj = Py_None, *arr;
-    int ndim, i, managed, attach_global = 1, device = 0;
-    int64_t shape[CF_MAX_DIMS];
-    npy_intp dims[CF_MAX_DIMS];
-    cf_dtype dt;
-    PyArray_Descr *descr = NULL;
-    char order;
-    size_t nbytes;
+    PyObject *shape_obj, *dtype_obj = Py_None, *order_obj = Py_None;
+    int attach_global = 1, device = 0;
     uint64_t dptr = 0;
-    PinnedBuffer *buf = NULL;
+    host_array_spec h;
     cf_status st;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sO|OOp:special_array", kwlist, &kind,
                                      &shape_obj, &dtype_obj, &order_obj, &attach_global))
         return NULL;
-    managed = strcmp(kind, "managed") == 0;
+    int managed = strcmp(kind, "managed") == 0;
     if (!managed && strcmp(kind, "mapped") != 0) {
         PyErr_Format(PyExc_ValueError, "special_array: kind must be 'mapped' or 'managed'");
         return NULL;
     }
-    if (cf_py_parse_shape(shape_obj, &ndim, shape, "shape") < 0 ||
-        cf_py_parse_order(order_obj, &order, "order") < 0 ||
-        cf_py_dtype_from_object(dtype_obj, &dt, &descr, "dtype") < 0)
+    const char *what = managed ? "managed_array" : "mapped_array";
+    if (host_array_parse(shape_obj, dtype_obj, order_obj, names, what, &h) < 0)
         return NULL;
-    if (cf_py_check_nbytes(ndim, shape, cf_dtype_size(dt), "shape") < 0 ||
-        cf_py_cuda_init(managed ? "managed_array" : "mapped_array") < 0 ||
-        cf_py_current_device(&device, "managed_array") < 0)
-        goto fail;
-    nbytes = cf_dtype_size(dt);
-    for (i = 0; i < ndim; i++) {
-        nbytes *= (size_t)shape[i];
-        dims[i] = (npy_intp)shape[i];
+    if (cf_py_current_device(&device, "managed_array") < 0) {
+        Py_CLEAR(h.descr);
+        return NULL;
     }
-    buf = PyObject_New(PinnedBuffer, &PinnedBuffer_Type);
+    PinnedBuffer *buf = host_array_buffer(&h, managed, device);
     if (buf == NULL)
-        goto fail;
-    buf->ptr = NULL;
-    buf->nbytes = nbytes;
-    buf->managed = managed;
-    buf->device = device;
+        return NULL;
     if (managed) {
-        st = cf_mem_alloc_managed(device, nbytes ? nbytes : 1, attach_global, &dptr);
+        st = cf_mem_alloc_managed(device, h.nbytes ? h.nbytes : 1, attach_global, &dptr);
         buf->ptr = (void *)(uintptr_t)dptr;
     } else {
-        st = cf_host_alloc_mapped(nbytes, &buf->ptr, &dptr);
+        st = cf_host_alloc_mapped(h.nbytes, &buf->ptr, &dptr);
     }
-    if (st != CF_OK) {
-        cf_py_raise(st, managed ? "managed_array" : "mapped_array");
-        goto fail;
-    }
-    arr = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, buf->ptr,
-                               order == 'F' ? NPY_ARRAY_FARRAY : NPY_ARRAY_CARRAY, NULL);
-    descr = NULL; /* stolen */
-    if (arr == NULL)
-        goto fail;
-    if (PyArray_SetBaseObject((PyArrayObject *)arr, (PyObject *)buf) < 0) {
-        Py_DECREF(arr);
-        return NULL; /* SetBaseObject stole buf */
-    }
-    return Py_BuildValue("(NK)", arr, (unsigned long long)dptr);
-fail:
-    Py_XDECREF(descr);
-    Py_XDECREF(buf);
-    return NULL;
+    PyObject *arr = host_array_wrap(&h, buf, st, what);
+    return arr ? Py_BuildValue("(NK)", arr, (unsigned long long)dptr) : NULL;
 }
 
 /* host_register(ptr, nbytes, mapped) -> whether this call registered the range (False when it was
