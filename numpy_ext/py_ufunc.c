@@ -1031,12 +1031,21 @@ static PyObject *py_hostpipe_last(PyObject *m, PyObject *unused)
 {
     cf_hostpipe_info i;
     cf_hostpipe_last(&i);
-    return Py_BuildValue("{s:L,s:L,s:i,s:i,s:L,s:i,s:i,s:n,s:i,s:i,s:i}", "calls",
+    int64_t ns[CF_HOSTPIPE_PHASES];
+    cf_hostpipe_test_phases(ns);
+    /* where the time went, microseconds (src/testing.h) */
+    PyObject *ph = Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "plan", ns[0] * 1e-3, "setup",
+                                 ns[1] * 1e-3, "issue", ns[2] * 1e-3, "wait", ns[3] * 1e-3,
+                                 "unpack", ns[4] * 1e-3, "finish", ns[5] * 1e-3, "total",
+                                 ns[6] * 1e-3);
+    if (ph == NULL)
+        return NULL;
+    return Py_BuildValue("{s:L,s:L,s:i,s:i,s:L,s:i,s:i,s:n,s:i,s:i,s:i,s:N}", "calls",
                          (long long)i.calls, "chunks", (long long)i.chunks, "streams", i.streams,
                          "split_axis", i.split_axis, "rows", (long long)i.rows, "streamed",
                          i.streamed, "resident", i.resident, "chunk_bytes",
                          (Py_ssize_t)i.chunk_bytes, "direct", i.direct, "registered",
-                         i.registered, "register_failed", i.register_failed);
+                         i.registered, "register_failed", i.register_failed, "phases_us", ph);
 }
 
 /* Read or change the pipeline's settings; returns them after the change. */

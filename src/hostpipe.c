@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -574,6 +575,35 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 /* config_lock guards these two; it is never held for long, so readers never wait for a pipeline */
 static cf_hostpipe_config config;
 static cf_hostpipe_info last;
+static int64_t last_phases[CF_HOSTPIPE_PHASES]; /* config_lock; cf_hostpipe_test_phases */
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Processors online, asked once: glibc's sysconf(_SC_NPROCESSORS_ONLN) opens and reads
+ * /sys/devices/system/cpu/online on every call, a few microseconds a small call cannot spare. */
+static int cpus_online(void)
+{
+    static atomic_int cached;
+    int n = atomic_load(&cached);
+    if (n <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)c : 1;
+        atomic_store(&cached, n);
+    }
+    return n;
+}
+
+void cf_hostpipe_test_phases(int64_t ns[CF_HOSTPIPE_PHASES])
+{
+    pthread_mutex_lock(&config_lock);
+    memcpy(ns, last_phases, sizeof last_phases);
+    pthread_mutex_unlock(&config_lock);
+}
 
 static void read_env(cf_hostpipe_config *c)
 {
@@ -1002,7 +1032,7 @@ out:
 
 /* The pipeline proper. pipe_lock held. */
 static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int device, int has_where,
-                     int nslots, const cf_hostpipe_config *cfg)
+                     int nslots, const cf_hostpipe_config *cfg, int64_t *ph)
 {
     const cf_hostpipe_plan *p = &pc->plan;
     device_pipe *d = &devices[device];
@@ -1013,8 +1043,8 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
     int64_t c = 0, issued = 0;
     cf_status st;
 
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    atomic_store(&copy_threads, cf_hostpipe_copy_threads(cfg->threads, cpus > 0 ? (int)cpus : 1));
+    int64_t t = now_ns(), t1;
+    atomic_store(&copy_threads, cf_hostpipe_copy_threads(cfg->threads, cpus_online()));
     /* pinned first: allocating them may make another device's context current */
     if ((st = ensure_pinned(nslots, p->slot_bytes)) != CF_OK ||
         (st = cf_context_enter(device)) != CF_OK || (st = ensure_device(device, nslots)) != CF_OK)
@@ -1040,14 +1070,17 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
             goto out;
     }
 
+    t1 = now_ns(), ph[1] += t1 - t, t = t1;
     for (c = 0; c < p->nchunks; c++) {
         int k = (int)(c % nslots);
         CUstream h = cf_stream_cu(d->stream[k]);
         char *buf = pinned[k];
         if (c >= nslots) { /* the slot's previous chunk: wait for it, unpack its outputs */
             STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
+            t1 = now_ns(), ph[3] += t1 - t, t = t1;
             cf_hostpipe_lay_out(p, c - nslots, has_where, &L);
             unpack_outputs(pc, &L, buf);
+            t1 = now_ns(), ph[4] += t1 - t, t = t1;
         }
         cf_hostpipe_lay_out(p, c, has_where, &L);
         if ((st = chunk_in(pc, &L, has_where, buf, pc->slot[k], h)) != CF_OK)
@@ -1066,13 +1099,16 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
             goto out;
         STEP(cf_drv.cuEventRecord(d->done[k], h), "recording a chunk's event");
         issued = c + 1;
+        t1 = now_ns(), ph[2] += t1 - t, t = t1;
     }
     /* drain, in chunk order */
     for (c = issued > nslots ? issued - nslots : 0; c < issued; c++) {
         int k = (int)(c % nslots);
         STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
+        t1 = now_ns(), ph[3] += t1 - t, t = t1;
         cf_hostpipe_lay_out(p, c, has_where, &L);
         unpack_outputs(pc, &L, pinned[k]);
+        t1 = now_ns(), ph[4] += t1 - t, t = t1;
     }
 
 out:
@@ -1130,6 +1166,7 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
     const int device = cf_stream_device(s);
     if (device < 0 || device >= MAX_DEVICES)
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_launch_host: s is not a live stream");
+    int64_t ph[CF_HOSTPIPE_PHASES] = {0}, t_entry = now_ns(), t_run;
     pipe_call *pc = cf_malloc(sizeof *pc);
     if (!pc)
         return cf_error_prefix("cf_ufunc_launch_host");
@@ -1171,8 +1208,12 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
         if ((st = cf_context_enter(device)) != CF_OK)
             goto out;
         pthread_mutex_lock(&pipe_lock);
-        st = run(pc, u, loop, s, device, where != NULL, nslots, &cfg);
+        t_run = now_ns();
+        ph[0] = t_run - t_entry;
+        st = run(pc, u, loop, s, device, where != NULL, nslots, &cfg, ph);
         pthread_mutex_unlock(&pipe_lock);
+        ph[6] = now_ns() - t_entry;
+        ph[5] = ph[6] - ph[0] - ph[1] - ph[2] - ph[3] - ph[4];
         done.direct = pc->ndirect;
         done.registered = pc->nregistered;
         done.register_failed = pc->nreg_failed;
@@ -1180,6 +1221,7 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
             pthread_mutex_lock(&config_lock);
             done.calls = ++last.calls;
             last = done;
+            memcpy(last_phases, ph, sizeof ph);
             pthread_mutex_unlock(&config_lock);
         }
     }

@@ -25,4 +25,12 @@ void cf_hostpipe_test_fail_at(int64_t chunk);
  * memory is not registered in either case. */
 void cf_hostpipe_test_register_fault(int mode);
 
+/* Where the last completed pipelined launch spent its time, in nanoseconds (CLOCK_MONOTONIC):
+ * [0] plan (arguments, the plan, the pipeline's lock), [1] setup (pinned and device buffers, the
+ * wait for the caller's stream, resident uploads), [2] issue (packing, DMA calls, kernel
+ * launches, events: host time, summed over chunks), [3] wait (event waits), [4] unpack,
+ * [5] finish (buffers back to the pool), [6] the whole launch. For bench/bench_hostpath.py. */
+#define CF_HOSTPIPE_PHASES 7
+void cf_hostpipe_test_phases(int64_t ns[CF_HOSTPIPE_PHASES]);
+
 #endif

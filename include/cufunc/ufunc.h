@@ -168,8 +168,8 @@ CF_API int cf_ufunc_kernel_count(const cf_ufunc *u);
  *                             DMA'd in place (default 0: never); see src/env.h. Host operands of
  *                             64 KiB or more that are page-locked already are always DMA'd in place.
  *   CUFUNC_HOST_RESULT_PINNED_MIN  bytes from which the Python layer allocates new host results
- *                             in cached page-locked blocks (cf_hostpipe_result_alloc; default 0:
- *                             never)
+ *                             in cached page-locked blocks (cf_hostpipe_result_alloc; 0: never;
+ *                             default 1 MiB: the device-to-host copies land in the result)
  * A value that does not parse or is out of range is ignored (the default is used). */
 typedef struct cf_hostpipe_config {
     size_t chunk_bytes;  /* 0: automatic; else 1 KiB .. 1 GiB */

@@ -742,7 +742,7 @@ static void test_host_knobs(void)
     setenv("CUFUNC_HOST_REGISTER_MIN", "-1", 1);
     CHECK_OK(cf_hostpipe_configure(NULL));
     cf_hostpipe_get_config(&c);
-    CHECK(c.threads == 0 && c.register_min == 0 && c.result_pinned_min == 0);
+    CHECK(c.threads == 0 && c.register_min == 0 && c.result_pinned_min == (size_t)1 << 20);
     cf_hostpipe_config bad = c;
     bad.threads = 66;
     CHECK_STATUS(cf_hostpipe_configure(&bad), CF_ERR_INVALID);

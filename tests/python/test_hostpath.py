@@ -269,6 +269,23 @@ def test_pinned_results_come_back_to_the_cache(settings):
     np.testing.assert_allclose(r, np.hypot(small, small), rtol=1e-14)
 
 
+@gpu
+def test_default_settings_put_results_of_1_mib_in_page_locked_blocks(settings, monkeypatch):
+    monkeypatch.delenv("CUFUNC_HOST_RESULT_PINNED_MIN", raising=False)
+    _core._hostpipe_config(reset=True)
+    a = rand(1 << 18, np.float32, 28)          # 1 MiB result: page-locked, written by the DMA
+    r, info = run(lambda: hypot(a, a))
+    assert info["direct"] == 1 and r.base is not None and not r.flags.owndata
+    np.testing.assert_allclose(r, np.hypot(a, a), rtol=1e-6)
+    s, info = run(lambda: hypot(a[:-1], a[:-1]))  # 4 bytes short: ordinary NumPy memory
+    assert info["direct"] == 0 and s.base is None
+    np.testing.assert_allclose(s, np.hypot(a[:-1], a[:-1]), rtol=1e-6)
+    phases = info["phases_us"]                 # where the call's time went (bench_hostpath.py)
+    assert set(phases) == {"plan", "setup", "issue", "wait", "unpack", "finish", "total"}
+    assert all(v >= 0 for v in phases.values())
+    assert phases["total"] >= sum(v for k, v in phases.items() if k != "total") - 1e-3
+
+
 def test_host_knobs_are_checked_and_reset_from_the_environment(monkeypatch):
     """No GPU needed: the knobs through _hostpipe_config and the environment."""
     before = _core._hostpipe_config()
@@ -290,6 +307,6 @@ def test_host_knobs_are_checked_and_reset_from_the_environment(monkeypatch):
         monkeypatch.delenv("CUFUNC_HOSTPIPE_MIN_KB")
         got = _core._hostpipe_config(reset=True)
         assert got["threads"] == 0 and got["register_min"] == 0 and got["min_kb"] == 0
-        assert got["result_pinned_min"] == 0
+        assert got["result_pinned_min"] == 1 << 20  # the default: results >= 1 MiB page-locked
     finally:
         _core._hostpipe_config(**before)

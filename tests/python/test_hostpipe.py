@@ -483,4 +483,4 @@ def test_config_is_checked():
         _core._hostpipe_config(**before)
     info = _core._hostpipe_last()
     assert set(info) == {"calls", "chunks", "streams", "split_axis", "rows", "streamed",
-                         "resident", "chunk_bytes", "direct", "registered", "register_failed"}
+                         "resident", "chunk_bytes", "direct", "registered", "register_failed", "phases_us"}
