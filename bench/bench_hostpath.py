@@ -259,7 +259,8 @@ def row_reduce(add, sum_reduce, P, reps):
 def row_small(hypot, P, reps):
     print("\nhypot on small float32 NumPy arrays in and out (us); target <= 20 us at 10^3 and 10^4, "
           "growing with size")
-    labels = ["floor (pinned, cufunc API)", "cufunc default", "cufunc whole-array path",
+    labels = ["floor (pinned, cufunc API)", "cufunc default", "pinned results >= 64 KiB",
+              "cufunc whole-array path",
               "whole: 2 x to_device", "whole: kernel on device", "whole: copy_to_host", "CuPy",
               "PyTorch"]
     print("%-9s" % "n" + "".join(" %14s" % lab[:14] for lab in labels))
@@ -269,6 +270,7 @@ def row_small(hypot, P, reps):
         a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
         row = [small_floor(n, hypot, reps)]
         row.append(1e6 * under({}, lambda: hypot(a, b), reps, 50))
+        row.append(1e6 * under(dict(result_pinned_min=64 * 1024), lambda: hypot(a, b), reps, 50))
         row.append(1e6 * under(dict(min_kb=WHOLE_ARRAY_KB), lambda: hypot(a, b), reps, 50))
         # the whole-array path's steps, one by one
         row.append(1e6 * timeit(lambda: (cuda.to_device(a), cuda.to_device(b)), cuda.synchronize,

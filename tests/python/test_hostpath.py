@@ -34,11 +34,14 @@ def sumdiff(x, y):
 
 
 STRATEGIES = {
-    "staged, default threads": dict(register_min=0, threads=0),
-    "staged, 1 thread": dict(register_min=0, threads=1),
-    "staged, 2 threads": dict(register_min=0, threads=2),
-    "registered": dict(register_min=1, threads=0),
+    "staged, default threads": dict(register_min=0, threads=0, result_pinned_min=0),
+    "staged, 1 thread": dict(register_min=0, threads=1, result_pinned_min=0),
+    "staged, 2 threads": dict(register_min=0, threads=2, result_pinned_min=0),
+    "registered": dict(register_min=1, threads=0, result_pinned_min=0),
     "pinned results": dict(register_min=0, threads=0, result_pinned_min=1),
+    # the default (results page-locked) with CUFUNC_HOST_REGISTER_MIN set: inputs registered,
+    # the page-locked result used in place, never registered again
+    "registered, pinned results": dict(register_min=1, threads=0, result_pinned_min=1),
 }
 
 
@@ -101,6 +104,9 @@ def test_strategies_match_numpy(settings, strategy, layout, chunk_kb):
         assert info["registered"] >= 1 and info["direct"] >= info["registered"]
         if layout in ("strided", "reversed"):
             assert info["registered"] == (2 if layout == "strided" else 1)
+    elif strategy == "registered, pinned results":
+        assert info["register_failed"] == 0, info
+        assert r.base is not None and info["direct"] >= info["registered"] + 1
     elif strategy == "pinned results":
         assert info["registered"] == 0 and info["direct"] == 1   # the new output, page-locked
         assert r.flags.c_contiguous and r.flags.writeable and r.base is not None
