@@ -65,7 +65,19 @@ SCAN_SETTINGS = [
 # memory, 4 blocks/SM). These make float64 tiles of 48-88 KiB the same ways (read the f64 column;
 # CUFUNC_SCAN_ITEMS also changes the 4-byte tiles). `--f64` runs these.
 SCAN_SETTINGS_F64 = [
-    ("default (8-byte: 256 x 16)", {}),
+    ("default (8-byte: 256 x 16 + 22 in shared memory, 4 blocks/SM)", {}),
+    ("256 x 16, no shared memory, no register cap (before session 7)",
+     {"CUFUNC_SCAN_ITEMS": "16", "CUFUNC_SCAN_SMEM_ITEMS": "0"}),
+    ("256 x 16 + 22 in shared memory, 3 blocks/SM",
+     {"CUFUNC_SCAN_ITEMS": "16", "CUFUNC_SCAN_SMEM_ITEMS": "22", "CUFUNC_SCAN_MIN_BLOCKS": "3"}),
+    ("256 x 16 + 22 in shared memory, 5 blocks/SM",
+     {"CUFUNC_SCAN_ITEMS": "16", "CUFUNC_SCAN_SMEM_ITEMS": "22", "CUFUNC_SCAN_MIN_BLOCKS": "5"}),
+    ("256 x 14 + 22 in shared memory, 4 blocks/SM",
+     {"CUFUNC_SCAN_ITEMS": "14", "CUFUNC_SCAN_SMEM_ITEMS": "22", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("256 x 18 + 22 in shared memory, 4 blocks/SM",
+     {"CUFUNC_SCAN_ITEMS": "18", "CUFUNC_SCAN_SMEM_ITEMS": "22", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
+    ("256 x 20 + 20 in shared memory, 4 blocks/SM",
+     {"CUFUNC_SCAN_ITEMS": "20", "CUFUNC_SCAN_SMEM_ITEMS": "20", "CUFUNC_SCAN_MIN_BLOCKS": "4"}),
     ("256 x 16 + 16 in shared memory", {"CUFUNC_SCAN_ITEMS": "16", "CUFUNC_SCAN_SMEM_ITEMS": "16"}),
     ("256 x 16 + 22 in shared memory", {"CUFUNC_SCAN_ITEMS": "16", "CUFUNC_SCAN_SMEM_ITEMS": "22"}),
     ("256 x 22 + 22 in shared memory, 4 blocks/SM",

@@ -657,10 +657,14 @@ cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
         return cf_error_set(CF_ERR_INVALID, "cf_hostpipe_result_alloc: ptr is NULL");
     *ptr = NULL;
     size_t want = nbytes ? nbytes : 1;
+    /* blocks are made in PINNED_STEP units: a request fits a cached block at most twice the size
+     * it would be given itself (comparing with `want` alone, a request under half a step never
+     * fitted the block made for it, and every call paid cuMemHostAlloc) */
+    size_t step_want = (want + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
     pthread_mutex_lock(&result_lock);
     for (int k = 0; k < result_ncached; k++) {
         size_t cap = result_capacity(result_cache[k]);
-        if (cap >= want && cap / 2 <= want) {
+        if (cap >= want && cap / 2 <= step_want) {
             *ptr = result_cache[k];
             memmove(&result_cache[k], &result_cache[k + 1],
                     sizeof result_cache[0] * (size_t)(result_ncached - k - 1));
@@ -678,7 +682,7 @@ cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
     }
     result_outstanding += want; /* reserved before the slow allocation, outside the lock */
     pthread_mutex_unlock(&result_lock);
-    size_t cap = (want + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
+    size_t cap = step_want;
     void *block = NULL;
     cf_status st = cf_host_alloc_pinned(cap + RESULT_HEADER, &block);
     pthread_mutex_lock(&result_lock);

@@ -505,6 +505,7 @@ static const red_knobs *knobs(void)
  * shared memory; measured on an H200 (2^28 float32): 3409 GB/s = 81% of copy, against 3262
  * without (32 items: 3406, 20: 3398) */
 #define SCAN_SMEM_ITEMS_DEFAULT 44
+#define SCAN_SMEM_ITEMS_DEFAULT_8 22 /* 8-byte elements: 44 KiB of a 256-thread tile */
 /* the shared-memory part of a tile is static shared memory: under the 48 KiB a kernel may declare
  * statically, with room for the scan's own few words */
 #define SCAN_SMEM_MAX (48 * 1024 - 1024)
@@ -626,12 +627,17 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
          * per SM (176 KiB of tiles per SM), the best of bench_scan_variants.py's sweep on an
          * H200 (2^28 int32: 3214 GB/s, float32 3215; 56 items uncapped, 3 blocks: 2878 / ~3200;
          * 48 items capped: 3007) */
+        /* 8-byte accumulators: 16 in registers + 22 in shared memory (76 KiB tiles), 4 blocks
+         * per SM: 2^27 float64 at 2469 GB/s = 84% of copy on an H100, against 2045 (69.5%) with
+         * 256 x 16 alone (bench_scan_variants.py --f64, session 7) */
         int items = k->scan_items ? k->scan_items : asz <= 4 ? 44 : asz == 8 ? 16 : 8;
         g->min_blocks = k->scan_min_blocks ? k->scan_min_blocks
-                        : !k->scan_items && !k->scan_block && asz <= 4 ? 4 : 0;
+                        : !k->scan_items && !k->scan_block && asz <= 8 ? 4 : 0;
         /* more of the tile in shared memory (one-tile-per-block driver, accumulator of the
          * input's size: the slots hold inputs, then partial results) */
-        int sitems = k->scan_smem_items >= 0 ? k->scan_smem_items : SCAN_SMEM_ITEMS_DEFAULT;
+        int sitems = k->scan_smem_items >= 0 ? k->scan_smem_items
+                     : asz == 8                 ? SCAN_SMEM_ITEMS_DEFAULT_8
+                                                : SCAN_SMEM_ITEMS_DEFAULT;
         sitems = (sitems + V - 1) / V * V;
         if (asz != isz || V * (int)isz != 16 ||
             (int64_t)g->block * sitems * (int64_t)isz > SCAN_SMEM_MAX)
