@@ -408,8 +408,6 @@ static int uf_host_strategy(cf_py_call *c)
         return 0;
     if (cf_py_host_inputs_ready(c->pl.device) < 0) /* the CPU reads them (py_args.h) */
         return -1;
-    cf_hostpipe_config cfg;
-    cf_hostpipe_get_config(&cfg);
     int64_t size = 1;
     for (int k = 0; k < S->ndim; k++)
         size *= S->shape[k];
@@ -427,7 +425,7 @@ static int uf_host_strategy(cf_py_call *c)
                 dims[k] = (npy_intp)S->shape[k];
             PyArray_Descr *d = cf_py_descr_from_dtype(S->types[nin + o]);
             size_t nbytes = (size_t)size * cf_dtype_size(S->types[nin + o]);
-            if (d && cfg.result_pinned_min && nbytes >= cfg.result_pinned_min) {
+            if (d && cf_hostpipe_result_wanted(nbytes)) {
                 if (pinned_result(S->ndim, dims, d, nbytes, &res[o]) < 0) /* steals d */
                     goto done;
                 d = res[o] ? NULL : cf_py_descr_from_dtype(S->types[nin + o]);

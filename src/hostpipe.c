@@ -651,20 +651,30 @@ static size_t result_cached_bytes, result_outstanding;
 
 static size_t result_capacity(const char *data) { return *(const size_t *)(data - RESULT_HEADER); }
 
+/* The bytes a new block for `want` gets: whole PINNED_STEPs. */
+static size_t result_step_bytes(size_t want)
+{
+    return (want + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
+}
+
+/* A cached block of `cap` serves `want` when at most twice the block `want` would get itself
+ * (comparing with `want` alone, a request under half a step never fitted the block made for it,
+ * and every such call paid cuMemHostAlloc). */
+static int result_fits(size_t cap, size_t want)
+{
+    return cap >= want && cap / 2 <= result_step_bytes(want);
+}
+
 cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
 {
     if (!ptr)
         return cf_error_set(CF_ERR_INVALID, "cf_hostpipe_result_alloc: ptr is NULL");
     *ptr = NULL;
     size_t want = nbytes ? nbytes : 1;
-    /* blocks are made in PINNED_STEP units: a request fits a cached block at most twice the size
-     * it would be given itself (comparing with `want` alone, a request under half a step never
-     * fitted the block made for it, and every call paid cuMemHostAlloc) */
-    size_t step_want = (want + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
     pthread_mutex_lock(&result_lock);
     for (int k = 0; k < result_ncached; k++) {
         size_t cap = result_capacity(result_cache[k]);
-        if (cap >= want && cap / 2 <= step_want) {
+        if (result_fits(cap, want)) {
             *ptr = result_cache[k];
             memmove(&result_cache[k], &result_cache[k + 1],
                     sizeof result_cache[0] * (size_t)(result_ncached - k - 1));
@@ -682,7 +692,7 @@ cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
     }
     result_outstanding += want; /* reserved before the slow allocation, outside the lock */
     pthread_mutex_unlock(&result_lock);
-    size_t cap = step_want;
+    size_t cap = result_step_bytes(want);
     void *block = NULL;
     cf_status st = cf_host_alloc_pinned(cap + RESULT_HEADER, &block);
     pthread_mutex_lock(&result_lock);
@@ -695,6 +705,32 @@ cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
     *(size_t *)block = cap;
     *ptr = (char *)block + RESULT_HEADER;
     return CF_OK;
+}
+
+/* Sizes (in PINNED_STEP units) of the last requests cf_hostpipe_result_wanted turned down or
+ * granted, a ring under result_lock. */
+#define RESULT_RECENT 16
+static size_t result_recent[RESULT_RECENT];
+static int result_recent_next;
+
+int cf_hostpipe_result_wanted(size_t nbytes)
+{
+    cf_hostpipe_config c;
+    cf_hostpipe_get_config(&c);
+    if (!c.result_pinned_min || nbytes < c.result_pinned_min)
+        return 0;
+    size_t want = nbytes ? nbytes : 1;
+    size_t steps = result_step_bytes(want) / PINNED_STEP;
+    int yes = 0;
+    pthread_mutex_lock(&result_lock);
+    for (int k = 0; k < result_ncached && !yes; k++)
+        yes = result_fits(result_capacity(result_cache[k]), want);
+    for (int k = 0; k < RESULT_RECENT && !yes; k++)
+        yes = result_recent[k] == steps;
+    result_recent[result_recent_next] = steps;
+    result_recent_next = (result_recent_next + 1) % RESULT_RECENT;
+    pthread_mutex_unlock(&result_lock);
+    return yes;
 }
 
 void cf_hostpipe_result_free(void *ptr)
@@ -718,6 +754,22 @@ void cf_hostpipe_result_free(void *ptr)
     }
     pthread_mutex_unlock(&result_lock);
     for (int k = 0; k < nevict; k++)
+        cf_host_free_pinned(evict[k] - RESULT_HEADER);
+}
+
+/* cf_hostpipe_configure: the cached result blocks freed (blocks handed out stay valid and come
+ * back to the cache later) and the sizes seen forgotten, so a new setting starts clean. */
+static void result_forget(void)
+{
+    char *evict[RESULT_CACHE_SLOTS];
+    pthread_mutex_lock(&result_lock);
+    int n = result_ncached;
+    memcpy(evict, result_cache, sizeof evict[0] * (size_t)n);
+    result_ncached = 0;
+    result_cached_bytes = 0;
+    memset(result_recent, 0, sizeof result_recent);
+    pthread_mutex_unlock(&result_lock);
+    for (int k = 0; k < n; k++)
         cf_host_free_pinned(evict[k] - RESULT_HEADER);
 }
 
@@ -745,6 +797,8 @@ static device_pipe devices[MAX_DEVICES];
 static char *pinned[MAX_STREAMS];
 static size_t pinned_bytes[MAX_STREAMS];
 static _Atomic int64_t fail_at = -1;
+
+static void result_forget(void);
 
 static void release_pinned(void)
 {
@@ -784,6 +838,7 @@ cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg)
     pthread_mutex_lock(&pipe_lock);
     release_pinned();
     pthread_mutex_unlock(&pipe_lock);
+    result_forget();
     return CF_OK;
 }
 

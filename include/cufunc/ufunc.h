@@ -204,7 +204,8 @@ CF_API cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const
  * configured threshold, and not empty). */
 CF_API int cf_hostpipe_wanted(size_t host_bytes);
 CF_API void cf_hostpipe_get_config(cf_hostpipe_config *out);
-/* Use `cfg` from now on (NULL: re-read the environment); frees the cached pinned buffers.
+/* Use `cfg` from now on (NULL: re-read the environment); frees the cached pinned buffers and
+ * result blocks (blocks handed out stay valid) and forgets the result sizes seen.
  * CF_ERR_INVALID for values outside the ranges above. */
 CF_API cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg);
 /* The info of the last successful pipelined launch in this process (all zero before the first). */
@@ -218,6 +219,13 @@ CF_API void cf_hostpipe_last(cf_hostpipe_info *out);
  * NULL). */
 CF_API cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr);
 CF_API void cf_hostpipe_result_free(void *ptr);
+/* Whether a new result of nbytes should take a page-locked block now (the Python layer asks
+ * before cf_hostpipe_result_alloc): 1 when CUFUNC_HOST_RESULT_PINNED_MIN allows it and either a
+ * cached block fits or a block of its size was asked for among the last 16 requests; else 0, and
+ * the size is remembered. So a one-off call keeps ordinary memory (a fresh block of 256 MiB costs
+ * ~0.7 ms per MiB to page-lock, several times the call), and repeated calls of one size get a
+ * block from their second call on. Thread-safe. */
+CF_API int cf_hostpipe_result_wanted(size_t nbytes);
 CF_API void cf_hostpipe_result_stats(size_t *outstanding, size_t *cached);
 
 /* ---- conveniences for C programs -------------------------------------------------------------

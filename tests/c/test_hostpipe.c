@@ -724,6 +724,33 @@ static void test_policy(void)
     cf_free(p);
 }
 
+/* Which new results take a page-locked block (no GPU needed: bookkeeping only): none under the
+ * threshold; a size seen for the first time not (a one-off call keeps ordinary memory), its
+ * second request yes; sizes are compared in 1 MiB steps; 16 other requests later it is forgotten;
+ * a threshold of 0 turns it off. */
+static void test_result_wanted(void)
+{
+    cf_hostpipe_config c0, c;
+    cf_hostpipe_get_config(&c0);
+    c = c0;
+    c.result_pinned_min = (size_t)1 << 20;
+    CHECK_OK(cf_hostpipe_configure(&c));
+    const size_t mib = (size_t)1 << 20;
+    CHECK(cf_hostpipe_result_wanted(mib - 1) == 0);
+    CHECK(cf_hostpipe_result_wanted(mib - 1) == 0); /* under the threshold: never */
+    CHECK(cf_hostpipe_result_wanted(3 * mib + 5) == 0);
+    CHECK(cf_hostpipe_result_wanted(3 * mib + 5) == 1);
+    CHECK(cf_hostpipe_result_wanted(4 * mib) == 1); /* the same 4 MiB step */
+    for (size_t k = 0; k < 16; k++)
+        CHECK(cf_hostpipe_result_wanted((100 + k) * mib) == 0);
+    CHECK(cf_hostpipe_result_wanted(3 * mib + 5) == 0); /* forgotten */
+    c.result_pinned_min = 0;
+    CHECK_OK(cf_hostpipe_configure(&c));
+    CHECK(cf_hostpipe_result_wanted(3 * mib + 5) == 0);
+    CHECK(cf_hostpipe_result_wanted(3 * mib + 5) == 0);
+    CHECK_OK(cf_hostpipe_configure(&c0));
+}
+
 /* The host path's knobs through the environment, and copies capped at N threads. */
 static void test_host_knobs(void)
 {
@@ -1060,6 +1087,7 @@ int main(void)
     RUN(test_config);
     RUN(test_policy);
     RUN(test_host_knobs);
+    RUN(test_result_wanted);
     RUN(test_on_gpu);
     RUN(test_result_blocks);
     return SUMMARY();
