@@ -284,7 +284,8 @@ static int torch_read(PyObject *t, cf_array *v, int *readonly, int *has_stream, 
         ok = layout == tr.strided;
         Py_DECREF(layout);
     }
-    if (ok > 0)
+    /* the conjugate bit is only ever set on complex tensors */
+    if (ok > 0 && cf_dtype_kind(v->dtype) == 'c')
         ok = attr_is(t, S_is_conj, 0, 1);
     if (ok > 0)
         ok = attr_is(t, S_is_neg, 0, 1);
@@ -400,9 +401,10 @@ static int cupy_stream(uintptr_t *stream)
 
 /* A cupy.ndarray as its __cuda_array_interface__ describes it (cupy/_core/core.pyx), from its
  * C-level getters: 0 read, 1 use the interface (a dtype cufunc does not take, or an interface
- * version other than 2 or 3: CuPy's own answer or error). `no_stream` (tests): skip the stream. */
+ * version other than 2 or 3: CuPy's own answer or error). The interface's version is read per
+ * call, as CuPy's property does: 2 names no stream (tests use it to read without a device). */
 static int cupy_read(PyObject *x, cf_array *v, int *readonly, int *has_stream, uintptr_t *stream,
-                     int no_stream, const char *argname)
+                     const char *argname)
 {
     int r = cupy_load();
     if (r != 0)
@@ -466,7 +468,7 @@ static int cupy_read(PyObject *x, cf_array *v, int *readonly, int *has_stream, u
     }
     *readonly = 0;
     *has_stream = 0;
-    if (version == 3 && !no_stream) {
+    if (version == 3) {
         if (cupy_stream(stream) < 0)
             return -1;
         *has_stream = 1;
@@ -512,7 +514,7 @@ static int read_fast(PyObject *obj, cf_array *v, int *readonly, int *has_stream,
     if (kind == READ_TORCH)
         return torch_read(obj, v, readonly, has_stream, stream, test, argname);
     if (kind == READ_CUPY)
-        return cupy_read(obj, v, readonly, has_stream, stream, test, argname);
+        return cupy_read(obj, v, readonly, has_stream, stream, argname);
     return kind < 0 ? -1 : 1;
 }
 
@@ -541,8 +543,8 @@ int cf_py_foreign_read(PyObject *obj, cf_array *v, int *readonly, int *has_strea
 
 /* _foreign_interface(obj, test=0): obj's interface as cufunc reads it: the dict the fast
  * reader's view amounts to (version 3, with the stream), or obj's own __cuda_array_interface__.
- * With test=1 a reader also reads what a call would refuse to (a CPU tensor) and names no
- * stream: the readers' fields, checked without a GPU. test=2: as 1, but only whether the fast
+ * With test=1 the PyTorch reader also reads a CPU tensor (no stream): the readers' fields,
+ * checked without a GPU (CuPy's with its interface at version 2, which names no stream). test=2: as 1, but only whether the fast
  * reader read it (True) or not (False), no dict: the read alone, for timing. For tests and
  * diagnostics. */
 static PyObject *py_foreign_interface(PyObject *mod, PyObject *args)

@@ -154,12 +154,23 @@ def _is_jax_array(tp):
     return tp.__name__ in ("ArrayImpl", "Array")
 
 
+def _root(tp, table):
+    """The root module name of the first class in tp's MRO that comes from a library in
+    ``table`` (a subclass of torch.Tensor defined elsewhere is PyTorch's), or ''."""
+    for c in getattr(tp, "__mro__", None) or (tp,):
+        root = (getattr(c, "__module__", None) or "").partition(".")[0]
+        if root in table:
+            return root
+    return ""
+
+
 def wrapper_for(tp):
     """The callable that turns a cufunc DeviceArray result into an array of the library of type
     ``tp`` (an input's type), or None when ``tp`` is not a foreign device array type (results are
     cufunc DeviceArrays). Pure: it reads ``tp.__module__`` and ``sys.modules``, imports nothing
-    the input did not come from. The C side caches the answer per type."""
-    root = (getattr(tp, "__module__", None) or "").partition(".")[0]
+    the input did not come from. The C side caches the answer per type. A subclass of one of
+    those types (defined anywhere) is its library's: the result is the library's base type."""
+    root = _root(tp, _LIBS)
     lib = _LIBS.get(root)
     if lib is None:
         return None
@@ -201,7 +212,7 @@ def reader_for(tp):
     attribute). Pure, imports nothing; the C side caches the answer per type. A reader hands an
     object it does not describe as the library does (a CPU or sparse tensor, one requiring grad,
     a dtype cufunc does not take) to the library's own interface, and its answer or error."""
-    root = (getattr(tp, "__module__", None) or "").partition(".")[0]
+    root = _root(tp, _READERS)
     lib = _READERS.get(root)
     mod = sys.modules.get(lib[0]) if lib else None
     if mod is None:
