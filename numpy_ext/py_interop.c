@@ -218,10 +218,12 @@ static int torch_load(void)
     PyObject *m = PyDict_GetItemString(mods, "torch");
     if (m == NULL)
         return 1;
+    /* the raw stream query: absent from CPU-only builds, which have no CUDA tensors to read */
     PyObject *C = PyObject_GetAttrString(m, "_C");
     PyObject *raw = C ? PyObject_GetAttrString(C, "_cuda_getCurrentRawStream") : NULL;
     Py_XDECREF(C);
-    PyObject *strided = raw ? PyObject_GetAttrString(m, "strided") : NULL;
+    PyErr_Clear();
+    PyObject *strided = PyObject_GetAttrString(m, "strided");
     PyObject *dtypes = strided ? PyDict_New() : NULL;
     if (dtypes == NULL) {
         PyErr_Clear(); /* a PyTorch without these: the interface, as PyTorch gives it */
@@ -241,7 +243,7 @@ static int torch_load(void)
         Py_XDECREF(code);
         if (bad) {
             Py_DECREF(dtypes);
-            Py_DECREF(raw);
+            Py_XDECREF(raw);
             Py_DECREF(strided);
             return -1;
         }
@@ -276,7 +278,7 @@ static int torch_read(PyObject *t, cf_array *v, int *readonly, int *has_stream, 
     int cuda = attr_is(t, S_is_cuda, 1, 0);
     if (cuda < 0)
         return -1;
-    int ok = cuda || any_device;
+    int ok = (cuda && tr.raw != NULL) || any_device;
     if (ok && (ok = attr_is(t, S_requires_grad, 0, 0)) > 0) {
         PyObject *layout = PyObject_GetAttr(t, S_layout);
         if (layout == NULL)
@@ -314,7 +316,7 @@ static int torch_read(PyObject *t, cf_array *v, int *readonly, int *has_stream, 
     }
     *readonly = 0;
     *has_stream = 0;
-    if (!cuda)
+    if (!cuda || tr.raw == NULL)
         return 0;
     PyObject *dev = call0(t, S_get_device);
     PyObject *s = dev ? PyObject_CallOneArg(tr.raw, dev) : NULL;
