@@ -72,9 +72,20 @@ def via_unowned(d):
 print("cp.ndarray(UnownedMemory) us %.2f" % t(lambda: via_unowned(r)))
 print("cp.cuda.get_current_stream().ptr us %.2f" % t(lambda: cp.cuda.get_current_stream().ptr))
 print("r.__dlpack__() us %.2f" % t(lambda: r.__dlpack__(stream=1)))
-from cufunc import _interop
+from cufunc import _interop, _core
 rd = _interop.interface_for(torch.Tensor)
-print("torch reader(t) us %.2f" % t(lambda: rd(ta)))
+print("torch reader(t) as a dict us %.2f" % t(lambda: rd(ta)))
+print("torch C reader alone (_core._foreign_interface(t, 2), stream query included) us %.2f"
+      % t(lambda: _core._foreign_interface(ta, 2)))
+print("cupy C reader alone (_core._foreign_interface(c, 2), stream query included) us %.2f"
+      % t(lambda: _core._foreign_interface(ca, 2)))
+print("_core._as_torch(DA) us %.2f   _core._as_cupy(DA) us %.2f" % (
+    t(lambda: _core._as_torch(r)), t(lambda: _core._as_cupy(r))))
+print("cupy.ndarray.__cuda_array_interface__ (version 3) us %.2f" % t(lambda: ca.__cuda_array_interface__))
+print("allocate in the caller's library instead: cupy.empty((1,)) us %.2f   torch.empty((1,), "
+      "device='cuda') us %.2f" % (t(lambda: cp.empty((1,), cp.float32)),
+                                   t(lambda: torch.empty((1,), device="cuda"))))
+print("as_cuda_array(torch) us %.2f (reader + device, no pointer query)" % t(lambda: cuda.as_cuda_array(ta)))
 print("hyp(torch) again us %.2f" % t(lambda: hyp(ta, tb)))
 tws = cufunc._twins.twin(np.sin); twa = cufunc._twins.twin(np.add)
 print("twin sin(d) direct us %.2f  out= %.2f ; twin add(d,d) direct %.2f out= %.2f" % (

@@ -7,6 +7,7 @@
 #include "py_reduce.h"
 #include "py_gufunc.h"
 #include "py_call.h"
+#include "py_interop.h"
 
 #include <string.h>
 
@@ -474,6 +475,7 @@ static const struct {
     {cf_py_reduce_methods, cf_py_reduce_init_module},
     {cf_py_gufunc_methods, cf_py_gufunc_init_module},
     {cf_py_call_methods, NULL},
+    {cf_py_interop_methods, NULL},
     {cf_py_at_methods, NULL},
 };
 

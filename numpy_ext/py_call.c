@@ -1,6 +1,7 @@
 /* py_call.c: the one call pipeline (see py_call.h for its steps) and the lifecycle the UFunc and
  * GUFunc types share. */
 #include "py_call.h"
+#include "py_interop.h"
 
 /* ---- names ---------------------------------------------------------------------------------- */
 
@@ -134,125 +135,7 @@ static int move_host_inputs(cf_py_call *c)
     return 0;
 }
 
-/* ---- the caller's array type (the rule and the wrappers: cufunc/_interop.py) ------------------ */
-
-static struct {
-    PyObject *cache;       /* dict: an input's type -> the wrapper of its results, or None */
-    PyObject *wrapper_for; /* _interop.wrapper_for(type): fills the cache on a new type */
-    PyObject *readers;     /* dict: an input's type -> its interface reader, or None */
-    PyObject *interface_for; /* _interop.interface_for(type): fills `readers` on a new type */
-    PyObject *var;         /* _interop._output_type: a ContextVar, None or a code */
-    PyObject *global;      /* _interop._global: [the process-wide code] */
-} interop;
-
-/* Load cufunc._interop, once (on the first call with an input that might be foreign). */
-static int interop_load(void)
-{
-    if (interop.cache != NULL)
-        return 0;
-    PyObject *m = PyImport_ImportModule("cufunc._interop");
-    if (m == NULL)
-        return -1;
-    PyObject *wf = PyObject_GetAttrString(m, "wrapper_for");
-    PyObject *inf = wf ? PyObject_GetAttrString(m, "interface_for") : NULL;
-    PyObject *var = inf ? PyObject_GetAttrString(m, "_output_type") : NULL;
-    PyObject *gl = var ? PyObject_GetAttrString(m, "_global") : NULL;
-    PyObject *readers = gl ? PyDict_New() : NULL;
-    PyObject *cache = readers ? PyDict_New() : NULL;
-    Py_DECREF(m);
-    if (cache == NULL || !PyContextVar_CheckExact(var) || !PyList_Check(gl) ||
-        PyList_GET_SIZE(gl) != 1) {
-        if (cache != NULL)
-            PyErr_SetString(PyExc_SystemError, "cufunc._interop: unexpected state");
-        Py_XDECREF(wf);
-        Py_XDECREF(inf);
-        Py_XDECREF(var);
-        Py_XDECREF(gl);
-        Py_XDECREF(readers);
-        Py_XDECREF(cache);
-        return -1;
-    }
-    interop.interface_for = inf;
-    interop.readers = readers;
-    interop.wrapper_for = wf;
-    interop.var = var;
-    interop.global = gl;
-    interop.cache = cache;
-    return 0;
-}
-
-/* Objects that never decide the result type: cufunc's own arrays, NumPy's, scalars. */
-static inline int never_foreign(PyObject *o)
-{
-    return CfPyDeviceArray_Check(o) || PyArray_Check(o) || PyFloat_Check(o) || PyLong_Check(o) ||
-           PyComplex_Check(o) || PyArray_IsScalar(o, Generic) || o == Py_None;
-}
-
-/* The wrapper of inputs of type tp (borrowed from the cache), Py_None for none; NULL: error. One
- * dict lookup once the type was seen. */
-static PyObject *wrapper_of(PyTypeObject *tp)
-{
-    if (interop_load() < 0)
-        return NULL;
-    PyObject *w = PyDict_GetItemWithError(interop.cache, (PyObject *)tp);
-    if (w != NULL || PyErr_Occurred())
-        return w;
-    if ((w = PyObject_CallOneArg(interop.wrapper_for, (PyObject *)tp)) == NULL)
-        return NULL;
-    int r = PyDict_SetItem(interop.cache, (PyObject *)tp, w);
-    Py_DECREF(w); /* the cache holds it (types are few: one per foreign array class) */
-    return r < 0 ? NULL : w;
-}
-
-PyObject *cf_py_foreign_interface(PyObject *obj)
-{
-    static PyObject *str_cai;
-    if (str_cai == NULL &&
-        (str_cai = PyUnicode_InternFromString("__cuda_array_interface__")) == NULL)
-        return NULL;
-    if (interop_load() < 0)
-        return NULL;
-    PyTypeObject *tp = Py_TYPE(obj);
-    PyObject *r = PyDict_GetItemWithError(interop.readers, (PyObject *)tp);
-    if (r == NULL) {
-        if (PyErr_Occurred() || (r = PyObject_CallOneArg(interop.interface_for,
-                                                         (PyObject *)tp)) == NULL)
-            return NULL;
-        int bad = PyDict_SetItem(interop.readers, (PyObject *)tp, r);
-        Py_DECREF(r); /* the cache holds it (one entry per foreign array class) */
-        if (bad < 0)
-            return NULL;
-    }
-    return r == Py_None ? PyObject_GetAttr(obj, str_cai) : PyObject_CallOneArg(r, obj);
-}
-
-/* The wrapper for fresh device results of a call on `inputs` (n of them; NULL entries skipped):
- * the first input of a foreign device array type decides, unless the output type in effect is
- * "cufunc". *wrapper is borrowed, NULL for DeviceArrays. 0 or -1. */
-static int result_wrapper(PyObject *const *inputs, int n, PyObject **wrapper)
-{
-    *wrapper = NULL;
-    for (int i = 0; i < n; i++) {
-        if (inputs[i] == NULL || never_foreign(inputs[i]))
-            continue;
-        PyObject *w = wrapper_of(Py_TYPE(inputs[i]));
-        if (w == NULL)
-            return -1;
-        if (w == Py_None)
-            continue;
-        PyObject *v;
-        if (PyContextVar_Get(interop.var, NULL, &v) < 0)
-            return -1;
-        long code = PyLong_AsLong(v == Py_None ? PyList_GET_ITEM(interop.global, 0) : v);
-        Py_DECREF(v);
-        if (code == -1 && PyErr_Occurred())
-            return -1;
-        if (code == 0)
-            *wrapper = w;
-        return 0;
-    }
-    return 0;
-}
+/* ---- the caller's array type: py_interop.c (the rule and the wrappers: cufunc/_interop.py) ---- */
 
 /* Whether arrays of type tp are immutable (JAX's): out= with one is refused, since writing
  * through its interface would change an array JAX assumes never changes. -1: error. */
@@ -290,8 +173,8 @@ static PyObject *call_result_wrapper(PyObject *mod, PyObject *inputs)
         return NULL;
     PyObject *w = NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int r = result_wrapper(PySequence_Fast_ITEMS(seq), n > CF_PY_MAX_ARGS ? CF_PY_MAX_ARGS
-                                                                          : (int)n, &w);
+    int r = cf_py_result_wrapper(PySequence_Fast_ITEMS(seq),
+                                 n > CF_PY_MAX_ARGS ? CF_PY_MAX_ARGS : (int)n, &w);
     Py_DECREF(seq);
     return r < 0 ? NULL : Py_NewRef(w ? w : Py_None);
 }
@@ -474,7 +357,7 @@ PyObject *cf_py_call_deliver(cf_py_call *c)
             fresh |= c->res[o] != NULL && !(c->outs[o] != NULL);
         for (int i = 0; i < c->nin; i++)
             inputs[i] = c->in[i].value;
-        if (fresh && result_wrapper(inputs, c->nin, &wrapper) < 0)
+        if (fresh && cf_py_result_wrapper(inputs, c->nin, &wrapper) < 0)
             return NULL;
     }
     for (int o = 0; o < c->nout; o++)

@@ -174,7 +174,7 @@ PyObject *cf_py_devicearray_alloc(int ndim, const int64_t *shape, cf_dtype dt, c
 /* A DeviceArray, or any object with __cuda_array_interface__, as a view (no copy). `*keepalive`
  * receives a new reference that keeps the memory alive while the view is used. When `sync`, the
  * producer's stream named in the interface is synchronised (CAI v3; PyTorch's current stream,
- * see cf_py_foreign_interface), and a producer whose interface names no stream but which speaks
+ * see cf_py_foreign_read), and a producer whose interface names no stream but which speaks
  * DLPack is asked, through the DLPack stream handshake, to order its pending work before the
  * legacy default stream's (cf_py_order_operand
  * then orders a call on another stream after that). TypeError naming `argname` for other
@@ -189,11 +189,15 @@ int cf_py_device_view(PyObject *obj, cf_array *out, PyObject **keepalive, int sy
  * answer is 1 (not a device object) with no exception; the interface is read once, not twice
  * as cf_py_is_device_object then cf_py_device_view would (a Python property for PyTorch). */
 #define CF_PY_VIEW_OPTIONAL 4
-/* obj's CUDA Array Interface (a new reference; NULL with an exception, AttributeError when it has
- * none): through the reader cufunc._interop.interface_for gives its type (cached per type: PyTorch
- * tensors are read from their C-level attributes, with the stream PyTorch works on), else the
- * __cuda_array_interface__ attribute. py_call.c, beside the result wrappers. */
-PyObject *cf_py_foreign_interface(PyObject *obj);
+/* Read foreign device object obj's view, *readonly, and the stream its
+ * interface names (*has_stream, *stream) without building its __cuda_array_interface__ where
+ * py_interop.c has a reader of its type (PyTorch tensors, CuPy arrays): 0, with v->device the
+ * device the library names for non-empty data (a tensor's, a CuPy allocation's), else -1 (the
+ * pointer says; an empty array: the current device). Otherwise *cai
+ * receives obj's interface (a new reference) for parse_cai: 1. -1 with an exception
+ * (AttributeError when obj has no interface). */
+int cf_py_foreign_read(PyObject *obj, cf_array *v, int *readonly, int *has_stream,
+                       uintptr_t *stream, PyObject **cai, const char *argname);
 /* Order work on stream `s` (of the resolved stream `resolved`: a Stream or None; on `device`)
  * after the work that last wrote the memory of device operand `obj` (the `keep` of a device view:
  * a DeviceArray, or a foreign object, whose producer cf_py_device_view ordered before the legacy

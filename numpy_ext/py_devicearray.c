@@ -789,8 +789,8 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
     }
     int optional = sync & CF_PY_VIEW_OPTIONAL;
     sync &= ~CF_PY_VIEW_OPTIONAL;
-    cai = cf_py_foreign_interface(obj);
-    if (cai == NULL) {
+    int got = cf_py_foreign_read(obj, out, readonly, &has_stream, &stream, &cai, argname);
+    if (got < 0) {
         if (optional) { /* not a device object, as cf_py_is_device_object would say */
             PyErr_Clear();
             return 1;
@@ -803,14 +803,18 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
                      argname, Py_TYPE(obj)->tp_name);
         return -1;
     }
-    if (parse_cai(cai, out, readonly, &has_stream, &stream, argname) < 0) {
+    if (got == 1) { /* no reader of its own: the interface, parsed */
+        int bad = parse_cai(cai, out, readonly, &has_stream, &stream, argname) < 0;
         Py_DECREF(cai);
-        return -1;
+        if (bad)
+            return -1;
+        out->device = -1;
     }
-    Py_DECREF(cai);
     if (cf_py_cuda_init(argname) < 0)
         return -1;
-    if (cf_array_size(out) == 0 && out->data == 0) {
+    if (out->device >= 0 && out->data != 0) {
+        device = out->device; /* the library named it (py_interop.c): no pointer query */
+    } else if (cf_array_size(out) == 0 && out->data == 0) {
         if (cf_py_current_device(&device, argname) < 0)
             return -1;
     } else {

@@ -46,7 +46,7 @@ import contextvars
 import sys
 
 __all__ = ["using_output_type", "set_global_output_type", "get_output_type", "wrapper_for",
-           "interface_for"]
+           "reader_for", "interface_for"]
 
 # The values the C side reads (py_call.c): 0 follow the inputs, 1 cufunc DeviceArrays.
 _KINDS = {"input": 0, "cufunc": 1}
@@ -91,43 +91,36 @@ def using_output_type(kind):
 
 # ---- the wrapper of each foreign type --------------------------------------------------------
 
+def _core_function(name):
+    from ._env import core
+    return getattr(core, name, None) if core is not None else None
+
+
 def _torch(mod):
     """torch.from_dlpack does, per call, what this does once: it finds the current stream through
     torch.cuda.current_stream(f"cuda:{i}") (several microseconds of Python, as much as the rest
-    of a one-element call). With the raw-stream query PyTorch's own code generation uses, the
-    same handshake costs two C calls; the public function where PyTorch lacks them."""
+    of a one-element call). cufunc's C wrapper (_core._as_torch, py_interop.c) asks the raw-stream
+    query PyTorch's own code generation uses, exports the result's capsule with that stream (the
+    handshake) and hands it to torch._C._from_dlpack: no Python frame. The public function where
+    PyTorch lacks them."""
     C = getattr(mod, "_C", None)
-    raw = getattr(C, "_cuda_getCurrentRawStream", None)
-    take = getattr(C, "_from_dlpack", None)
-    if raw is None or take is None:
+    if getattr(C, "_cuda_getCurrentRawStream", None) is None or \
+            getattr(C, "_from_dlpack", None) is None:
         return mod.from_dlpack
-
-    def from_cufunc(d):
-        s = raw(d.__dlpack_device__()[1])
-        # as torch.from_dlpack: the legacy default stream is 1 in the protocol (PyTorch's
-        # default stream, 0, is the legacy one); the legacy capsule every PyTorch version takes
-        return take(d.__dlpack__(stream=s if s else 1))
-    return from_cufunc
+    return _core_function("_as_torch") or mod.from_dlpack
 
 
 def _cupy(mod):
     """cupy.from_dlpack costs about as much as the whole call (several microseconds of Python
-    and a stream query). A fresh result is one contiguous allocation: CuPy gets it by address,
-    as memory it does not own (the DeviceArray is the owner it keeps alive), after its current
-    stream was made to wait for the call's work, which is what the DLPack handshake does."""
+    and a stream query). A fresh result is one contiguous allocation: CuPy gets it by address
+    (_core._as_cupy, py_interop.c), as memory it does not own (UnownedMemory keeps the DeviceArray
+    alive), after CuPy's current stream was made to wait for the call's work, which is what the
+    DLPack handshake does; other results through cupy.from_dlpack."""
     try:
-        unowned, pointer = mod.cuda.memory.UnownedMemory, mod.cuda.MemoryPointer
-        ndarray, current = mod.ndarray, mod.cuda.get_current_stream
+        mod.cuda.memory.UnownedMemory, mod.cuda.MemoryPointer, mod.ndarray
     except AttributeError:
         return mod.from_dlpack
-
-    def from_cufunc(d):
-        if not d.is_c_contiguous() or not d.nbytes:
-            return mod.from_dlpack(d)
-        d._order_for(current().ptr or 1)  # 0 is CuPy's legacy default stream: 1 in the protocol
-        mem = unowned(d.ptr, d.nbytes, d, d.device_id)
-        return ndarray(d.shape, d.dtype, pointer(mem, 0), d.strides)
-    return from_cufunc
+    return _core_function("_as_cupy") or mod.from_dlpack
 
 
 def _jax(mod):
@@ -161,12 +154,23 @@ def _is_jax_array(tp):
     return tp.__name__ in ("ArrayImpl", "Array")
 
 
+def _root(tp, table):
+    """The root module name of the first class in tp's MRO that comes from a library in
+    ``table`` (a subclass of torch.Tensor defined elsewhere is PyTorch's), or ''."""
+    for c in getattr(tp, "__mro__", None) or (tp,):
+        root = (getattr(c, "__module__", None) or "").partition(".")[0]
+        if root in table:
+            return root
+    return ""
+
+
 def wrapper_for(tp):
     """The callable that turns a cufunc DeviceArray result into an array of the library of type
     ``tp`` (an input's type), or None when ``tp`` is not a foreign device array type (results are
     cufunc DeviceArrays). Pure: it reads ``tp.__module__`` and ``sys.modules``, imports nothing
-    the input did not come from. The C side caches the answer per type."""
-    root = (getattr(tp, "__module__", None) or "").partition(".")[0]
+    the input did not come from. The C side caches the answer per type. A subclass of one of
+    those types (defined anywhere) is its library's: the result is the library's base type."""
+    root = _root(tp, _LIBS)
     lib = _LIBS.get(root)
     if lib is None:
         return None
@@ -185,61 +189,48 @@ def wrapper_for(tp):
 
 # ---- reading foreign inputs fast ---------------------------------------------------------------
 
-def _torch_interface(mod):
-    """PyTorch's __cuda_array_interface__ is a Python property (several microseconds) that names
-    no stream, so a call also had to ask __dlpack__(stream=1) for the handshake (about 20
-    microseconds more per tensor). This builds the same interface (version 3) from the tensor's
-    C-level attributes, with the stream PyTorch works on now (its current raw stream: 0 is the
-    legacy default stream, 1 in the interface): the call then waits for that stream on the
-    device, which is what the handshake did. Tensors this does not describe as PyTorch does
-    (CPU, sparse, requiring grad, lazily conjugated or negated, unknown dtypes) get PyTorch's
-    own property and its answer or error, as before."""
-    C = getattr(mod, "_C", None)
-    raw = getattr(C, "_cuda_getCurrentRawStream", None)
-    if raw is None:
-        return None
-    names = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8",
-             "complex128": "<c16", "bool": "|b1", "uint8": "|u1", "int8": "|i1",
-             "int16": "<i2", "int32": "<i4", "int64": "<i8", "uint16": "<u2", "uint32": "<u4",
-             "uint64": "<u8"}
-    typestr = {getattr(mod, k): (v, int(v[2:])) for k, v in names.items() if hasattr(mod, k)}
-    strided = mod.strided
-    bf16 = getattr(mod, "bfloat16", None)
-
-    def interface(t):
-        ts = typestr.get(t.dtype)
-        if ts is None and t.dtype is bf16:
-            # the interface has no bfloat16 typestr: DLPack (kDLBfloat) carries it
-            raise AttributeError("a bfloat16 tensor is read through DLPack, not the CUDA Array "
-                                 "Interface")
-        if (ts is None or not t.is_cuda or t.requires_grad or t.layout is not strided
-                or t.is_conj() or t.is_neg()):
-            return t.__cuda_array_interface__
-        n = ts[1]
-        return {"shape": tuple(t.shape), "typestr": ts[0],
-                "data": (t.data_ptr() if t.numel() else 0, False),
-                "strides": tuple([x * n for x in t.stride()]), "version": 3,
-                "stream": raw(t.get_device()) or 1}
-    return interface
+def _torch_reads(mod, tp):
+    # a subclass that defines its own interface is read through it
+    return (issubclass(tp, mod.Tensor) and getattr(tp, "__cuda_array_interface__", None)
+            is getattr(mod.Tensor, "__cuda_array_interface__", None))
 
 
-# root module name -> (the types it describes, given the module, -> reader factory)
-_READERS = {"torch": ("torch", lambda m, tp: issubclass(tp, m.Tensor), _torch_interface)}
+def _cupy_reads(mod, tp):
+    return (issubclass(tp, mod.ndarray) and getattr(tp, "__cuda_array_interface__", None)
+            is getattr(mod.ndarray, "__cuda_array_interface__", None))
 
 
-def interface_for(tp):
-    """A faster reader of the CUDA Array Interface of inputs of type ``tp`` (a callable: object
-    -> the interface dict), or None to read the ``__cuda_array_interface__`` attribute. Pure,
-    imports nothing; the C side caches the answer per type (py_call.c)."""
-    root = (getattr(tp, "__module__", None) or "").partition(".")[0]
+# root module name -> (the module, the types whose objects cufunc reads without their interface)
+_READERS = {"torch": ("torch", _torch_reads), "cupy": ("cupy", _cupy_reads)}
+
+
+def reader_for(tp):
+    """Which of cufunc's C readers (numpy_ext/py_interop.c) reads objects of type ``tp``:
+    ``"torch"`` (a tensor's C-level attributes, as PyTorch's __cuda_array_interface__ would
+    describe it, with PyTorch's current stream), ``"cupy"`` (a cupy.ndarray's C-level getters,
+    as its interface would, with CuPy's current stream), or None (the ``__cuda_array_interface__``
+    attribute). Pure, imports nothing; the C side caches the answer per type. A reader hands an
+    object it does not describe as the library does (a CPU or sparse tensor, one requiring grad,
+    a dtype cufunc does not take) to the library's own interface, and its answer or error."""
+    root = _root(tp, _READERS)
     lib = _READERS.get(root)
     mod = sys.modules.get(lib[0]) if lib else None
     if mod is None:
         return None
     try:
-        return lib[2](mod) if lib[1](mod, tp) else None
+        return root if lib[1](mod, tp) else None
     except (AttributeError, TypeError):
         return None
+
+
+def interface_for(tp):
+    """The interface cufunc reads from objects of type ``tp``, as a callable (object -> the
+    interface dict: ``_core._foreign_interface``, the C reader's view written out as a version 3
+    interface with its stream), or None when cufunc reads the ``__cuda_array_interface__``
+    attribute itself. For tests and diagnostics: a call reads the view without any dict."""
+    if reader_for(tp) is None:
+        return None
+    return _core_function("_foreign_interface")
 
 
 def is_immutable(tp):

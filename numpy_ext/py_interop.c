@@ -1,0 +1,707 @@
+/* py_interop.c: foreign device arrays (CuPy, PyTorch, ...) in and out of a call, the hot parts in
+ * C. Which types are whose is decided in Python (cufunc/_interop.py: reader_for, wrapper_for; the
+ * answers cached here per type); this file reads a tensor's or a CuPy array's view from its
+ * attributes without building its __cuda_array_interface__ (cf_py_foreign_read), and makes a
+ * torch tensor or a CuPy array over a fresh result (_as_torch, _as_cupy). Every other object is
+ * read through its interface by py_devicearray.c's parse_cai, the one parser of the interface.
+ *
+ * Why not the interface: CuPy's __cuda_array_interface__ builds a dict with dtype.descr (NumPy
+ * Python code) and a stream query each time, PyTorch's is a Python property that names no stream
+ * (so a call also needed the __dlpack__(stream=1) handshake, a Python method of 14-24 us). The
+ * attributes read here are C-level getters of both libraries; the stream is the one each
+ * interface (CuPy) or handshake (PyTorch) would name: the library's current stream. */
+#include "py_interop.h"
+
+/* ---- the module state: cufunc._interop, loaded on first need ---------------------------------- */
+
+static struct {
+    PyObject *cache;       /* dict: an input's type -> the wrapper of its results, or None */
+    PyObject *wrapper_for; /* _interop.wrapper_for(type): fills the cache on a new type */
+    PyObject *readers;     /* dict: an input's type -> its reader kind (READ_*) as an int */
+    PyObject *reader_for;  /* _interop.reader_for(type): "torch", "cupy" or None */
+    PyObject *var;         /* _interop._output_type: a ContextVar, None or a code */
+    PyObject *global;      /* _interop._global: [the process-wide code] */
+} interop;
+
+enum { READ_NONE = 0, READ_TORCH = 1, READ_CUPY = 2 };
+
+static int interop_load(void)
+{
+    if (interop.cache != NULL)
+        return 0;
+    PyObject *m = PyImport_ImportModule("cufunc._interop");
+    if (m == NULL)
+        return -1;
+    PyObject *wf = PyObject_GetAttrString(m, "wrapper_for");
+    PyObject *rf = wf ? PyObject_GetAttrString(m, "reader_for") : NULL;
+    PyObject *var = rf ? PyObject_GetAttrString(m, "_output_type") : NULL;
+    PyObject *gl = var ? PyObject_GetAttrString(m, "_global") : NULL;
+    PyObject *readers = gl ? PyDict_New() : NULL;
+    PyObject *cache = readers ? PyDict_New() : NULL;
+    Py_DECREF(m);
+    if (cache == NULL || !PyContextVar_CheckExact(var) || !PyList_Check(gl) ||
+        PyList_GET_SIZE(gl) != 1) {
+        if (cache != NULL)
+            PyErr_SetString(PyExc_SystemError, "cufunc._interop: unexpected state");
+        Py_XDECREF(wf);
+        Py_XDECREF(rf);
+        Py_XDECREF(var);
+        Py_XDECREF(gl);
+        Py_XDECREF(readers);
+        Py_XDECREF(cache);
+        return -1;
+    }
+    interop.reader_for = rf;
+    interop.readers = readers;
+    interop.wrapper_for = wf;
+    interop.var = var;
+    interop.global = gl;
+    interop.cache = cache;
+    return 0;
+}
+
+/* ---- the caller's array type (the rule and the wrappers: cufunc/_interop.py) ------------------ */
+
+/* Objects that never decide the result type: cufunc's own arrays, NumPy's, scalars. */
+static inline int never_foreign(PyObject *o)
+{
+    return CfPyDeviceArray_Check(o) || PyArray_Check(o) || PyFloat_Check(o) || PyLong_Check(o) ||
+           PyComplex_Check(o) || PyArray_IsScalar(o, Generic) || o == Py_None;
+}
+
+/* The wrapper of inputs of type tp (borrowed from the cache), Py_None for none; NULL: error. One
+ * dict lookup once the type was seen. */
+static PyObject *wrapper_of(PyTypeObject *tp)
+{
+    if (interop_load() < 0)
+        return NULL;
+    PyObject *w = PyDict_GetItemWithError(interop.cache, (PyObject *)tp);
+    if (w != NULL || PyErr_Occurred())
+        return w;
+    if ((w = PyObject_CallOneArg(interop.wrapper_for, (PyObject *)tp)) == NULL)
+        return NULL;
+    int r = PyDict_SetItem(interop.cache, (PyObject *)tp, w);
+    Py_DECREF(w); /* the cache holds it (types are few: one per foreign array class) */
+    return r < 0 ? NULL : w;
+}
+
+int cf_py_result_wrapper(PyObject *const *inputs, int n, PyObject **wrapper)
+{
+    *wrapper = NULL;
+    for (int i = 0; i < n; i++) {
+        if (inputs[i] == NULL || never_foreign(inputs[i]))
+            continue;
+        PyObject *w = wrapper_of(Py_TYPE(inputs[i]));
+        if (w == NULL)
+            return -1;
+        if (w == Py_None)
+            continue;
+        PyObject *v;
+        if (PyContextVar_Get(interop.var, NULL, &v) < 0)
+            return -1;
+        long code = PyLong_AsLong(v == Py_None ? PyList_GET_ITEM(interop.global, 0) : v);
+        Py_DECREF(v);
+        if (code == -1 && PyErr_Occurred())
+            return -1;
+        if (code == 0)
+            *wrapper = w;
+        return 0;
+    }
+    return 0;
+}
+
+/* ---- small helpers ---------------------------------------------------------------------------- */
+
+static PyObject *S_dtype, *S_is_cuda, *S_requires_grad, *S_layout, *S_is_conj, *S_is_neg,
+    *S_shape, *S_stride, *S_strides, *S_data_ptr, *S_get_device, *S_data, *S_ptr, *S_c_contig,
+    *S_cai_version, *S_stream, *S_device_id;
+
+static int names_load(void)
+{
+    if (S_stream != NULL)
+        return 0;
+#define NAME(v, s) if ((v = PyUnicode_InternFromString(s)) == NULL) return -1
+    NAME(S_dtype, "dtype");
+    NAME(S_is_cuda, "is_cuda");
+    NAME(S_requires_grad, "requires_grad");
+    NAME(S_layout, "layout");
+    NAME(S_is_conj, "is_conj");
+    NAME(S_is_neg, "is_neg");
+    NAME(S_shape, "shape");
+    NAME(S_stride, "stride");
+    NAME(S_strides, "strides");
+    NAME(S_data_ptr, "data_ptr");
+    NAME(S_get_device, "get_device");
+    NAME(S_data, "data");
+    NAME(S_ptr, "ptr");
+    NAME(S_c_contig, "_c_contiguous");
+    NAME(S_cai_version, "CUDA_ARRAY_INTERFACE_EXPORT_VERSION");
+    NAME(S_stream, "stream");
+    NAME(S_device_id, "device_id");
+#undef NAME
+    return 0;
+}
+
+static PyObject *call0(PyObject *obj, PyObject *name)
+{
+    return PyObject_VectorcallMethod(name, &obj, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* An attribute that must be True (want 1) or False (want 0): 1 when it is, 0 when not, -1. */
+static int attr_is(PyObject *obj, PyObject *name, int want, int method)
+{
+    PyObject *v = method ? call0(obj, name) : PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    int r = v == (want ? Py_True : Py_False);
+    Py_DECREF(v);
+    return r;
+}
+
+/* Fill n extents (or byte strides, each item times `mul`) from a tuple of ints. */
+static int ints_from_tuple(PyObject *t, int64_t *out, int n, int64_t mul)
+{
+    for (int i = 0; i < n; i++) {
+        long long x = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        out[i] = (int64_t)x * mul;
+    }
+    return 0;
+}
+
+/* The shape of obj's `shape` attribute (a tuple, torch.Size included) into v; 1: not usable. */
+static int read_shape(PyObject *obj, cf_array *v, const char *argname)
+{
+    PyObject *shape = PyObject_GetAttr(obj, S_shape);
+    if (shape == NULL)
+        return -1;
+    int r = 1;
+    if (PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) <= CF_MAX_DIMS) {
+        v->ndim = (int)PyTuple_GET_SIZE(shape);
+        r = ints_from_tuple(shape, v->shape, v->ndim, 1);
+        if (r == 0)
+            r = cf_py_check_nbytes(v->ndim, v->shape, cf_dtype_size(v->dtype), argname);
+    }
+    Py_DECREF(shape);
+    return r;
+}
+
+static int64_t view_size(const cf_array *v)
+{
+    int64_t n = 1;
+    for (int k = 0; k < v->ndim; k++)
+        n *= v->shape[k];
+    return n;
+}
+
+/* ---- PyTorch ---------------------------------------------------------------------------------- */
+
+static struct {
+    PyObject *dtypes;  /* dict: torch.dtype -> cf_dtype (an int) */
+    PyObject *strided; /* torch.strided */
+    PyObject *raw;     /* torch._C._cuda_getCurrentRawStream, or NULL: no fast reader */
+} tr;
+
+static int torch_load(void)
+{
+    static const struct { const char *name; cf_dtype dt; } T[] = {
+        {"bool", CF_BOOL},       {"int8", CF_INT8},       {"int16", CF_INT16},
+        {"int32", CF_INT32},     {"int64", CF_INT64},     {"uint8", CF_UINT8},
+        {"uint16", CF_UINT16},   {"uint32", CF_UINT32},   {"uint64", CF_UINT64},
+        {"float16", CF_FLOAT16}, {"float32", CF_FLOAT32}, {"float64", CF_FLOAT64},
+        {"complex64", CF_COMPLEX64}, {"complex128", CF_COMPLEX128}, {"bfloat16", CF_BFLOAT16},
+    };
+    if (tr.dtypes != NULL)
+        return 0;
+    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+    PyObject *m = PyDict_GetItemString(mods, "torch");
+    if (m == NULL)
+        return 1;
+    /* the raw stream query: absent from CPU-only builds, which have no CUDA tensors to read */
+    PyObject *C = PyObject_GetAttrString(m, "_C");
+    PyObject *raw = C ? PyObject_GetAttrString(C, "_cuda_getCurrentRawStream") : NULL;
+    Py_XDECREF(C);
+    PyErr_Clear();
+    PyObject *strided = PyObject_GetAttrString(m, "strided");
+    PyObject *dtypes = strided ? PyDict_New() : NULL;
+    if (dtypes == NULL) {
+        PyErr_Clear(); /* a PyTorch without these: the interface, as PyTorch gives it */
+        Py_XDECREF(raw);
+        Py_XDECREF(strided);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        PyObject *d = PyObject_GetAttrString(m, T[i].name);
+        if (d == NULL) { /* an older PyTorch without uint32, say */
+            PyErr_Clear();
+            continue;
+        }
+        PyObject *code = PyLong_FromLong((long)T[i].dt);
+        int bad = code == NULL || PyDict_SetItem(dtypes, d, code) < 0;
+        Py_DECREF(d);
+        Py_XDECREF(code);
+        if (bad) {
+            Py_DECREF(dtypes);
+            Py_XDECREF(raw);
+            Py_DECREF(strided);
+            return -1;
+        }
+    }
+    tr.raw = raw;
+    tr.strided = strided;
+    tr.dtypes = dtypes;
+    return 0;
+}
+
+/* A tensor as PyTorch's __cuda_array_interface__ describes it, with the stream the DLPack
+ * handshake would order after (PyTorch's current stream on the tensor's device). 0: read;
+ * 1: not described here (CPU, sparse, requiring grad, lazily conjugated or negated, an unknown
+ * dtype): PyTorch's own property answers, or raises, as before; 2: no interface (bfloat16 off
+ * the fast path: DLPack carries it). `any_device` (tests): a CPU tensor is read as well, with no
+ * stream. */
+static int torch_read(PyObject *t, cf_array *v, int *readonly, int *has_stream, uintptr_t *stream,
+                      int any_device, const char *argname)
+{
+    int r = torch_load();
+    if (r != 0)
+        return r;
+    PyObject *dt = PyObject_GetAttr(t, S_dtype);
+    if (dt == NULL)
+        return -1;
+    PyObject *code = PyDict_GetItemWithError(tr.dtypes, dt);
+    Py_DECREF(dt);
+    if (code == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    v->dtype = (cf_dtype)PyLong_AsLong(code);
+    v->device = -1;
+    int cuda = attr_is(t, S_is_cuda, 1, 0);
+    if (cuda < 0)
+        return -1;
+    int ok = (cuda && tr.raw != NULL) || any_device;
+    if (ok && (ok = attr_is(t, S_requires_grad, 0, 0)) > 0) {
+        PyObject *layout = PyObject_GetAttr(t, S_layout);
+        if (layout == NULL)
+            return -1;
+        ok = layout == tr.strided;
+        Py_DECREF(layout);
+    }
+    /* the conjugate bit is only ever set on complex tensors */
+    if (ok > 0 && cf_dtype_kind(v->dtype) == 'c')
+        ok = attr_is(t, S_is_conj, 0, 1);
+    if (ok > 0)
+        ok = attr_is(t, S_is_neg, 0, 1);
+    if (ok <= 0)
+        return ok < 0 ? -1 : v->dtype == CF_BFLOAT16 ? 2 : 1;
+    if ((r = read_shape(t, v, argname)) != 0)
+        return r;
+    PyObject *st = call0(t, S_stride);
+    if (st == NULL)
+        return -1;
+    r = PyTuple_Check(st) && PyTuple_GET_SIZE(st) == v->ndim
+            ? ints_from_tuple(st, v->strides, v->ndim, (int64_t)cf_dtype_size(v->dtype))
+            : 1;
+    Py_DECREF(st);
+    if (r != 0)
+        return r;
+    v->data = 0;
+    if (view_size(v) > 0) { /* as PyTorch's interface: 0 for an empty tensor */
+        PyObject *p = call0(t, S_data_ptr);
+        if (p == NULL)
+            return -1;
+        v->data = (uint64_t)PyLong_AsUnsignedLongLong(p);
+        Py_DECREF(p);
+        if (PyErr_Occurred())
+            return -1;
+    }
+    *readonly = 0;
+    *has_stream = 0;
+    if (!cuda || tr.raw == NULL)
+        return 0;
+    PyObject *dev = call0(t, S_get_device);
+    PyObject *s = dev ? PyObject_CallOneArg(tr.raw, dev) : NULL;
+    if (s != NULL) /* the tensor's device: no pointer query needed */
+        v->device = (int)PyLong_AsLong(dev);
+    Py_XDECREF(dev);
+    if (s == NULL || PyErr_Occurred()) {
+        Py_XDECREF(s);
+        return -1;
+    }
+    *stream = (uintptr_t)PyLong_AsUnsignedLongLong(s);
+    Py_DECREF(s);
+    if (PyErr_Occurred())
+        return -1;
+    if (*stream == 0)
+        *stream = 1; /* PyTorch's default stream is the legacy one: 1 in the interface */
+    *has_stream = 1;
+    return 0;
+}
+
+/* ---- CuPy ------------------------------------------------------------------------------------- */
+
+typedef intptr_t (*cupy_stream_fn)(void);
+typedef intptr_t (*cupy_default_fn)(int skip_dispatch);
+
+static struct {
+    int state;              /* 0 not loaded, 1 usable, -1 not usable (read the interface) */
+    cupy_stream_fn current; /* cupy.cuda.stream.get_current_stream_ptr (Cython's C API) */
+    cupy_default_fn deflt;  /* cupy_backends.cuda.stream.get_default_stream_ptr */
+    PyObject *util;         /* cupy._util (CUDA_ARRAY_INTERFACE_EXPORT_VERSION, read per call) */
+} cp;
+
+/* A C function a Cython module exports (its __pyx_capi__, what `cimport` uses), when its
+ * signature is exactly `sig`; NULL (no error) otherwise. */
+static void *cython_function(const char *module, const char *name, const char *sig)
+{
+    PyObject *m = PyImport_ImportModule(module);
+    PyObject *capi = m ? PyObject_GetAttrString(m, "__pyx_capi__") : NULL;
+    Py_XDECREF(m);
+    PyObject *cap = capi && PyDict_Check(capi) ? PyDict_GetItemString(capi, name) : NULL;
+    void *fn = cap && PyCapsule_IsValid(cap, sig) ? PyCapsule_GetPointer(cap, sig) : NULL;
+    Py_XDECREF(capi);
+    PyErr_Clear();
+    return fn;
+}
+
+static int cupy_load(void)
+{
+    if (cp.state != 0)
+        return cp.state > 0 ? 0 : 1;
+    cp.state = -1;
+    PyObject *hip = NULL, *rt = PyImport_ImportModule("cupy_backends.cuda.api.runtime");
+    if (rt != NULL)
+        hip = PyObject_GetAttrString(rt, "is_hip"); /* CuPy on ROCm has no interface */
+    Py_XDECREF(rt);
+    cp.util = hip == Py_False ? PyImport_ImportModule("cupy._util") : NULL;
+    Py_XDECREF(hip);
+    cp.current = (cupy_stream_fn)cython_function("cupy.cuda.stream", "get_current_stream_ptr",
+                                                 "intptr_t (void)");
+    cp.deflt = (cupy_default_fn)cython_function("cupy_backends.cuda.stream",
+                                                "get_default_stream_ptr",
+                                                "intptr_t (int __pyx_skip_dispatch)");
+    PyErr_Clear();
+    if (cp.util == NULL || cp.current == NULL || cp.deflt == NULL) {
+        Py_CLEAR(cp.util);
+        return 1; /* a CuPy this does not know: its interface */
+    }
+    cp.state = 1;
+    return 0;
+}
+
+/* The stream CuPy's interface names (version 3): its current stream, or for 0 its default
+ * stream (1, or 2 with per-thread default streams). */
+static int cupy_stream(uintptr_t *stream)
+{
+    intptr_t s = cp.current();
+    if (s == -1 && PyErr_Occurred())
+        return -1;
+    if (s == 0 && (s = cp.deflt(0)) == -1 && PyErr_Occurred())
+        return -1;
+    *stream = (uintptr_t)s;
+    return 0;
+}
+
+/* A cupy.ndarray as its __cuda_array_interface__ describes it (cupy/_core/core.pyx), from its
+ * C-level getters: 0 read, 1 use the interface (a dtype cufunc does not take, or an interface
+ * version other than 2 or 3: CuPy's own answer or error). The interface's version is read per
+ * call, as CuPy's property does: 2 names no stream (tests use it to read without a device). */
+static int cupy_read(PyObject *x, cf_array *v, int *readonly, int *has_stream, uintptr_t *stream,
+                     const char *argname)
+{
+    int r = cupy_load();
+    if (r != 0)
+        return r;
+    PyObject *ver = PyObject_GetAttr(cp.util, S_cai_version);
+    if (ver == NULL)
+        return -1;
+    long version = PyLong_Check(ver) ? PyLong_AsLong(ver) : 0;
+    Py_DECREF(ver);
+    if (version != 2 && version != 3)
+        return PyErr_Occurred() ? -1 : 1;
+    PyObject *dt = PyObject_GetAttr(x, S_dtype);
+    if (dt == NULL)
+        return -1;
+    r = PyArray_DescrCheck(dt) ? cf_py_dtype_from_descr((PyArray_Descr *)dt, &v->dtype, argname)
+                               : -1;
+    Py_DECREF(dt);
+    if (r < 0) {
+        PyErr_Clear();
+        return 1; /* the interface's typestr says it, with the interface's message */
+    }
+    if ((r = read_shape(x, v, argname)) != 0)
+        return r;
+    int contiguous = attr_is(x, S_c_contig, 1, 0);
+    if (contiguous < 0)
+        return -1;
+    if (contiguous) { /* the interface says strides=None: C-contiguous strides, as parse_cai */
+        int64_t acc = (int64_t)cf_dtype_size(v->dtype);
+        for (int k = v->ndim - 1; k >= 0; k--) {
+            v->strides[k] = acc;
+            acc *= v->shape[k] > 0 ? v->shape[k] : 1;
+        }
+    } else {
+        PyObject *st = PyObject_GetAttr(x, S_strides);
+        if (st == NULL)
+            return -1;
+        r = PyTuple_Check(st) && PyTuple_GET_SIZE(st) == v->ndim
+                ? ints_from_tuple(st, v->strides, v->ndim, 1)
+                : 1;
+        Py_DECREF(st);
+        if (r != 0)
+            return r;
+    }
+    v->data = 0;
+    v->device = -1;
+    if (view_size(v) > 0) {
+        PyObject *mp = PyObject_GetAttr(x, S_data);
+        PyObject *p = mp ? PyObject_GetAttr(mp, S_ptr) : NULL;
+        PyObject *dev = p ? PyObject_GetAttr(mp, S_device_id) : NULL;
+        Py_XDECREF(mp);
+        if (dev == NULL) {
+            Py_XDECREF(p);
+            return -1;
+        }
+        v->data = (uint64_t)PyLong_AsUnsignedLongLong(p);
+        v->device = (int)PyLong_AsLong(dev); /* the allocation's device: no pointer query */
+        Py_DECREF(p);
+        Py_DECREF(dev);
+        if (PyErr_Occurred())
+            return -1;
+    }
+    *readonly = 0;
+    *has_stream = 0;
+    if (version == 3) {
+        if (cupy_stream(stream) < 0)
+            return -1;
+        *has_stream = 1;
+    }
+    return 0;
+}
+
+/* ---- reading foreign operands ----------------------------------------------------------------- */
+
+/* The reader kind of type tp (cached per type; _interop.reader_for decides). -1: error. */
+static int reader_of(PyTypeObject *tp)
+{
+    if (interop_load() < 0)
+        return -1;
+    PyObject *k = PyDict_GetItemWithError(interop.readers, (PyObject *)tp);
+    if (k == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *name = PyObject_CallOneArg(interop.reader_for, (PyObject *)tp);
+        if (name == NULL)
+            return -1;
+        int kind = READ_NONE;
+        if (PyUnicode_Check(name))
+            kind = PyUnicode_CompareWithASCIIString(name, "torch") == 0  ? READ_TORCH
+                   : PyUnicode_CompareWithASCIIString(name, "cupy") == 0 ? READ_CUPY
+                                                                          : READ_NONE;
+        Py_DECREF(name);
+        k = PyLong_FromLong(kind);
+        int bad = k == NULL || PyDict_SetItem(interop.readers, (PyObject *)tp, k) < 0;
+        Py_XDECREF(k); /* the dict holds it (one entry per foreign array class) */
+        if (bad)
+            return -1;
+    }
+    return (int)PyLong_AsLong(k);
+}
+
+static int read_fast(PyObject *obj, cf_array *v, int *readonly, int *has_stream,
+                     uintptr_t *stream, int test, const char *argname)
+{
+    if (names_load() < 0)
+        return -1;
+    int kind = reader_of(Py_TYPE(obj));
+    if (kind == READ_TORCH)
+        return torch_read(obj, v, readonly, has_stream, stream, test, argname);
+    if (kind == READ_CUPY)
+        return cupy_read(obj, v, readonly, has_stream, stream, argname);
+    return kind < 0 ? -1 : 1;
+}
+
+static PyObject *no_interface(PyObject *obj)
+{
+    PyErr_Format(PyExc_AttributeError, "%.200s has no __cuda_array_interface__ that cufunc reads "
+                 "(bfloat16: DLPack carries it)", Py_TYPE(obj)->tp_name);
+    return NULL;
+}
+
+int cf_py_foreign_read(PyObject *obj, cf_array *v, int *readonly, int *has_stream,
+                       uintptr_t *stream, PyObject **cai, const char *argname)
+{
+    static PyObject *str_cai;
+    *cai = NULL;
+    int r = read_fast(obj, v, readonly, has_stream, stream, 0, argname);
+    if (r == 0 || r < 0)
+        return r;
+    if (r == 2)
+        return no_interface(obj) ? 0 : -1;
+    if (str_cai == NULL &&
+        (str_cai = PyUnicode_InternFromString("__cuda_array_interface__")) == NULL)
+        return -1;
+    return (*cai = PyObject_GetAttr(obj, str_cai)) == NULL ? -1 : 1;
+}
+
+/* _foreign_interface(obj, test=0): obj's interface as cufunc reads it: the dict the fast
+ * reader's view amounts to (version 3, with the stream), or obj's own __cuda_array_interface__.
+ * With test=1 the PyTorch reader also reads a CPU tensor (no stream): the readers' fields,
+ * checked without a GPU (CuPy's with its interface at version 2, which names no stream). test=2: as 1, but only whether the fast
+ * reader read it (True) or not (False), no dict: the read alone, for timing. For tests and
+ * diagnostics. */
+static PyObject *py_foreign_interface(PyObject *mod, PyObject *args)
+{
+    PyObject *obj;
+    int test = 0, readonly = 0, has_stream = 0, r;
+    uintptr_t stream = 0;
+    cf_array v;
+    if (!PyArg_ParseTuple(args, "O|i:_foreign_interface", &obj, &test))
+        return NULL;
+    r = read_fast(obj, &v, &readonly, &has_stream, &stream, test != 0, "_foreign_interface");
+    if (r < 0)
+        return NULL;
+    if (test == 2) /* the read alone, timed by bench/prof_interop_cpu.py */
+        return PyBool_FromLong(r == 0);
+    if (r == 2)
+        return no_interface(obj);
+    if (r == 1)
+        return PyObject_GetAttrString(obj, "__cuda_array_interface__");
+    char ts[8];
+    cf_dtype_typestr(v.dtype, ts);
+    PyObject *shape = cf_py_tuple_from_int64(v.ndim, v.shape);
+    PyObject *strides = shape ? cf_py_tuple_from_int64(v.ndim, v.strides) : NULL;
+    PyObject *d = strides ? Py_BuildValue("{s:N,s:s,s:(KO),s:N,s:i}", "shape", shape, "typestr",
+                                          ts, "data", (unsigned long long)v.data,
+                                          readonly ? Py_True : Py_False, "strides", strides,
+                                          "version", 3)
+                          : NULL;
+    if (strides == NULL)
+        Py_XDECREF(shape);
+    if (d == NULL)
+        return NULL;
+    PyObject *s = has_stream ? PyLong_FromUnsignedLongLong(stream) : Py_NewRef(Py_None);
+    if (s == NULL || PyDict_SetItemString(d, "stream", s) < 0) {
+        Py_XDECREF(s);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(s);
+    return d;
+}
+
+/* ---- results in the caller's type: PyTorch and CuPy ------------------------------------------- */
+
+/* _as_torch(d): a torch tensor over DeviceArray d (zero-copy: the capsule holds d), ordered on
+ * PyTorch's current stream of d's device through the DLPack handshake, as torch.from_dlpack
+ * would do it, less its Python (the stream query through torch.cuda.current_stream). */
+static PyObject *py_as_torch(PyObject *mod, PyObject *d)
+{
+    static PyObject *take;
+    if (!CfPyDeviceArray_Check(d))
+        return PyErr_Format(PyExc_TypeError, "_as_torch: a DeviceArray, not %.200s",
+                            Py_TYPE(d)->tp_name);
+    if (take == NULL) {
+        PyObject *m = PyImport_ImportModule("torch._C");
+        PyObject *t = m ? PyObject_GetAttrString(m, "_from_dlpack") : NULL;
+        Py_XDECREF(m);
+        if (t == NULL || torch_load() != 0 || tr.raw == NULL) {
+            Py_XDECREF(t);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "_as_torch: this PyTorch lacks _C's raw "
+                                "stream query");
+            return NULL;
+        }
+        take = t;
+    }
+    PyObject *dev = PyLong_FromLong(((CfPyDeviceArray *)d)->view.device);
+    PyObject *s = dev ? PyObject_CallOneArg(tr.raw, dev) : NULL;
+    Py_XDECREF(dev);
+    if (s == NULL)
+        return NULL;
+    if (PyLong_Check(s) && PyLong_AsLongLong(s) == 0) /* the legacy default stream: 1 */
+        Py_SETREF(s, PyLong_FromLong(1));
+    if (s == NULL)
+        return NULL;
+    static PyObject *empty;
+    PyObject *kw = (empty || (empty = PyTuple_New(0))) ? PyDict_New() : NULL;
+    PyObject *cap = kw && PyDict_SetItemString(kw, "stream", s) == 0
+                        ? cf_py_devicearray_dlpack(d, empty, kw)
+                        : NULL;
+    Py_XDECREF(kw);
+    Py_DECREF(s);
+    if (cap == NULL)
+        return NULL;
+    PyObject *t = PyObject_CallOneArg(take, cap);
+    Py_DECREF(cap);
+    return t;
+}
+
+/* _as_cupy(d): a cupy.ndarray over DeviceArray d's memory, which CuPy holds as memory it does
+ * not own (UnownedMemory keeps d alive), after CuPy's current stream was made to wait for the
+ * work pending on d (what the DLPack handshake would do). Non-contiguous or empty results go
+ * through cupy.from_dlpack. */
+static PyObject *py_as_cupy(PyObject *mod, PyObject *d)
+{
+    static PyObject *unowned, *pointer, *ndarray, *from_dlpack;
+    if (!CfPyDeviceArray_Check(d))
+        return PyErr_Format(PyExc_TypeError, "_as_cupy: a DeviceArray, not %.200s",
+                            Py_TYPE(d)->tp_name);
+    if (from_dlpack == NULL) {
+        PyObject *m = PyImport_ImportModule("cupy");
+        PyObject *mem = m ? PyImport_ImportModule("cupy.cuda.memory") : NULL;
+        PyObject *u = mem ? PyObject_GetAttrString(mem, "UnownedMemory") : NULL;
+        PyObject *p = u ? PyObject_GetAttrString(mem, "MemoryPointer") : NULL;
+        PyObject *n = p ? PyObject_GetAttrString(m, "ndarray") : NULL;
+        PyObject *f = n ? PyObject_GetAttrString(m, "from_dlpack") : NULL;
+        Py_XDECREF(m);
+        Py_XDECREF(mem);
+        if (f == NULL || names_load() < 0) {
+            Py_XDECREF(u);
+            Py_XDECREF(p);
+            Py_XDECREF(n);
+            Py_XDECREF(f);
+            return NULL;
+        }
+        unowned = u;
+        pointer = p;
+        ndarray = n;
+        from_dlpack = f;
+    }
+    CfPyDeviceArray *a = (CfPyDeviceArray *)d;
+    int64_t nbytes = view_size(&a->view) * (int64_t)cf_dtype_size(a->view.dtype);
+    if (nbytes == 0 || !cf_array_is_c_contiguous(&a->view) || cupy_load() != 0)
+        return PyErr_Occurred() ? NULL : PyObject_CallOneArg(from_dlpack, d);
+    uintptr_t consumer;
+    if (cupy_stream(&consumer) < 0)
+        return NULL;
+    PyObject *h = PyLong_FromUnsignedLongLong(consumer);
+    PyObject *done = h ? cf_py_devicearray_order_for(d, h) : NULL;
+    Py_XDECREF(h);
+    if (done == NULL)
+        return NULL;
+    Py_DECREF(done);
+    PyObject *mem = PyObject_CallFunction(unowned, "KLOi", (unsigned long long)a->view.data,
+                                          (long long)nbytes, d, a->view.device);
+    PyObject *ptr = mem ? PyObject_CallFunction(pointer, "Oi", mem, 0) : NULL;
+    Py_XDECREF(mem);
+    PyObject *shape = ptr ? cf_py_tuple_from_int64(a->view.ndim, a->view.shape) : NULL;
+    PyObject *r = shape ? PyObject_CallFunctionObjArgs(ndarray, shape, (PyObject *)a->descr, ptr,
+                                                       NULL)
+                        : NULL;
+    Py_XDECREF(ptr);
+    Py_XDECREF(shape);
+    return r;
+}
+
+PyMethodDef cf_py_interop_methods[] = {
+    {"_foreign_interface", (PyCFunction)py_foreign_interface, METH_VARARGS,
+     "_foreign_interface(obj, test=0) -> obj's CUDA Array Interface as cufunc reads it (the "
+     "fast readers of PyTorch tensors and CuPy arrays); for tests and diagnostics."},
+    {"_as_torch", (PyCFunction)py_as_torch, METH_O,
+     "_as_torch(d) -> a torch tensor over DeviceArray d (zero-copy, ordered on PyTorch's current "
+     "stream)."},
+    {"_as_cupy", (PyCFunction)py_as_cupy, METH_O,
+     "_as_cupy(d) -> a cupy.ndarray over DeviceArray d (zero-copy, ordered on CuPy's current "
+     "stream)."},
+    {NULL, NULL, 0, NULL},
+};
