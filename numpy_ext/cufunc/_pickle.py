@@ -12,7 +12,8 @@ function (and the functions of the same script it calls: helpers, device functio
 names back and puts the lines in linecache when the file is not there. Each process rebuilds a given ufunc once: the pickle carries a token, and the
 receiver keeps what it rebuilt by that token (a graph sends the ufunc with every task).
 
-A body that reads captured device arrays cannot travel: the arrays are device memory of this
+cuda.reduce's Reduce pickles the same way (its functor). A body that reads captured device arrays
+cannot travel: the arrays are device memory of this
 process. Pickling such a ufunc is a TypeError that says so.
 """
 import itertools
@@ -41,7 +42,7 @@ def _global_name(obj):
 def _functions(f, limit=64):
     """f and the plain functions it reaches through its globals (helpers, device functions'
     Python functions), each once."""
-    out, todo, seen = [], [f], set()
+    out, todo, seen = [], [getattr(f, "py_func", f)], set()
     while todo and len(out) < limit:
         g = todo.pop()
         if not isinstance(g, types.FunctionType) or id(g) in seen:
@@ -85,13 +86,27 @@ def reduce(obj, kind):
     token = getattr(obj, "_cf_token", None)
     if token is None:
         token = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_counter))
+    files, where = _sources(args[0])
+    return _remake, (kind, token, args, files, where)
+
+
+def reduce_reducer(obj):
+    """Reduce.__reduce__ (cuda.reduce): its functor, and its files' lines as reduce() sends."""
+    token = getattr(obj, "_cf_token", None)
+    if token is None:
+        token = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_counter))
+    files, where = _sources(obj.functor)
+    return _remake, ("reduce", token, (obj.functor,), files, where)
+
+
+def _sources(fn):
     files, where = {}, []
-    for f in _functions(args[0]):
+    for f in _functions(fn):
         name = f.__code__.co_filename
         if name not in files:
             files[name] = tuple(linecache.getlines(name, f.__globals__))
         where.append((_key(f), name))
-    return _remake, (kind, token, args, files, tuple(where))
+    return files, tuple(where)
 
 
 def _by_name(module, qualname):
@@ -118,8 +133,10 @@ def _remake(kind, token, args, files, where):
                 f.__code__ = _refile(f.__code__, name)
         if kind == "ufunc":
             from .vectorize import _build
-        else:
+        elif kind == "gufunc":
             from .guvectorize import _build
+        else:
+            from .reduction import Reduce as _build
         obj = _REBUILT[token] = _build(*args)
         obj._cf_token = token
         return obj

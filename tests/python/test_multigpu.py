@@ -231,7 +231,11 @@ def rowsum(x, out):
 def lazy(a):
     return helper(a) + 1
 
-sys.stdout.buffer.write(cloudpickle.dumps((hyp, rowsum, lazy, hyp.inspect_cuda())))
+@cuda.reduce
+def total(a, b):
+    return helper(a) + b
+
+sys.stdout.buffer.write(cloudpickle.dumps((hyp, rowsum, lazy, total, hyp.inspect_cuda())))
 '''
 
 
@@ -246,16 +250,19 @@ def test_ufuncs_pickle_by_value_to_a_process_without_the_script(tmp_path):
     script.unlink()
     check = textwrap.dedent('''
         import pickle, sys
+        from cufunc.lang.source import get_source
         data = sys.stdin.buffer.read()
-        hyp, rowsum, lazy, source = pickle.loads(data)
+        hyp, rowsum, lazy, total, source = pickle.loads(data)
         again = pickle.loads(data)[0]
+        get_source(total.py_func)            # cuda.reduce translates on first use: its source
+        get_source(lazy.py_func)             # the same for a signature-less ufunc
         print(hyp.types, hyp.identity, rowsum.signature, rowsum.types, lazy.types,
-              hyp.inspect_cuda() == source, again is hyp, hyp.__name__)
+              hyp.inspect_cuda() == source, again is hyp, hyp.__name__, type(total).__name__)
     ''')
     p = subprocess.run([sys.executable, "-c", check], input=blob, capture_output=True)
     assert p.returncode == 0, p.stderr.decode()
     assert p.stdout.decode().split() == ["['ff->f',", "'dd->d']", "0", "(n)->()", "['d->d']",
-                                         "[]", "True", "True", "hyp"]
+                                         "[]", "True", "True", "hyp", "Reduce"]
 
 
 def test_a_module_global_ufunc_pickles_by_name(tmp_path, monkeypatch):
