@@ -6,7 +6,8 @@ One worker process per GPU (examples/dask_multigpu.py's make_cluster: dask_cuda'
 when installed, else dask.distributed Nannies with CUDA_VISIBLE_DEVICES per worker). The operands
 are CuPy arrays made on the workers, one chunk per GPU, pinned to their worker (client.submit with
 workers=), persisted before the clock starts. Each timed run is a whole graph through the
-scheduler: hypot results persisted and waited for (they stay on the GPUs), the sum computed to a
+scheduler, under new keys (a no-op task per chunk in front: never answered from a previous run's
+results): hypot results persisted and waited for (they stay on the GPUs), the sum computed to a
 scalar on the client. Best of --reps runs (the first, which rebuilds the ufuncs on the workers and
 loads their kernels, is not counted).
 
@@ -68,6 +69,20 @@ def placed_array(addrs, n_per_gpu, seed):
     return da.concatenate(parts)
 
 
+def same(block):
+    return block
+
+
+_runs = iter(range(1 << 30))
+
+
+def fresh(a):
+    """a under new keys (a no-op task per chunk, run where the chunk is): each timed run is a new
+    graph, never answered from results a previous run left in the workers' memory."""
+    return a.map_blocks(same, name="run-%d-%s" % (next(_runs), a.name), dtype=a.dtype,
+                        meta=a._meta)
+
+
 def best_of(reps, fn):
     fn()                                 # warm: ufuncs rebuilt on the workers, kernels loaded
     times = []
@@ -93,24 +108,24 @@ def run_config(ngpu, n_per_gpu, reps, use_dask_cuda):
         held = sorted(len(v) for v in client.has_what().values())
         assert held == [2] * ngpu, "the operands are not one chunk each per worker: %s" % held
 
-        def persist_wait(expr):
+        def persist_wait(make):
             def go():
-                r = client.persist(expr)
+                r = client.persist(make(fresh(x), fresh(y)))
                 wait(r)
                 del r
             return go
 
-        def compute(expr):
-            return lambda: float(dask.compute(expr)[0])
+        def compute(make):
+            return lambda: float(dask.compute(make(fresh(x)))[0])
 
+        t = {
+            "cufunc hypot": best_of(reps, persist_wait(hypot)),
+            "CuPy hypot": best_of(reps, persist_wait(np.hypot)),
+            "cufunc sum": best_of(reps, compute(lambda a: add.reduce(a, axis=0))),
+            "CuPy sum": best_of(reps, compute(lambda a: a.sum())),
+        }
         ours_h, theirs_h = hypot(x, y), np.hypot(x, y)
         ours_s, theirs_s = add.reduce(x, axis=0), x.sum()
-        t = {
-            "cufunc hypot": best_of(reps, persist_wait(ours_h)),
-            "CuPy hypot": best_of(reps, persist_wait(theirs_h)),
-            "cufunc sum": best_of(reps, compute(ours_s)),
-            "CuPy sum": best_of(reps, compute(theirs_s)),
-        }
         # the two libraries agree (on the GPUs: only one float per chunk comes back)
         diff = float(dask.compute(ours_h.map_blocks(chunk_max_diff, theirs_h, dtype=np.float64,
                                                     chunks=(1,), meta=np.empty((0,))))[0].max())
@@ -125,7 +140,7 @@ TABLE_OPS = [("cufunc hypot", 12), ("CuPy hypot", 12), ("cufunc sum", 4), ("CuPy
 
 def print_table(title, rows, per_gpu_of):
     print("\n%s" % title)
-    print("| GPUs | float32 per GPU | " + " | ".join("%s GB/s (x1)" % op for op, _ in TABLE_OPS)
+    print("| GPUs | float32 per GPU | " + " | ".join("%s: GB/s, x1, ms" % op for op, _ in TABLE_OPS)
           + " |")
     print("|---|---|" + "---|" * len(TABLE_OPS))
     base = {}
@@ -135,7 +150,7 @@ def print_table(title, rows, per_gpu_of):
         for op, nbytes in TABLE_OPS:
             gbs = n_total * nbytes / t[op] / 1e9
             base.setdefault(op, gbs)
-            cells.append("%.0f (%.2f)" % (gbs, gbs / base[op]))
+            cells.append("%.1f, %.2f, %.1f" % (gbs, gbs / base[op], t[op] * 1e3))
         print("| %d | 2^%d | %s |" % (ngpu, round(math.log2(per_gpu_of(ngpu))), " | ".join(cells)))
     for ngpu, t in rows:
         diff, rel, kind = t["_check"]
