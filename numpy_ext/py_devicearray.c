@@ -843,7 +843,9 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
             cf_stream *legacy, *s = NULL;
             if (cf_py_stream_get(NULL, device, &legacy) < 0)
                 return -1;
-            st = cf_stream_wrap(device, stream, &s);
+            /* CuPy names its current device's stream, which may be another device's than the
+             * data's: waited for across devices */
+            st = cf_py_stream_wrap_any(device, stream, &s);
             if (st == CF_OK)
                 st = cf_stream_wait_stream(legacy, s);
             cf_stream_free(s);
@@ -853,7 +855,7 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
     } else if (sync && has_stream) {
         /* CAI v3: the consumer synchronises on the producer's stream before using the data. */
         cf_stream *s = NULL;
-        st = cf_stream_wrap(device, stream, &s);
+        st = cf_py_stream_wrap_any(device, stream, &s); /* the stream's own device (above) */
         if (st == CF_OK) {
             Py_BEGIN_ALLOW_THREADS
             st = cf_stream_synchronize(s);

@@ -103,6 +103,11 @@ CF_API cf_status cf_stream_default(int device, cf_stream **out);
 /* Wrap a CUstream made elsewhere (handle as an integer; 0 = legacy default, 1 = legacy, 2 = per
  * thread). The stream must belong to `device`'s primary context. */
 CF_API cf_status cf_stream_wrap(int device, uintptr_t handle, cf_stream **out);
+/* The device a CUstream handle belongs to (its context's), read without changing the thread's
+ * current context; -1 for the handles 0, 1 and 2 (the default streams of whichever context is
+ * current). For wrapping another library's stream with cf_stream_wrap when it may be another
+ * device's than the data's (CuPy's array interface names its current device's stream). */
+CF_API cf_status cf_stream_handle_device(uintptr_t handle, int *device);
 /* No-op on NULL. */
 CF_API void cf_stream_free(cf_stream *s);
 CF_API uintptr_t cf_stream_handle(const cf_stream *s);

@@ -152,6 +152,31 @@ static void test_work_on_device_1_is_undone(void)
     run_fresh_thread(1);
 }
 
+static void test_stream_handle_device(void)
+{
+    int d = 7;
+    CHECK_STATUS(cf_stream_handle_device(0, NULL), CF_ERR_INVALID);
+    NEED_GPU();
+    for (uintptr_t h = 0; h <= 2; h++) {
+        CHECK_OK(cf_stream_handle_device(h, &d));
+        CHECK(d == -1);
+    }
+    int n = 0;
+    CHECK_OK(cf_device_count(&n));
+    CHECK_OK(cf_device_set(0));
+    CUcontext ctx0 = current();
+    for (int k = 0; k < n && k < 4; k++) {
+        cf_stream *s = NULL;
+        CHECK_OK(cf_stream_create(k, &s));
+        cf_context_restore();
+        CHECK_OK(cf_stream_handle_device(cf_stream_handle(s), &d));
+        CHECK(d == k);
+        CHECK(current() == ctx0); /* read without moving the thread's context */
+        cf_stream_free(s);
+        cf_context_restore();
+    }
+}
+
 static void test_device_set_is_kept(void)
 {
     NEED_TWO_GPUS();
@@ -175,5 +200,6 @@ int main(void)
     RUN(test_a_thread_without_context_keeps_its_devices);
     RUN(test_work_on_device_1_is_undone);
     RUN(test_device_set_is_kept);
+    RUN(test_stream_handle_device);
     return SUMMARY();
 }

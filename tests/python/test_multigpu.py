@@ -511,6 +511,15 @@ def test_cupy_arrays_on_device_1():
     with cp.cuda.Device(1), s:
         r2 = hypot(x, x)                                     # CuPy's stream of device 1
         s.synchronize()
+    with cp.cuda.Device(0):
+        s0 = cp.cuda.Stream(non_blocking=True)
+        with s0:
+            # CuPy's array interface names its current device's stream (s0, device 0) for data
+            # on device 1: waited for across devices
+            r3 = hypot(x, x)
+            assert cp.cuda.runtime.getDevice() == 0
+        s0.synchronize()
+    np.testing.assert_allclose(r3.get(), np.hypot(x.get(), x.get()), rtol=1e-6)
     want = np.hypot(x.get(), x.get())
     np.testing.assert_allclose(r.get(), want, rtol=1e-6)
     np.testing.assert_allclose(r2.get(), want, rtol=1e-6)
