@@ -50,7 +50,10 @@ $PY -m pip install -q --no-build-isolation --no-deps . > "$OUT/build.log" 2>&1 |
 
 step "C: test_context"
 timeout 60 build/cmake/test_context > "$OUT/test_context.log" 2>&1; c=$?
-grep -E "FAIL|SKIP|tests," "$OUT/test_context.log"; [ $c -eq 0 ] || [ $c -eq 77 -a "$ngpu" -lt 2 ] || rc=1
+grep -E "FAIL|SKIP|tests," "$OUT/test_context.log"
+# 77 (some skipped) is expected with one GPU; with two, only a driver without cuCtxCreate_v2 may skip
+if [ $c -ne 0 ] && ! { [ $c -eq 77 ] && { [ "$ngpu" -lt 2 ] ||
+     ! grep -qE "SKIP: (needs 2|no usable)" "$OUT/test_context.log"; }; }; then rc=1; fi
 
 step "pytest (multi-GPU tests; ufunc.at and captures touched by the fixes)"
 req=(); [ "$ngpu" -ge 2 ] && req=(env CUFUNC_REQUIRE_GPUS=2)
