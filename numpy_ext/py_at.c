@@ -115,6 +115,7 @@ static PyObject *py_at_launch(PyObject *self, PyObject *args)
     cf_status st;
     Py_BEGIN_ALLOW_THREADS
     st = cf_at_launch(at, &c, s, device);
+    cf_context_restore(); /* the thread's current device as the caller left it (runtime.h) */
     Py_END_ALLOW_THREADS
     if (st) {
         cf_py_fail(st, NULL);

@@ -504,6 +504,7 @@ PyObject *cf_py_call_run(cf_py_call *c)
 done:
     Py_CLEAR(c->result);
     cf_py_call_clear(c);
+    cf_context_restore(); /* the thread's current device as the caller left it (runtime.h) */
     return result;
 }
 

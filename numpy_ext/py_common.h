@@ -110,6 +110,10 @@ PyObject *cf_py_stream_resolve(PyObject *arg, int device, const char *argname);
 /* The cf_stream to order work on for a resolved stream (a Stream or None): None gives the device's
  * legacy default stream (a wrapper cached for the life of the process). Borrowed. */
 int cf_py_stream_get(PyObject *resolved, int device, cf_stream **out);
+/* cf_stream_wrap on `device`, or, when the handle belongs to another device, on that one (another
+ * library's current stream may be another device's than the data's: a wait across devices).
+ * cf_status; the first failure's message when neither fits. */
+cf_status cf_py_stream_wrap_any(int device, uintptr_t handle, cf_stream **out);
 /* New Stream objects. */
 PyObject *cf_py_stream_new_created(int device);
 PyObject *cf_py_stream_new_default(int device);

@@ -187,6 +187,7 @@ static PyObject *py_mem_trim(PyObject *self, PyObject *args)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     st = cf_mem_trim(device);
+    cf_context_restore(); /* another device's trim leaves the current one as it was */
     Py_END_ALLOW_THREADS
     if (st != CF_OK)
         return cf_py_raise(st, "mem_trim");

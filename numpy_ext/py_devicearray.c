@@ -103,6 +103,7 @@ static void allocation_dealloc(CfPyAllocation *self)
                 cf_py_stream_order_after(s, on, self->pending, self->device) < 0)
                 PyErr_Clear();
             st = cf_mem_free(s, self->ptr);
+            cf_context_restore(); /* a collected array of another device (runtime.h) */
             if (st != CF_OK && st != CF_ERR_FORK && !cf_py_is_finalizing()) {
                 cf_py_raise(st, "freeing device memory");
                 PyErr_WriteUnraisable((PyObject *)self);
@@ -168,6 +169,7 @@ static CfPyAllocation *allocation_new_ex(size_t nbytes, int device, PyObject *st
     if (cf_py_stream_get(stream, device, &s) < 0)
         return NULL;
     st = ipc ? cf_mem_alloc_ipc(s, nbytes, &ptr) : cf_mem_alloc(s, nbytes, &ptr);
+    cf_context_restore(); /* memory of another device than the current one (runtime.h) */
     if (st == CF_ERR_DEVICE_NOMEM || st == CF_ERR_NOMEM) {
         /* The message must name the size asked for; the core's does, this makes sure. */
         char human[32], digits[32];
@@ -327,6 +329,7 @@ static int memcpy_htod(cf_stream *s, uint64_t dst, const void *src, size_t n, in
     cf_status st;
     Py_BEGIN_ALLOW_THREADS
     st = cf_memcpy_htod(s, dst, src, n, sync);
+    cf_context_restore(); /* the array's device may not be the current one (runtime.h) */
     Py_END_ALLOW_THREADS
     return st == CF_OK ? 0 : cf_py_fail(st, "copy to device");
 }
@@ -336,6 +339,7 @@ static int memcpy_dtoh(cf_stream *s, void *dst, uint64_t src, size_t n, int sync
     cf_status st;
     Py_BEGIN_ALLOW_THREADS
     st = cf_memcpy_dtoh(s, dst, src, n, sync);
+    cf_context_restore();
     Py_END_ALLOW_THREADS
     return st == CF_OK ? 0 : cf_py_fail(st, "copy to host");
 }
@@ -451,6 +455,7 @@ static int copy_d2d(const cf_array *dst, const cf_array *src, cf_stream *s)
             return 0;
         if (!cf_array_may_overlap(dst, src)) {
             st = cf_memcpy_dtod(s, dst->data, src->data, (size_t)nbytes);
+            cf_context_restore();
             return st == CF_OK ? 0 : cf_py_fail(st, "device-to-device copy");
         }
     }
@@ -842,7 +847,9 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
             cf_stream *legacy, *s = NULL;
             if (cf_py_stream_get(NULL, device, &legacy) < 0)
                 return -1;
-            st = cf_stream_wrap(device, stream, &s);
+            /* CuPy names its current device's stream, which may be another device's than the
+             * data's: waited for across devices */
+            st = cf_py_stream_wrap_any(device, stream, &s);
             if (st == CF_OK)
                 st = cf_stream_wait_stream(legacy, s);
             cf_stream_free(s);
@@ -852,7 +859,7 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
     } else if (sync && has_stream) {
         /* CAI v3: the consumer synchronises on the producer's stream before using the data. */
         cf_stream *s = NULL;
-        st = cf_stream_wrap(device, stream, &s);
+        st = cf_py_stream_wrap_any(device, stream, &s); /* the stream's own device (above) */
         if (st == CF_OK) {
             Py_BEGIN_ALLOW_THREADS
             st = cf_stream_synchronize(s);

@@ -131,7 +131,8 @@ static int order_for_consumer(CfPyDeviceArray *a, long long consumer)
         return 0;
     if (cf_py_stream_get(pending, a->view.device, &ours) < 0)
         return -1;
-    st = cf_stream_wrap(a->view.device, (uintptr_t)consumer, &theirs);
+    /* a consumer's stream of another device waits across devices */
+    st = cf_py_stream_wrap_any(a->view.device, (uintptr_t)consumer, &theirs);
     if (st == CF_OK)
         st = cf_stream_wait_stream(theirs, ours);
     cf_stream_free(theirs);

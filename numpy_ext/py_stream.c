@@ -45,6 +45,16 @@ int cf_py_stream_get(PyObject *resolved, int device, cf_stream **out)
     return 0;
 }
 
+cf_status cf_py_stream_wrap_any(int device, uintptr_t handle, cf_stream **out)
+{
+    int other = -1;
+    cf_status st = cf_stream_wrap(device, handle, out);
+    if (st != CF_ERR_INVALID || cf_stream_handle_device(handle, &other) != CF_OK || other < 0 ||
+        other == device)
+        return st; /* the common case costs nothing more */
+    return cf_stream_wrap(other, handle, out);
+}
+
 /* ---- the Stream type ------------------------------------------------------------------------- */
 
 static PyObject *stream_new_from(cf_stream *s, int device, int kind, PyObject *keepalive)

@@ -726,8 +726,10 @@ static PyObject *ufunc_vectorcall(PyObject *self, PyObject *const *args, size_t 
     if (ov != 0)
         return ov > 0 ? r : NULL;
     r = ufunc_fast((CfPyUFunc *)self, args, PyVectorcall_NARGS(nargsf), kwnames, &handled);
-    if (handled)
+    if (handled) {
+        cf_context_restore(); /* as the pipeline does (runtime.h): a flag test on one device */
         return r;
+    }
     uf_call c;
     if (parse_call((CfPyUFunc *)self, args, PyVectorcall_NARGS(nargsf), kwnames, &c, 0) < 0)
         return NULL;

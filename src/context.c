@@ -6,6 +6,15 @@
  * another library still uses it would tear it down under them.
  *
  * The "current device" is per thread, as in the CUDA runtime; it starts at 0.
+ *
+ * Working on a device means making its primary context current on the calling thread (the driver
+ * needs it), which is also what the CUDA runtime reads as the thread's current device. So that a
+ * cufunc call on device 1 does not move CuPy's, PyTorch's or Numba's current device under them
+ * (other libraries set and restore it around each operation), cf_context_enter remembers the
+ * context that was current before it first switched, and cf_context_restore puts it back: the
+ * Python layer calls it when a call ends; a C program calls it when it wants its own current
+ * context back. Both are thread-local bookkeeping: nothing to do, and no driver call, when no
+ * switch happened (one GPU, or work on the current device).
  */
 #include "context.h"
 
@@ -27,6 +36,8 @@ static CUcontext primary[CF_MAX_DEVICES];
 static int props_loaded[CF_MAX_DEVICES];
 static cf_device_props props[CF_MAX_DEVICES];
 static _Thread_local int tls_device;
+static _Thread_local int tls_switched;      /* cf_context_enter changed the current context */
+static _Thread_local CUcontext tls_outer;   /* the one current before that first change */
 
 /* The one message for "the driver works and sees no GPU". Callers of the Python layer prefix it
  * with the user's call ("hypot: no CUDA device: ..."). */
@@ -118,9 +129,30 @@ cf_status cf_context_enter(int device)
      * (cuCtxGetCurrent is a thread-local read inside the driver). */
     CUcontext cur = NULL;
     CF_CU_TRY(cf_drv.cuCtxGetCurrent(&cur));
-    if (cur != ctx)
+    if (cur != ctx) {
         CF_CU_TRY(cf_drv.cuCtxSetCurrent(ctx));
+        if (!tls_switched) {
+            tls_outer = cur;
+            tls_switched = 1;
+        }
+    }
     return CF_OK;
+}
+
+void cf_context_restore(void)
+{
+    if (!tls_switched)
+        return;
+    tls_switched = 0;
+    CUcontext cur = NULL;
+    if (cf_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur == tls_outer)
+        return;
+    /* No context was current: the CUDA runtime would make the primary context of the thread's
+     * device current at its first call, so that one may stay (and cufunc's next call on this
+     * thread then costs no switch); another device's is undone. */
+    if (!tls_outer && tls_device >= 0 && tls_device < CF_MAX_DEVICES && cur == primary[tls_device])
+        return;
+    cf_drv.cuCtxSetCurrent(tls_outer);
 }
 
 static cf_status load_props(int device)
@@ -203,27 +235,36 @@ cf_status cf_device_set(int device)
     if (st)
         return st;
     tls_device = device;
+    tls_switched = 0; /* a chosen context: cf_context_restore keeps it */
     return CF_OK;
+}
+
+/* Asking about another device leaves the thread's current context as it was. */
+static cf_status leave(int had_switched, cf_status st)
+{
+    if (!had_switched)
+        cf_context_restore();
+    return st;
 }
 
 cf_status cf_device_synchronize(int device)
 {
+    int had = tls_switched;
     cf_status st = cf_context_enter(device);
     if (st)
         return st;
-    CF_CU_TRY(cf_drv.cuCtxSynchronize());
-    return CF_OK;
+    return leave(had, cf_cu_check(cf_drv.cuCtxSynchronize(), "cuCtxSynchronize"));
 }
 
 cf_status cf_device_mem_info(int device, size_t *free_bytes, size_t *total_bytes)
 {
     if (!free_bytes || !total_bytes)
         return cf_error_set(CF_ERR_INVALID, "cf_device_mem_info: NULL output");
+    int had = tls_switched;
     cf_status st = cf_context_enter(device);
     if (st)
         return st;
-    CF_CU_TRY(cf_drv.cuMemGetInfo(free_bytes, total_bytes));
-    return CF_OK;
+    return leave(had, cf_cu_check(cf_drv.cuMemGetInfo(free_bytes, total_bytes), "cuMemGetInfo"));
 }
 
 cf_status cf_pointer_device(uint64_t ptr, int *device)

@@ -139,6 +139,36 @@ cf_status cf_stream_wrap(int device, uintptr_t handle, cf_stream **out)
     return new_wrapper(device, h, 0, out);
 }
 
+cf_status cf_stream_handle_device(uintptr_t handle, int *device)
+{
+    if (!device)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_handle_device: device is NULL");
+    *device = -1;
+    cf_status st = cf_init();
+    if (st || handle <= 2)
+        return st; /* the default streams belong to whichever context is current */
+    CUcontext theirs = NULL, mine = NULL;
+    CUresult r = cf_drv.cuStreamGetCtx((CUstream)handle, &theirs);
+    if (r != CUDA_SUCCESS) {
+        cf_cu_check(r, "cuStreamGetCtx");
+        return cf_error_prefix("cf_stream_handle_device: handle 0x%llx is not a usable CUDA stream",
+                               (unsigned long long)handle);
+    }
+    CF_CU_TRY(cf_drv.cuCtxGetCurrent(&mine));
+    /* the context's device is read with the context current; the caller's is put back at once
+     * (no cf_context_enter: nothing for cf_context_restore to undo) */
+    if (theirs != mine)
+        CF_CU_TRY(cf_drv.cuCtxSetCurrent(theirs));
+    CUdevice d = -1;
+    r = cf_drv.cuCtxGetDevice(&d);
+    if (theirs != mine)
+        cf_drv.cuCtxSetCurrent(mine);
+    if (r != CUDA_SUCCESS)
+        return cf_cu_check(r, "cuCtxGetDevice");
+    *device = (int)d;
+    return CF_OK;
+}
+
 /* Frees the wrapper; destroys the stream only if cf_stream_create made it. */
 static void (*_Atomic destroy_hooks[CF_STREAM_MAX_HOOKS])(cf_stream *);
 static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -63,6 +63,14 @@ CF_API cf_status cf_device_props_get(int device, cf_device_props *out);
 CF_API cf_status cf_device_get(int *device);
 /* Retain the device's primary context (once per process) and make it current on this thread. */
 CF_API cf_status cf_device_set(int device);
+/* Several GPUs. A function that works on device k (its `device` argument, the device of its stream
+ * or of its arrays, never the current device) makes k's primary context current on the calling
+ * thread, which the CUDA runtime (CuPy, PyTorch) reads as the thread's current device. This puts
+ * back the context that was current before the first such switch since the last cf_device_set or
+ * cf_context_restore on this thread (a thread-local flag: no driver call when nothing switched).
+ * Call it after work on another device than the current one when the thread also uses the CUDA
+ * runtime; the Python package calls it at the end of every call. Never fails. */
+CF_API void cf_context_restore(void);
 /* Wait for all work on the device (cuCtxSynchronize in its primary context). */
 CF_API cf_status cf_device_synchronize(int device);
 /* Free and total memory of the device, bytes. */
@@ -95,6 +103,11 @@ CF_API cf_status cf_stream_default(int device, cf_stream **out);
 /* Wrap a CUstream made elsewhere (handle as an integer; 0 = legacy default, 1 = legacy, 2 = per
  * thread). The stream must belong to `device`'s primary context. */
 CF_API cf_status cf_stream_wrap(int device, uintptr_t handle, cf_stream **out);
+/* The device a CUstream handle belongs to (its context's), read without changing the thread's
+ * current context; -1 for the handles 0, 1 and 2 (the default streams of whichever context is
+ * current). For wrapping another library's stream with cf_stream_wrap when it may be another
+ * device's than the data's (CuPy's array interface names its current device's stream). */
+CF_API cf_status cf_stream_handle_device(uintptr_t handle, int *device);
 /* No-op on NULL. */
 CF_API void cf_stream_free(cf_stream *s);
 CF_API uintptr_t cf_stream_handle(const cf_stream *s);

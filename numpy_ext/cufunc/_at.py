@@ -46,6 +46,25 @@ def _engine(spec):
     return e
 
 
+def _upload(ary, device):
+    """A host array copied to ``device`` (the updated array's), whatever the thread's current
+    device is: the kernel runs on the array's device and reads its indices and values there."""
+    cur = _core.get_device()
+    if cur == device:
+        return _core.to_device(ary)
+    _core.set_device(device)
+    try:
+        return _core.to_device(ary)
+    finally:
+        _core.set_device(cur)
+
+
+def _same_device(a, other, what):
+    if other.device_id != a.device_id:
+        raise ValueError("ufunc.at: the %s are on device %d, but the array is on device %d (copy "
+                         "them to device %d)" % (what, other.device_id, a.device_id, a.device_id))
+
+
 def _reaches(src, dst):
     """NumPy's safe cast, with NEP 50 for a Python scalar type (src int/float/complex)."""
     if src is int or src is float or src is complex:   # by identity (dtype == float holds)
@@ -149,6 +168,7 @@ def ufunc_at(uf, a, indices, b=None):
         raise ValueError("ufunc.at: the array is read-only")
     shape, strides = tuple(a.shape), tuple(a.strides)
     if type(indices) is _DA:
+        _same_device(a, indices, "indices")
         keep_ix, ishape = _device_index(indices)
         k = 1
         if not shape:
@@ -164,6 +184,7 @@ def ufunc_at(uf, a, indices, b=None):
     b_key, b_dev, b_index, b_inner = a.dtype, None, 0, 0
     if uf.nin == 2:
         if type(b) is _DA:
+            _same_device(a, b, "values")
             b_key = b.dtype
         elif type(b) in _WEAK:
             b_key = type(b)
@@ -188,7 +209,7 @@ def ufunc_at(uf, a, indices, b=None):
                 hb = hb.reshape(1)
             elif hb.shape != full:
                 hb = np.ascontiguousarray(np.broadcast_to(hb, full))
-            b = _core.to_device(np.ascontiguousarray(hb))
+            b = _upload(np.ascontiguousarray(hb), a.device_id)
         if np.broadcast_shapes(b.shape, full) != full:
             raise ValueError("ufunc.at: values of shape %s cannot be broadcast to %s"
                              % (b.shape, full))
@@ -209,7 +230,7 @@ def ufunc_at(uf, a, indices, b=None):
     mode = _core._at_pick_mode(op, 1 if same else 0, a.dtype.name)
     if nindex == 0 or inner == 0:
         return None
-    ix_dev = keep_ix if type(keep_ix) is _DA else _core.to_device(keep_ix)
+    ix_dev = keep_ix if type(keep_ix) is _DA else _upload(keep_ix, a.device_id)
     t = [types[0].name, types[1].name if uf.nin == 2 else types[0].name, out_t.name]
     call = (uf.nin, tuple(t), a.ptr, a.dtype.name, extent, inner, a_index, a_inner, ix_dev.ptr,
             ix_dev.dtype.name, nindex, b_dev.ptr if b_dev is not None else 0,

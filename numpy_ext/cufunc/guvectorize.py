@@ -203,6 +203,11 @@ class GPUGUFunc(_core.GUFunc):
             return self.kernel_source(*args, **kwargs)
         return "\n".join(loop[2] for loop in self.loops)
 
+    def __reduce__(self):
+        """Pickled as its Python function and type list (Dask's workers; cufunc/_pickle.py)."""
+        from . import _pickle
+        return _pickle.reduce(self, "gufunc")
+
     @property
     def signatures(self):
         """The loops as Numba writes type lists: 'void(float32[:], float32[:])'."""
@@ -296,6 +301,7 @@ def _build(pyfunc, ftylist, layout, fastmath):
     for spec in specs:
         gu.add_loop(*spec)
     gu.py_func = pyfunc
+    gu._cf_remake = (pyfunc, list(ftylist), layout, fastmath)  # what pickling sends
     gu.__doc__ = doc  # the instance's, over the class docstring
     functools.update_wrapper(gu, pyfunc, assigned=("__module__", "__qualname__"), updated=())
     return gu

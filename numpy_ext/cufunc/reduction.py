@@ -127,7 +127,10 @@ class Reduce(_Base):
         self.__doc__ = getattr(self.py_func, "__doc__", None)
 
     def __reduce__(self):
-        return (Reduce, (self.functor,))
+        # by its function, with the source lines a process without the file needs (Dask's
+        # workers: cufunc/_pickle.py)
+        from . import _pickle
+        return _pickle.reduce_reducer(self)
 
 
 def reduce(functor, **options):

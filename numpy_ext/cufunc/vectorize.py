@@ -88,6 +88,11 @@ class GPUUFunc(_core.UFunc):
             return self.kernel_source(*inputs)
         return "\n".join(loop[1] for loop in self.loops)
 
+    def __reduce__(self):
+        """Pickled as its Python function and signatures (Dask's workers; cufunc/_pickle.py)."""
+        from . import _pickle
+        return _pickle.reduce(self, "ufunc")
+
     def at(self, a, indices, b=None):
         """Unbuffered in-place ``a[indices] = self(a[indices], b)`` on a DeviceArray, repeated
         indices accumulating (as np.add.at); see cufunc._at for the method used per type."""
@@ -173,6 +178,7 @@ def _build(pyfunc, signatures, identity, fastmath):
     for spec in specs:
         uf.add_loop(*spec)
     uf.py_func = pyfunc
+    uf._cf_remake = (pyfunc, list(signatures), identity, fastmath)  # what pickling sends
     functools.update_wrapper(uf, pyfunc, assigned=("__module__", "__qualname__"), updated=())
     return uf
 

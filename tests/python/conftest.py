@@ -15,6 +15,13 @@ import time
 import pytest
 
 REQUIRE_GPU = os.environ.get("CUFUNC_REQUIRE_GPU", "") == "1"
+# The multi-GPU machine's run sets CUFUNC_REQUIRE_GPUS=2 (or 4): a test marked gpus(n) then fails
+# when fewer than n GPUs are visible, instead of skipping (CUFUNC_REQUIRE_GPU=1 alone does not
+# ask for several: on a one-GPU machine those tests skip, visibly, and the rest must pass).
+try:
+    REQUIRE_GPUS = int(os.environ.get("CUFUNC_REQUIRE_GPUS", "0") or 0)
+except ValueError:
+    REQUIRE_GPUS = 0
 
 # JAX takes 75% of the GPU's memory when it starts, and keeps it: under pytest -n the worker that
 # ran a JAX test held 60 GiB of an 80 GB card (105 GiB of an H200's 139: the drop CUFUNC_TEST_MEMLOG
@@ -53,12 +60,38 @@ def require_gpu():
     pytest.skip("needs a CUDA GPU: %s" % reason)
 
 
+def gpu_count():
+    """How many GPUs cufunc sees (0 without a usable one)."""
+    if not gpu_state()[0]:
+        return 0
+    from cufunc import _env
+    return _env.core.device_count()
+
+
+def require_gpus(n):
+    """Skip (or fail: no GPU at all under CUFUNC_REQUIRE_GPU=1, fewer than n under
+    CUFUNC_REQUIRE_GPUS >= n) unless at least n GPUs are usable."""
+    require_gpu()
+    have = gpu_count()
+    if have >= n:
+        return
+    why = "needs %d CUDA GPUs, %d visible (CUDA_VISIBLE_DEVICES=%s)" % (
+        n, have, os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+    if REQUIRE_GPUS >= n:
+        pytest.fail("CUFUNC_REQUIRE_GPUS=%d but the test %s" % (REQUIRE_GPUS, why), pytrace=False)
+    pytest.skip(why)
+
+
 def pytest_configure(config):
     # Also declared in pyproject.toml; repeated here so the marker exists under any rootdir.
     config.addinivalue_line(
         "markers",
         "gpu: needs a CUDA GPU (skipped without one, unless CUFUNC_REQUIRE_GPU=1, which makes it "
         "fail)")
+    config.addinivalue_line(
+        "markers",
+        "gpus(n): needs n CUDA GPUs (skipped with fewer, unless CUFUNC_REQUIRE_GPUS >= n; implies "
+        "gpu)")
     config.addinivalue_line(
         "markers",
         "exclusive: takes the whole GPU (fills its memory): never run beside other GPU work; "
@@ -68,6 +101,9 @@ def pytest_configure(config):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("gpu") is not None:
         require_gpu()
+    several = item.get_closest_marker("gpus")
+    if several is not None:
+        require_gpus(several.args[0] if several.args else 2)
 
 
 @pytest.fixture
@@ -105,7 +141,9 @@ def _return_kept_gpu_memory(request):
         except Exception:  # noqa: BLE001
             pass
     from cufunc import _env
-    _env.core.mem_trim(0)
+    for device in range(_env.core.device_count() if request.node.get_closest_marker("gpus")
+                        else 1):
+        _env.core.mem_trim(device)
 
 
 # ---- where a parallel GPU run's memory went (opt-in) ---------------------------------------------
