@@ -49,6 +49,7 @@
 #define GU_MAX_FLAT_TILE 1024 /* iterations per tile when every staged core is flat */
 #define GU_FLAT_BUDGET 32768  /* shared memory of such a tile: >= 6 blocks per SM on Hopper */
 #define GU_FLAT_THREADS 256   /* their block: a thread runs tile / 256 iterations */
+#define GU_MAX_REG_ROW 64     /* out= cores of flat outputs up to this size: read per thread */
 
 _Static_assert(CF_GU_LOOP_NDIM == CF_GUFUNC_MAX_LOOP_NDIM, "loop ndim of the kernel parameters");
 _Static_assert(CF_GU_CORE_NDIM == CF_GUFUNC_MAX_CORE_NDIM, "core ndim of the kernel parameters");
@@ -540,17 +541,13 @@ static int loop_packed(const cf_gufunc_plan *p, int i, int64_t row)
  * reads elements (a 4x4 matmul's columns of B: 48 of its 64 loads stay scalar), and a pitch of odd
  * 16-byte units would put 4 lanes on each bank; their copies then go in element units (cp.async
  * of 4 bytes, 128 bytes per warp access: still coalesced). */
-static int stage_operand(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_plan *p, int i,
-                         int64_t row, int uniform, unsigned fresh_outputs)
+static int stage_operand(const cf_operand *ops, cf_gufunc_plan *p, int i, int64_t row,
+                         int uniform)
 {
     const cf_array *a = &ops[i].array;
     int unit = copy_unit(a->dtype), A = unit > 4 ? unit : 4;
     int flat = !uniform && small_staging_on() && loop_packed(p, i, row) &&
                (row < GU_MIN_STAGE_ROW || (row % 16 == 0 && row <= GU_MAX_FLAT_ROW));
-    /* out= outputs are read in first (the body may read them, or write part of a core): for a
-     * core under a sector that costs a third more traffic, more than the in-place writes cost */
-    if (flat && i >= g->nin && row < GU_MIN_STAGE_ROW && !(fresh_outputs & (1u << (i - g->nin))))
-        flat = 0;
     if (!flat && row < GU_MIN_STAGE_ROW)
         return 0;
     int64_t pitch = round_up(row, A);
@@ -635,8 +632,7 @@ static void choose_tile(const cf_operand *ops, cf_gufunc_plan *p)
 }
 
 /* Choose which operands to stage and the tile size. */
-static void plan_staging(const cf_gufunc *g, const cf_operand *ops, unsigned fresh_outputs,
-                         cf_gufunc_plan *p)
+static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_plan *p)
 {
     p->staged = 0;
     p->tile = 0;
@@ -669,7 +665,7 @@ static void plan_staging(const cf_gufunc *g, const cf_operand *ops, unsigned fre
             uniform &= p->loop_strides[i][k] == 0;
         if (uniform && i >= g->nin)
             continue; /* an output every iteration writes: left to the caller's checks */
-        stage_operand(g, ops, p, i, row, uniform, fresh_outputs);
+        stage_operand(ops, p, i, row, uniform);
     }
     choose_tile(ops, p);
 }
@@ -826,10 +822,16 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
             goto done;
         }
     }
-    plan_staging(g, ops, fresh_outputs, p);
-    for (int o = 0; o < g->nout; o++)
-        if (p->kind[g->nin + o] == 'G')
-            p->load_output[g->nin + o] = !(fresh_outputs & (1u << o));
+    plan_staging(g, ops, p);
+    /* an out= core is read in first (the body may read it, or write only part of it): by each
+     * thread into an array of its own when at most GU_MAX_REG_ROW bytes of a flat tile (2: the
+     * array lives in registers and the compiler drops the reads when the body overwrites every
+     * element first, as a matmul or a cross product does), else by the tile's copy (1) */
+    for (int o = 0; o < g->nout; o++) {
+        int i = g->nin + o;
+        if (p->kind[i] == 'G' && !(fresh_outputs & (1u << o)))
+            p->load_output[i] = p->flat[i] && p->row_bytes[i] <= GU_MAX_REG_ROW ? 2 : 1;
+    }
 done:
     cf_free(loop_views);
     cf_free(pl);
@@ -889,7 +891,7 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         for (int i = 0; i < nops; i++) {
             if (p->kind[i] != 'G' && p->kind[i] != 'U')
                 continue;
-            int ld = p->kind[i] == 'G' && (i < g->nin || p->load_output[i]);
+            int ld = p->kind[i] != 'G' ? 0 : i < g->nin ? 1 : p->load_output[i];
             cf_strbuf_printf(&b, "#define CF_GU_STAGE_%d %lld, %lld, %lld, %d, %d, %lld, %d, (",
                              i, (long long)p->row_bytes[i], (long long)p->pitch[i],
                              (long long)p->smem_offset[i], p->copy_width[i], ld,

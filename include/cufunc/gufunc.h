@@ -126,7 +126,8 @@ typedef struct cf_gufunc_plan {
     /* Staged operands: bytes of one core, bytes between iterations in shared memory (padded so that
      * threads reading their own rows hit distinct banks), offset of the region, the width of the
      * copies (16: vector loads of whole aligned rows; else the element or component size), and
-     * whether an output is read in before the body runs (out= given: the body may read it). */
+     * whether an output is read in before the body runs (out= given: the body may read it; 1 by
+     * the tile's copy, 2 by each thread into registers, flat cores of at most 64 bytes). */
     int64_t row_bytes[CF_SIG_MAX_ARGS], pitch[CF_SIG_MAX_ARGS], smem_offset[CF_SIG_MAX_ARGS];
     int copy_width[CF_SIG_MAX_ARGS];
     unsigned char load_output[CF_SIG_MAX_ARGS];

@@ -18,7 +18,8 @@
  *   CF_GU_STAGE_<i>  per staged operand (G, U): ROW, PITCH, SOFF, W, LD, BASE, F, (DIMS): bytes of
  *                  a core, bytes between rows in shared memory, the region's offset, the copies'
  *                  width, LD 1 when the rows are read in first (inputs; outputs given by the
- *                  caller), the offset of the per-iteration base offsets (G, not flat), F 1 when
+ *                  caller), 2 when an output given by the caller is read in by each thread into
+ *                  an array of its own (CF_GU_REG_OUT), the offset of the per-iteration base offsets (G, not flat), F 1 when
  *                  the tile is one contiguous block copied flat (cf_gu_copy_flat; no base
  *                  offsets), the core's extents
  * A staged kernel whose tile is larger than its block (flat tiles of small cores) runs iterations
@@ -33,6 +34,13 @@
 #define CF_GU_DROP(...)
 #define CF_GU_IF_1 CF_GU_KEEP
 #define CF_GU_IF_0 CF_GU_DROP
+#define CF_GU_IF_2 CF_GU_DROP        /* LD 2: not read in by the copy, but per thread (ARG) */
+#define CF_GU_IF_REG_0 CF_GU_DROP
+#define CF_GU_IF_REG_1 CF_GU_DROP
+#define CF_GU_IF_REG_2 CF_GU_KEEP
+#define CF_GU_IF_NREG_0 CF_GU_KEEP
+#define CF_GU_IF_NREG_1 CF_GU_KEEP
+#define CF_GU_IF_NREG_2 CF_GU_DROP
 #define CF_GU_IF_FLAT_1 CF_GU_KEEP  /* a staged operand's F: a flat tile */
 #define CF_GU_IF_FLAT_0 CF_GU_DROP
 #define CF_GU_IF_NFLAT_1 CF_GU_DROP
@@ -121,10 +129,22 @@
     a##i.data = (char *)(p.op[i].ptr + off[i]);                                                     \
     CF_GU_CORE##C(a##i, i)
 #define CF_GU_ARG_G(i, C, L, S, X) CF_GU_CALL(CF_GU_ARG_G_, i, C, L, CF_GU_STAGE_##i)
-#define CF_GU_ARG_G_(i, C, L, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                  \
+#define CF_GU_ARG_G_(i, C, L, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                              \
     cf_array_ref<L, C> a##i;                                                                        \
-    a##i.data = (char *)(cf_smem + SOFF + r * PITCH##u);                                            \
+    CF_GU_IF_NREG_##LD(a##i.data = (char *)(cf_smem + SOFF + r * PITCH##u);)                        \
+    CF_GU_IF_REG_##LD(L cf_reg##i[ROW / sizeof(L)];                                                 \
+        cf_gu_reg_load<L, ROW / sizeof(L)>(cf_reg##i, p.op[i].ptr + (unsigned long long)(tile + r) *  \
+                                                      ROW##ull);                                    \
+        a##i.data = (char *)cf_reg##i;)                                                             \
     CF_GU_CALL2(CF_GU_FIX##C, a##i, (long long)sizeof(L), CF_GU_UNPAREN DIMS)
+/* LD 2 (an out= core of a flat output, at most 64 bytes): the body works on a per-thread array
+ * read in from the output first; when the body writes every element before reading any, that
+ * array lives in registers and the compiler drops the reads (nothing the body can observe is
+ * lost), else they stay: NumPy's out= semantics either way. After the body the array goes to the
+ * shared row, then out with the tile's coalesced copy. */
+#define CF_GU_REG_OUT(i, K, R, C, L, S, X) CF_GU_IF_G_##K(CF_GU_CALL(CF_GU_REG_OUT_, i, L, CF_GU_STAGE_##i))
+#define CF_GU_REG_OUT_(i, L, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                \
+    CF_GU_IF_REG_##LD(cf_gu_reg_store<L, ROW / sizeof(L)>(cf_smem + SOFF + r * PITCH##u, cf_reg##i);)
 #define CF_GU_ARG_U(i, C, L, S, X) CF_GU_CALL(CF_GU_ARG_U_, i, C, L, CF_GU_STAGE_##i)
 #define CF_GU_ARG_U_(i, C, L, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                  \
     cf_array_ref<L, C> a##i;                                                                        \
@@ -212,6 +232,7 @@ cf_gu(const __grid_constant__ cf_params p)
 #endif
             CF_GU_OPS(CF_GU_ARG)
             CF_GU_FN(CF_GU_REST(CF_GU_OPS(CF_GU_NAME)));
+            CF_GU_OPS(CF_GU_REG_OUT)
         }
 #if 0 CF_GU_OPS(CF_GU_ANY_OUT)
         __syncthreads();

@@ -200,6 +200,22 @@ __device__ __forceinline__ void cf_gu_copy_flat(unsigned char *s, unsigned long 
         for (unsigned b = nv * W + tid * TU; b < bytes; b += nthreads * TU)
             cf_gu_move<ROW, PITCH, TU, IN>(s, g, b);
 }
+/* A thread's own copy of an out= core (gu_kernel.cuh, LD 2): N elements of type L from global
+ * memory, and to its shared row after the body. Plain loads: the compiler may drop them. */
+template <typename L, int N>
+__device__ __forceinline__ void cf_gu_reg_load(L *r, unsigned long long g)
+{
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        r[k] = ((const L *)g)[k];
+}
+template <typename L, int N>
+__device__ __forceinline__ void cf_gu_reg_store(unsigned char *s, const L *r)
+{
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        ((L *)s)[k] = r[k];
+}
 #endif /* __CUDACC__ */
 
 #endif

@@ -642,10 +642,11 @@ static void test_plan_small(void)
     check_plan("cross fresh", &p, "GGG", "111", 512, 256);
     CHECK(p.pitch[0] == 12 && p.copy_width[0] == 16 && p.copy_width[2] == 16);
     CHECK(p.smem_bytes == 3 * 12 * 512 && p.load_output[2] == 0);
-    /* out= given: reading 12-byte cores in would cost a third more traffic; written in place */
+    /* out= given: the body may read it or write part of it, so it is read in, by each thread
+     * into registers (load_output 2: the compiler drops the reads a body makes dead) */
     plan_of(g, ops, has_out, 0, &p);
-    check_plan("cross out=", &p, "GGA", "110", 1024, 256);
-    CHECK(p.smem_bytes == 2 * 12 * 1024);
+    check_plan("cross out=", &p, "GGG", "111", 512, 256);
+    CHECK(p.smem_bytes == 3 * 12 * 512 && p.load_output[2] == 2);
     /* a[1:]: 12 bytes off 16-byte alignment (and off 8): element copies for that operand only */
     ops[0].array.data += 12;
     plan_of(g, ops, has_out, 1, &p);
@@ -738,7 +739,14 @@ static void test_plan_small(void)
     CHECK(p.pitch[0] == 68 && p.copy_width[0] == 4 && p.smem_bytes == 3 * 68 * 128);
     plan_of(g, ops, has_out, 0, &p); /* out= given: read in (the body may read it) */
     check_plan("matmul out=", &p, "GGG", "111", 128, 128);
-    CHECK(p.load_output[2] == 1);
+    CHECK(p.load_output[2] == 2); /* 64 bytes: into registers */
+    /* larger out= cores are read in by the tile's copy: (8, 8) float32 */
+    int64_t m8[3] = {1 << 16, 8, 8};
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 3, m8, 0x10000000 * (uint64_t)(o + 1));
+    plan_of(g, ops, has_out, 0, &p);
+    check_plan("matmul 8x8 out=", &p, "GGG", "111", 32, 128);
+    CHECK(p.load_output[2] == 1 && p.pitch[0] == 260);
     cf_gufunc_free(g);
 
     /* (2)->(2) and (3)->() float32 */
@@ -788,7 +796,7 @@ static void test_small_kernels_compile(void)
         const char *want;
     } cases[] = {
         {CF_FLOAT32, "cf_float32", 0, 1, "#define CF_GU_STAGE_0 12, 12, 0, 16, 1, 0, 1, (3)\n"},
-        {CF_FLOAT32, "cf_float32", 0, 0, "F(2, A, O, 1, cf_float32, cf_float32, 0)"},
+        {CF_FLOAT32, "cf_float32", 0, 0, "#define CF_GU_STAGE_2 12, 12, 12288, 16, 2, 0, 1, (3)\n"},
         {CF_FLOAT32, "cf_float32", 4, 1, "#define CF_GU_STAGE_0 12, 12, 0, 4, 1, 0, 1, (3)\n"},
         {CF_FLOAT64, "cf_float64", 8, 1, "#define CF_GU_STAGE_0 24, 24, 0, 8, 1, 0, 1, (3)\n"},
         {CF_INT32, "cf_int32", 0, 1, "#define CF_GU_TILE 512\n"},
@@ -811,7 +819,11 @@ static void test_small_kernels_compile(void)
     for (int o = 0; o < 3; o++)
         ops[o] = arr(CF_FLOAT32, 3, m, 0x10000000 * (uint64_t)(o + 1));
     check_kernel(g, ops, has_out, 1, "#define CF_GU_STAGE_2 64, 68, 17408, 4, 0, 0, 1, (4, 4)\n");
-    check_kernel(g, ops, has_out, 0, "#define CF_GU_STAGE_2 64, 68, 17408, 4, 1, 0, 1, (4, 4)\n");
+    check_kernel(g, ops, has_out, 0, "#define CF_GU_STAGE_2 64, 68, 17408, 4, 2, 0, 1, (4, 4)\n");
+    int64_t m8[3] = {1 << 16, 8, 8};
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 3, m8, 0x10000000 * (uint64_t)(o + 1));
+    check_kernel(g, ops, has_out, 0, "#define CF_GU_STAGE_2 256, 260, 16640, 4, 1, 0, 1, (8, 8)\n");
     for (int o = 0; o < 3; o++)
         ops[o] = arr(CF_FLOAT32, 3, big, 0x100000000ull * (uint64_t)(o + 1));
     check_kernel(g, ops, has_out, 1, "#define CF_GU_O long long\n");

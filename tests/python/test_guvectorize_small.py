@@ -128,12 +128,18 @@ def test_flat_plans_and_compile(dtype):
         assert len(image) > 0
 
 
-def test_flat_plan_not_for_an_out_given_small_core():
-    """out= contents of a 12-byte core would have to be read in (the body may read them): the
-    output is written in place instead, the inputs still flat."""
+def test_out_given_small_core_read_per_thread():
+    """out= contents must be visible to the body (it may read them, or write part of a core):
+    a flat output of at most 64 bytes is read by each thread into registers (LD 2), where the
+    compiler drops the reads a body overwrites first (the cross product: no global load left
+    but the inputs' cp.async); a body that writes part of its core keeps them."""
     x = np.ones((5000, 3), np.float32)
     src = cross.kernel_source(x, x, out=np.empty_like(x))
-    assert plan_of(src, 0) == ("G", True) and plan_of(src, 2)[0] == "A"
+    assert plan_of(src, 0) == ("G", True) and plan_of(src, 2) == ("G", True)
+    assert "#define CF_GU_STAGE_2 12, 12, 12288, 16, 2, 0, 1, (3)" in src
+    m = np.ones((5000, 4, 4), np.float32)
+    assert "#define CF_GU_STAGE_2 64, 68, 17408, 4, 2, 0, 1, (4, 4)" in matmul.kernel_source(
+        m, m, out=m.copy())
 
 
 def test_switch_off_plans_as_before():
