@@ -15,6 +15,9 @@
  *     rows are padded to an odd number of words so that the threads of a warp, each at the same
  *     index of its own row, hit distinct banks. Staged kernels are specialised on the core sizes
  *     (the shared layout is static), so the body's loops over them have constant trip counts.
+ *     A tile whose rows are one contiguous block of an operand (C-contiguous batches) is copied
+ *     flat (no per-iteration base offsets, 16-byte units whatever the core size, cp.async): this
+ *     is what stages cores under a sector (3-vectors), see stage_operand.
  * The body is the user's sequential Python: nothing about its meaning changes, only where its
  * array reads land.
  *

@@ -192,7 +192,8 @@ cf_gu(const __grid_constant__ cf_params p)
 #if CF_GU_TILE
     /* Staged: a block takes a tile of CF_GU_TILE iterations; its threads copy the tile's rows of
      * the staged operands into shared memory together (coalesced), thread k runs iteration k on
-     * them, and the output rows go back together. */
+     * them (and k + CF_GU_BLOCK, ... when the tile is larger than the block), and the output rows
+     * go back together. */
     __shared__ __align__(16) unsigned char cf_smem[CF_GU_SMEM];
     const unsigned tid = threadIdx.x;
     CF_GU_OPS(CF_GU_BASE_PTR)
