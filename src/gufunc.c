@@ -53,6 +53,7 @@
 #define GU_FLAT_BUDGET 32768  /* shared memory of such a tile: >= 6 blocks per SM on Hopper */
 #define GU_FLAT_THREADS 256   /* their block: a thread runs tile / 256 iterations */
 #define GU_MAX_REG_ROW 64     /* out= cores of flat outputs up to this size: read per thread */
+#define GU_MIN_FLAT_TILES 1024 /* tiles over 128 iterations only when the loop makes this many */
 
 _Static_assert(CF_GU_LOOP_NDIM == CF_GUFUNC_MAX_LOOP_NDIM, "loop ndim of the kernel parameters");
 _Static_assert(CF_GU_CORE_NDIM == CF_GUFUNC_MAX_CORE_NDIM, "core ndim of the kernel parameters");
@@ -596,12 +597,15 @@ static void flat_widths(const cf_operand *ops, cf_gufunc_plan *p)
 static void choose_tile(const cf_operand *ops, cf_gufunc_plan *p)
 {
     for (;;) {
-        int any = 0, all_flat = 1, tile = 0;
+        int any = 0, any_g = 0, all_flat = 1, tile = 0;
         for (int i = 0; i < p->nops; i++) {
             any |= p->kind[i] == 'G' || p->kind[i] == 'U';
-            if (p->kind[i] == 'G')
+            if (p->kind[i] == 'G') {
+                any_g = 1;
                 all_flat &= p->flat[i];
+            }
         }
+        all_flat &= any_g;
         if (!any)
             return;
         int max_tile = all_flat ? GU_MAX_FLAT_TILE : GU_MAX_TILE;
@@ -610,8 +614,11 @@ static void choose_tile(const cf_operand *ops, cf_gufunc_plan *p)
             if (layout_smem(p, t, NULL) <= budget)
                 tile = t;
         if (tile) {
-            /* no point in a tile much larger than the loop */
+            /* no point in a tile much larger than the loop; large flat tiles only while the
+             * loop still makes GU_MIN_FLAT_TILES of them (every multiprocessor busy) */
             while (tile > CF_GUFUNC_MIN_TILE && tile / 2 >= p->n)
+                tile /= 2;
+            while (all_flat && tile > GU_BLOCK && p->n / tile < GU_MIN_FLAT_TILES)
                 tile /= 2;
             p->tile = tile;
             widen_pitches(p, tile);

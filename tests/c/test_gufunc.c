@@ -485,7 +485,7 @@ static void test_plan_scalars(void)
     cf_gufunc_set_small_staging(1);
     plan_of(g, ops, has_out, 1, &p); /* ... unless the tile is a contiguous block (flat) */
     CHECK(p.kind[0] == 'G' && p.flat[0] && p.kind[1] == 'S' && p.kind[2] == 'G' && p.flat[2]);
-    CHECK(p.pitch[0] == 24 && p.copy_width[0] == 16 && p.tile == 512 && p.block_threads == 256);
+    CHECK(p.pitch[0] == 24 && p.copy_width[0] == 16 && p.tile == 128 && p.block_threads == 128);
     cf_gufunc_set_small_staging(was);
     /* a per-iteration scalar taken by value from memory; any dtype (converted in the kernel) */
     ops[1] = arr(CF_INT32, 1, as, 0x200000);
@@ -681,14 +681,16 @@ static void test_plan_small(void)
     ops[1].array.shape[0] = (1 << 20) - 1;
     plan_of(g, ops, has_out, 0, &p);
     CHECK(p.kind[0] == 'A' && p.kind[2] == 'A');
-    /* small loops: the tile shrinks to the loop (at least CF_GUFUNC_MIN_TILE, 128 threads) */
-    int64_t sizes[4] = {5, 255, 256, 257}, tiles[4] = {8, 256, 256, 512};
-    for (int k = 0; k < 4; k++) {
+    /* smaller loops: the tile shrinks to the loop (at least CF_GUFUNC_MIN_TILE, 128 threads),
+     * and tiles over 128 iterations only while the loop makes 1024 of them */
+    int64_t sizes[7] = {5, 255, 256, 257, 1 << 18, 1 << 19, (1 << 19) - 1};
+    int64_t tiles[7] = {8, 128, 128, 128, 256, 512, 256};
+    for (int k = 0; k < 7; k++) {
         int64_t sk[2] = {sizes[k], 3};
         for (int o = 0; o < 3; o++)
             ops[o] = arr(CF_FLOAT32, 2, sk, 0x10000000 * (uint64_t)(o + 1));
         plan_of(g, ops, has_out, 1, &p);
-        check_plan("cross small n", &p, "GGG", "111", (int)tiles[k], tiles[k] < 128 ? 128 : 256);
+        check_plan("cross small n", &p, "GGG", "111", (int)tiles[k], tiles[k] <= 128 ? 128 : 256);
     }
     /* one iteration: nothing to stage */
     int64_t one[1] = {3};
@@ -697,7 +699,7 @@ static void test_plan_small(void)
     plan_of(g, ops, has_out, 1, &p);
     CHECK(!p.staged && p.kind[0] == 'A');
     /* a 2-D loop with b broadcast over the outer axis: a and out are blocks, b is not */
-    int64_t s3[3] = {64, 1000, 3}, sb[2] = {1000, 3};
+    int64_t s3[3] = {64, 16384, 3}, sb[2] = {16384, 3};
     ops[0] = arr(CF_FLOAT32, 3, s3, 0x10000000);
     ops[1] = arr(CF_FLOAT32, 2, sb, 0x20000000);
     ops[2] = arr(CF_FLOAT32, 3, s3, 0x30000000);
@@ -758,7 +760,7 @@ static void test_plan_small(void)
     cf_dtype t2[2] = {CF_FLOAT32, CF_FLOAT32};
     int nd2[2] = {1, 1};
     g = make("swap2", "(n)->(n)", t2, nd2, SWAP2, "swap2");
-    int64_t v2[2] = {100000, 2};
+    int64_t v2[2] = {1 << 20, 2};
     ops[0] = arr(CF_FLOAT32, 2, v2, 0x10000000);
     ops[1] = arr(CF_FLOAT32, 2, v2, 0x20000000);
     plan_of(g, ops, has_out, 1, &p);
@@ -766,7 +768,7 @@ static void test_plan_small(void)
     CHECK(p.pitch[0] == 8 && p.copy_width[0] == 16 && p.smem_bytes == 2 * 8 * 1024);
     cf_gufunc_free(g);
     g = make_rowsum();
-    int64_t v3[2] = {100000, 3}, o3[1] = {100000};
+    int64_t v3[2] = {1 << 20, 3}, o3[1] = {1 << 20};
     ops[0] = arr(CF_FLOAT32, 2, v3, 0x10000000);
     ops[1] = arr(CF_FLOAT32, 1, o3, 0x20000000);
     plan_of(g, ops, has_out, 1, &p);
@@ -1024,7 +1026,7 @@ static void test_matmul_on_gpu(void)
 }
 
 /* Flat tiles on the GPU: the cross product over loops around the tile sizes (1, tile - 1, tile,
- * tile + 1, a large odd count), with a base off 16-byte alignment (a[1:]), a fresh output and a
+ * tile + 1, large odd counts), with a base off 16-byte alignment (a[1:]), a fresh output and a
  * loaded one, against the same float32 arithmetic on the host; flat and not (the A/B switch). */
 static void test_cross_on_gpu(void)
 {
@@ -1032,7 +1034,7 @@ static void test_cross_on_gpu(void)
     cf_stream *s = NULL;
     CHECK_OK(cf_stream_create(0, &s));
     cf_gufunc *g = make_cross(CF_FLOAT32, "cf_float32");
-    enum { NMAX = 100003 + 1 };
+    enum { NMAX = (1 << 19) + 2 };
     float *a = malloc(sizeof(float) * 3 * NMAX), *b = malloc(sizeof(float) * 3 * NMAX),
           *c = malloc(sizeof(float) * 3 * NMAX);
     unsigned st = 11;
@@ -1046,7 +1048,8 @@ static void test_cross_on_gpu(void)
     CHECK_OK(cf_mem_alloc(s, sizeof(float) * 3 * NMAX, &dc));
     CHECK_OK(cf_memcpy_htod(s, da, a, sizeof(float) * 3 * NMAX, 1));
     CHECK_OK(cf_memcpy_htod(s, db, b, sizeof(float) * 3 * NMAX, 1));
-    static const int64_t sizes[] = {1, 2, 511, 512, 513, 1023, 1024, 1025, 4097, 100003};
+    /* tiles: 4 .. 128 below 2^17 iterations, 512 from 2^19 (cf_gufunc_plan_launch) */
+    static const int64_t sizes[] = {1, 2, 127, 128, 129, 4097, 100003, 1 << 19, (1 << 19) + 1};
     int was = cf_gufunc_set_small_staging(1);
     unsigned char has_out[1] = {1};
     for (int on = 1; on >= 0; on--) {

@@ -21,9 +21,9 @@ from cufunc.guvectorize import guvectorize
 gpu = pytest.mark.gpu
 
 TYPES = ["float32", "float64", "int32"]
-# around the flat tiles: cross 512 (fresh output) / 1024 (out= given), matmul 128, (2)->(2) and
-# (3)->() 1024; threads run 4 iterations each at 1024
-SIZES = [1, 2, 127, 128, 129, 511, 512, 513, 1023, 1024, 1025, 4099, 100003]
+# around the flat tiles: cross 512, matmul 128, (2)->(2) and (3)->() 1024 (threads run 4
+# iterations each) on large loops; tiles over 128 only while the loop makes 1024 of them
+SIZES = [1, 2, 127, 128, 129, 1023, 4099, 100003, 1 << 19, (1 << 19) + 1]
 
 
 @guvectorize(["void(%s[:], %s[:], %s[:])" % (t, t, t) for t in TYPES], "(n),(n)->(n)",
@@ -133,7 +133,7 @@ def test_out_given_small_core_read_per_thread():
     a flat output of at most 64 bytes is read by each thread into registers (LD 2), where the
     compiler drops the reads a body overwrites first (the cross product: no global load left
     but the inputs' cp.async); a body that writes part of its core keeps them."""
-    x = np.ones((5000, 3), np.float32)
+    x = np.ones((1 << 20, 3), np.float32)
     src = cross.kernel_source(x, x, out=np.empty_like(x))
     assert plan_of(src, 0) == ("G", True) and plan_of(src, 2) == ("G", True)
     assert "#define CF_GU_STAGE_2 12, 12, 12288, 16, 2, 0, 1, (3)" in src
@@ -195,7 +195,7 @@ def test_matmul4_sizes(dtype, n):
 
 @gpu
 @pytest.mark.parametrize("dtype", TYPES)
-@pytest.mark.parametrize("n", [1, 1023, 1024, 1025, 100003])
+@pytest.mark.parametrize("n", [1, 1023, 100003, (1 << 20) - 1, 1 << 20, (1 << 20) + 1])
 def test_small_cores_2_and_3(dtype, n):
     rng = np.random.default_rng(n + 2)
     x2, x3 = rand(dtype, (n, 2), rng), rand(dtype, (n, 3), rng)
