@@ -50,7 +50,7 @@
 #define GU_MIN_STAGE_ROW 32   /* smaller cores are staged only as flat tiles (see plan_staging) */
 #define GU_MAX_FLAT_ROW 512   /* 16-byte-multiple cores up to this size go flat (tiles >= 32) */
 #define GU_MAX_FLAT_TILE 1024 /* iterations per tile when every staged core is flat */
-#define GU_FLAT_BUDGET 32768  /* shared memory of such a tile: >= 6 blocks per SM on Hopper */
+#define GU_FLAT_BUDGET 32768  /* ... of cores under 32 bytes: >= 6 blocks per SM on Hopper */
 #define GU_FLAT_THREADS 256   /* their block: a thread runs tile / 256 iterations */
 #define GU_MAX_REG_ROW 64     /* out= cores of flat outputs up to this size: read per thread */
 #define GU_MIN_FLAT_TILES 1024 /* tiles over 128 iterations only when the loop makes this many */
@@ -592,24 +592,28 @@ static void flat_widths(const cf_operand *ops, cf_gufunc_plan *p)
 
 /* The tile: the largest power of two that fits the budget; while none of at least
  * CF_GUFUNC_MIN_TILE fits, the largest staged operand goes back to direct access. Plans whose 'G'
- * operands are all flat take up to GU_MAX_FLAT_TILE iterations in GU_FLAT_BUDGET (no base-offset
- * tables; a thread runs several iterations), so that small cores still move kilobytes per tile. */
+ * operands are all flat take up to GU_MAX_FLAT_TILE iterations (no base-offset tables; a thread
+ * runs several iterations), in GU_FLAT_BUDGET when the cores are under a sector, so that small
+ * cores still move kilobytes per tile. */
 static void choose_tile(const cf_operand *ops, cf_gufunc_plan *p)
 {
     for (;;) {
-        int any = 0, any_g = 0, all_flat = 1, tile = 0;
+        int any = 0, any_g = 0, all_flat = 1, all_small = 1, tile = 0;
         for (int i = 0; i < p->nops; i++) {
             any |= p->kind[i] == 'G' || p->kind[i] == 'U';
             if (p->kind[i] == 'G') {
                 any_g = 1;
                 all_flat &= p->flat[i];
+                all_small &= p->row_bytes[i] < GU_MIN_STAGE_ROW;
             }
         }
         all_flat &= any_g;
         if (!any)
             return;
         int max_tile = all_flat ? GU_MAX_FLAT_TILE : GU_MAX_TILE;
-        int64_t budget = all_flat ? GU_FLAT_BUDGET : CF_GUFUNC_STAGE_BUDGET;
+        /* cores under a sector: 32 KiB (>= 6 blocks per SM; 512 3-vectors of 3 operands are
+         * 18 KiB); larger cores keep the budget they had */
+        int64_t budget = all_flat && all_small ? GU_FLAT_BUDGET : CF_GUFUNC_STAGE_BUDGET;
         for (int t = max_tile; t >= CF_GUFUNC_MIN_TILE && !tile; t /= 2)
             if (layout_smem(p, t, NULL) <= budget)
                 tile = t;
