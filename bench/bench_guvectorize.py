@@ -9,11 +9,21 @@
     (1024,) weight vector for all rows, and A @ B with one (4, 4) B for all 2^20 As (bytes counted
     without the broadcast operand);
   * the card's device-to-device copy bandwidth (read + write), measured in the same run: the
-    targets are >= 70% of it for the row sum, and >= 7x / >= 5x Numba for row sum / matmul.
+    targets are >= 70% of it for the row sum, and >= 7x / >= 5x Numba for row sum / matmul;
+  * issue 18, small cores (flat tiles, bench/GUFUNC_NOTES.md): the cross product (3),(3)->(3) and
+    the 4x4 matmul at >= 85% of copy. Both are timed with out= given (the benchmark's figure, as
+    Numba is called) and with a fresh output. With out= given, an output is read in first (the
+    body may read it, or write only part of it); before the flat tiles the matmul kernel so moved
+    4 x 64 B per pair, not the 3 x 64 counted (printed with CUFUNC_GU_SMALL=0); with them, the
+    compiler drops the reads of a core the body overwrites.
+
+CUFUNC_GU_SMALL=0 in the environment plans the gufunc kernels as before the flat tiles (A/B:
+bench/gusmall_check.sh runs this script both ways).
 
 Usage: python3 bench/bench_guvectorize.py [--reps N]
 """
 import argparse
+import os
 
 import numpy as np
 
@@ -158,6 +168,12 @@ def main():
     rows.append(("batched 4x4 matmul, 2^20 float32 pairs (GB/s, 3 x 64 B per pair)", ours, peer))
     if "Numba" in peer:
         rows.append(("  matmul: cufunc / Numba (target >= 5x)", ours / peer["Numba"], {}))
+    # the same with a fresh output (allocated from the pool by each call): C is not read in
+    got = matmul(da, db)
+    assert np.allclose(got.copy_to_host(), np.matmul(ha, hb), rtol=1e-5)
+    del got
+    mm_fresh = nbytes / timeit(lambda: matmul(da, db), cuda.synchronize, reps, 5) / 1e9
+    rows.append(("batched 4x4 matmul, fresh output (GB/s, 3 x 64 B per pair)", mm_fresh, {}))
 
     # -- matmul with one B for all As --
     hb1 = rng.random((4, 4), dtype=np.float32)
@@ -204,11 +220,23 @@ def main():
                                                        torch.cuda.synchronize, reps, 2) / 1e9
         del tx, ty, tz
     rows.append(("cross product (3),(3)->(3), 2^24 float32 rows (GB/s, x + y + out)", ours, peer))
+    got = cross(dx, dy)
+    assert np.allclose(got.copy_to_host(), np.cross(hx, hy), rtol=1e-5, atol=1e-6)
+    del got
+    cross_fresh = nbytes / timeit(lambda: cross(dx, dy), cuda.synchronize, reps, 5) / 1e9
+    rows.append(("cross product, fresh output (GB/s, x + y + out)", cross_fresh, {}))
     rows.append(("  cross: fraction of copy bandwidth (target >= 0.85)", ours / copy_bw, {}))
+    rows.append(("  cross, fresh output: fraction of copy bandwidth", cross_fresh / copy_bw, {}))
     rows.append(("  4x4 matmul: fraction of copy bandwidth (target >= 0.85)", mm_bw / copy_bw, {}))
+    if os.environ.get("CUFUNC_GU_SMALL") == "0":
+        # the plan before the flat tiles reads C in first with out= given: 4 x 64 B moved per pair
+        rows.append(("  4x4 matmul out=: bytes moved (4 x 64 B, C read in) / copy",
+                     mm_bw * 4 / 3 / copy_bw, {}))
+    rows.append(("  4x4 matmul, fresh output: fraction of copy bandwidth", mm_fresh / copy_bw, {}))
     del dx, dy, dz
 
-    print("\ncufunc guvectorize on %s" % dev.name)
+    print("\ncufunc guvectorize on %s (CUFUNC_GU_SMALL=%s)" % (dev.name,
+                                                             os.environ.get("CUFUNC_GU_SMALL", "1")))
     print("| figure | cufunc | peers |")
     print("|---|---|---|")
     for label, val, peer in rows:

@@ -15,6 +15,9 @@
  *     rows are padded to an odd number of words so that the threads of a warp, each at the same
  *     index of its own row, hit distinct banks. Staged kernels are specialised on the core sizes
  *     (the shared layout is static), so the body's loops over them have constant trip counts.
+ *     A tile whose rows are one contiguous block of an operand (C-contiguous batches) is copied
+ *     flat (no per-iteration base offsets, 16-byte units whatever the core size, cp.async): this
+ *     is what stages cores under a sector (3-vectors), see stage_operand.
  * The body is the user's sequential Python: nothing about its meaning changes, only where its
  * array reads land.
  *
@@ -25,6 +28,7 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +47,13 @@
 #define GU_MAX_ARGS CF_SIG_MAX_ARGS
 #define GU_BLOCK 128          /* threads per block of direct kernels */
 #define GU_MAX_TILE 256       /* iterations per block tile of staged kernels */
-#define GU_MIN_STAGE_ROW 32   /* cores smaller than a sector gain nothing from staging */
+#define GU_MIN_STAGE_ROW 32   /* smaller cores are staged only as flat tiles (see plan_staging) */
+#define GU_MAX_FLAT_ROW 512   /* 16-byte-multiple cores up to this size go flat (tiles >= 32) */
+#define GU_MAX_FLAT_TILE 1024 /* iterations per tile when every staged core is flat */
+#define GU_FLAT_BUDGET 32768  /* ... of cores under 32 bytes: >= 6 blocks per SM on Hopper */
+#define GU_FLAT_THREADS 256   /* their block: a thread runs tile / 256 iterations */
+#define GU_MAX_REG_ROW 64     /* out= cores of flat outputs up to this size: read per thread */
+#define GU_MIN_FLAT_TILES 1024 /* tiles over 128 iterations only when the loop makes this many */
 
 _Static_assert(CF_GU_LOOP_NDIM == CF_GUFUNC_MAX_LOOP_NDIM, "loop ndim of the kernel parameters");
 _Static_assert(CF_GU_CORE_NDIM == CF_GUFUNC_MAX_CORE_NDIM, "core ndim of the kernel parameters");
@@ -441,7 +451,7 @@ static int copy_unit(cf_dtype t)
 
 /* Shared memory the staged operands need for a tile of `tile` iterations; writes the offsets:
  * the cores shared by the whole tile ('U') first, then a region of `tile` rows per staged operand
- * ('G'), then the per-iteration base offsets of each 'G' operand. */
+ * ('G'), then the per-iteration base offsets of each 'G' operand that is not flat. */
 static int64_t layout_smem(cf_gufunc_plan *p, int tile, int64_t *base_off)
 {
     int64_t off = 0, osize = p->index32 ? 4 : 8;
@@ -456,7 +466,7 @@ static int64_t layout_smem(cf_gufunc_plan *p, int tile, int64_t *base_off)
             off += round_up(p->pitch[i] * tile, 16);
         }
     for (int i = 0; i < p->nops; i++)
-        if (p->kind[i] == 'G') {
+        if (p->kind[i] == 'G' && !p->flat[i]) {
             if (base_off)
                 base_off[i] = off;
             off += round_up(osize * tile, 16);
@@ -489,6 +499,152 @@ static void widen_pitches(cf_gufunc_plan *p, int tile)
             p->pitch[i] = keep[i];
 }
 
+/* $CUFUNC_GU_SMALL=0 (read at the first plan) or cf_gufunc_set_small_staging(0): plan without
+ * flat tiles, as before they existed (A/B timings, tests). */
+static atomic_int small_staging = -1;
+
+static int small_staging_on(void)
+{
+    int s = atomic_load_explicit(&small_staging, memory_order_relaxed);
+    if (s < 0) {
+        const char *e = getenv("CUFUNC_GU_SMALL");
+        s = !(e && e[0] == '0' && e[1] == '\0');
+        atomic_store_explicit(&small_staging, s, memory_order_relaxed);
+    }
+    return s;
+}
+
+int cf_gufunc_set_small_staging(int on)
+{
+    int old = small_staging_on();
+    atomic_store_explicit(&small_staging, on ? 1 : 0, memory_order_relaxed);
+    return old;
+}
+
+/* Whether iteration t of operand i's loop is at t * row bytes from its base: the loop strides are
+ * C-contiguous over the loop shape with rows packed. A tile of consecutive iterations is then one
+ * contiguous block, copied flat with vector units whatever the row size. */
+static int loop_packed(const cf_gufunc_plan *p, int i, int64_t row)
+{
+    int64_t acc = row;
+    for (int k = p->loop_ndim - 1; k >= 0; k--) {
+        if (p->loop_shape[k] != 1 && p->loop_strides[i][k] != acc)
+            return 0;
+        acc *= p->loop_shape[k];
+    }
+    return 1;
+}
+
+/* Operand i (array, compact core of `row` bytes, not aliased) as a staged 'G' or 'U' operand:
+ * returns 0 when it stays in place. Flat ('G' with flat[i]): rows under 32 bytes, whose per-thread
+ * reads in place cost a transaction per element (12-byte strides: 3 partial sectors per warp
+ * access), and 16-byte-multiple rows up to GU_MAX_FLAT_ROW; both only when the tile is a contiguous
+ * block. Rows under 32 bytes that are not 16-byte multiples are packed (pitch = row: 16-byte
+ * cp.async units; an odd word count, as for 3-vectors, keeps the body's element reads free of bank
+ * conflicts, an even one costs 2 ways). Others keep the odd-unit pitch of all staged rows: the body
+ * reads elements (a 4x4 matmul's columns of B: 48 of its 64 loads stay scalar), and a pitch of odd
+ * 16-byte units would put 4 lanes on each bank; their copies then go in element units (cp.async
+ * of 4 bytes, 128 bytes per warp access: still coalesced). */
+static int stage_operand(const cf_operand *ops, cf_gufunc_plan *p, int i, int64_t row,
+                         int uniform)
+{
+    const cf_array *a = &ops[i].array;
+    int unit = copy_unit(a->dtype), A = unit > 4 ? unit : 4;
+    int flat = !uniform && small_staging_on() && loop_packed(p, i, row) &&
+               (row < GU_MIN_STAGE_ROW || (row % 16 == 0 && row <= GU_MAX_FLAT_ROW));
+    if (!flat && row < GU_MIN_STAGE_ROW)
+        return 0;
+    int64_t pitch = round_up(row, A);
+    if ((pitch / A) % 2 == 0)
+        pitch += A;
+    if (flat && row < GU_MIN_STAGE_ROW && row % 16 != 0)
+        pitch = row;
+    int vec = row % 16 == 0 && a->data % 16 == 0;
+    for (int k = 0; k < p->loop_ndim && vec; k++)
+        vec = p->loop_strides[i][k] % 16 == 0;
+    p->kind[i] = uniform ? 'U' : 'G';
+    p->flat[i] = (unsigned char)flat;
+    p->row_bytes[i] = row;
+    p->pitch[i] = uniform ? round_up(row, 16) : pitch;
+    p->copy_width[i] = vec ? 16 : unit; /* flat: set with the tile (flat_widths) */
+    p->load_output[i] = 0;
+    return 1;
+}
+
+/* The copy unit of flat operands, once the tile is known: 16 (or 8) bytes when the base and every
+ * tile's start (tile * row) are so aligned, else the element unit; the last tile's odd end goes in
+ * element units. */
+static void flat_widths(const cf_operand *ops, cf_gufunc_plan *p)
+{
+    for (int i = 0; i < p->nops; i++) {
+        if (p->kind[i] != 'G' || !p->flat[i])
+            continue;
+        int unit = copy_unit(ops[i].array.dtype), w = unit;
+        int64_t span = p->row_bytes[i] * p->tile;
+        for (int c = 16; c > unit && w == unit; c /= 2)
+            if (ops[i].array.data % (uint64_t)c == 0 && span % c == 0 &&
+                (p->pitch[i] == p->row_bytes[i] ||
+                 (p->row_bytes[i] % c == 0 && p->pitch[i] % c == 0)))
+                w = c;
+        p->copy_width[i] = w;
+    }
+}
+
+/* The tile: the largest power of two that fits the budget; while none of at least
+ * CF_GUFUNC_MIN_TILE fits, the largest staged operand goes back to direct access. Plans whose 'G'
+ * operands are all flat take up to GU_MAX_FLAT_TILE iterations (no base-offset tables; a thread
+ * runs several iterations), in GU_FLAT_BUDGET when the cores are under a sector, so that small
+ * cores still move kilobytes per tile. */
+static void choose_tile(const cf_operand *ops, cf_gufunc_plan *p)
+{
+    for (;;) {
+        int any = 0, any_g = 0, all_flat = 1, all_small = 1, tile = 0;
+        for (int i = 0; i < p->nops; i++) {
+            any |= p->kind[i] == 'G' || p->kind[i] == 'U';
+            if (p->kind[i] == 'G') {
+                any_g = 1;
+                all_flat &= p->flat[i];
+                all_small &= p->row_bytes[i] < GU_MIN_STAGE_ROW;
+            }
+        }
+        all_flat &= any_g;
+        if (!any)
+            return;
+        int max_tile = all_flat ? GU_MAX_FLAT_TILE : GU_MAX_TILE;
+        /* cores under a sector: 32 KiB (>= 6 blocks per SM; 512 3-vectors of 3 operands are
+         * 18 KiB); larger cores keep the budget they had */
+        int64_t budget = all_flat && all_small ? GU_FLAT_BUDGET : CF_GUFUNC_STAGE_BUDGET;
+        for (int t = max_tile; t >= CF_GUFUNC_MIN_TILE && !tile; t /= 2)
+            if (layout_smem(p, t, NULL) <= budget)
+                tile = t;
+        if (tile) {
+            /* no point in a tile much larger than the loop; large flat tiles only while the
+             * loop still makes GU_MIN_FLAT_TILES of them (every multiprocessor busy) */
+            while (tile > CF_GUFUNC_MIN_TILE && tile / 2 >= p->n)
+                tile /= 2;
+            while (all_flat && tile > GU_BLOCK && p->n / tile < GU_MIN_FLAT_TILES)
+                tile /= 2;
+            p->tile = tile;
+            widen_pitches(p, tile);
+            p->smem_bytes = layout_smem(p, tile, NULL);
+            /* at least 128 threads, whatever the tile: the copies need them in flight */
+            p->block_threads = tile < GU_BLOCK ? GU_BLOCK : tile;
+            if (all_flat && tile > GU_FLAT_THREADS)
+                p->block_threads = GU_FLAT_THREADS;
+            p->staged = 1;
+            flat_widths(ops, p);
+            return;
+        }
+        int worst = -1;
+        for (int i = 0; i < p->nops; i++)
+            if ((p->kind[i] == 'G' || p->kind[i] == 'U') &&
+                (worst < 0 || p->row_bytes[i] > p->row_bytes[worst]))
+                worst = i;
+        p->kind[worst] = 'A';
+        p->flat[worst] = 0;
+    }
+}
+
 /* Choose which operands to stage and the tile size. */
 static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_plan *p)
 {
@@ -508,8 +664,7 @@ static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_pl
         for (int k = 0; k < c; k++)
             elems *= p->core_shape[i][k];
         int64_t row = elems * item;
-        if (elems < 2 || row < GU_MIN_STAGE_ROW ||
-            row * CF_GUFUNC_MIN_TILE > CF_GUFUNC_STAGE_BUDGET ||
+        if (elems < 2 || row * CF_GUFUNC_MIN_TILE > CF_GUFUNC_STAGE_BUDGET ||
             !is_c_compact(c, p->core_shape[i], p->core_strides[i], item))
             continue;
         /* an output sharing memory with another operand is read and written in place */
@@ -524,49 +679,9 @@ static void plan_staging(const cf_gufunc *g, const cf_operand *ops, cf_gufunc_pl
             uniform &= p->loop_strides[i][k] == 0;
         if (uniform && i >= g->nin)
             continue; /* an output every iteration writes: left to the caller's checks */
-        int unit = copy_unit(a->dtype), A = unit > 4 ? unit : 4;
-        int64_t pitch = round_up(row, A);
-        if ((pitch / A) % 2 == 0)
-            pitch += A;
-        int vec = row % 16 == 0 && a->data % 16 == 0;
-        for (int k = 0; k < p->loop_ndim && vec; k++)
-            vec = p->loop_strides[i][k] % 16 == 0;
-        p->kind[i] = uniform ? 'U' : 'G';
-        p->row_bytes[i] = row;
-        p->pitch[i] = uniform ? round_up(row, 16) : pitch;
-        p->copy_width[i] = vec ? 16 : unit;
-        p->load_output[i] = 0;
+        stage_operand(ops, p, i, row, uniform);
     }
-    /* The tile: the largest power of two that fits the budget; while none of at least
-     * CF_GUFUNC_MIN_TILE fits, the largest staged operand goes back to direct access. */
-    for (;;) {
-        int any = 0, tile = 0;
-        for (int i = 0; i < nops; i++)
-            any |= p->kind[i] == 'G' || p->kind[i] == 'U';
-        if (!any)
-            return;
-        for (int t = GU_MAX_TILE; t >= CF_GUFUNC_MIN_TILE && !tile; t /= 2)
-            if (layout_smem(p, t, NULL) <= CF_GUFUNC_STAGE_BUDGET)
-                tile = t;
-        if (tile) {
-            /* no point in a tile much larger than the loop */
-            while (tile > CF_GUFUNC_MIN_TILE && tile / 2 >= p->n)
-                tile /= 2;
-            p->tile = tile;
-            widen_pitches(p, tile);
-            p->smem_bytes = layout_smem(p, tile, NULL);
-            /* at least 128 threads, whatever the tile: the copies need them in flight */
-            p->block_threads = tile < GU_BLOCK ? GU_BLOCK : tile;
-            p->staged = 1;
-            return;
-        }
-        int worst = -1;
-        for (int i = 0; i < nops; i++)
-            if ((p->kind[i] == 'G' || p->kind[i] == 'U') &&
-                (worst < 0 || p->row_bytes[i] > p->row_bytes[worst]))
-                worst = i;
-        p->kind[worst] = 'A';
-    }
+    choose_tile(ops, p);
 }
 
 /* Operand i of a launch: its kind ('S', 'R', 'V' or 'A'; staging comes later), its core view, and
@@ -722,9 +837,15 @@ cf_status cf_gufunc_plan_launch(const cf_gufunc *g, int loop, const cf_operand *
         }
     }
     plan_staging(g, ops, p);
-    for (int o = 0; o < g->nout; o++)
-        if (p->kind[g->nin + o] == 'G')
-            p->load_output[g->nin + o] = !(fresh_outputs & (1u << o));
+    /* an out= core is read in first (the body may read it, or write only part of it): by each
+     * thread into an array of its own when at most GU_MAX_REG_ROW bytes of a flat tile (2: the
+     * array lives in registers and the compiler drops the reads when the body overwrites every
+     * element first, as a matmul or a cross product does), else by the tile's copy (1) */
+    for (int o = 0; o < g->nout; o++) {
+        int i = g->nin + o;
+        if (p->kind[i] == 'G' && !(fresh_outputs & (1u << o)))
+            p->load_output[i] = p->flat[i] && p->row_bytes[i] <= GU_MAX_REG_ROW ? 2 : 1;
+    }
 done:
     cf_free(loop_views);
     cf_free(pl);
@@ -741,9 +862,9 @@ static void spec_key(const cf_gufunc_plan *p, int loop, int device, cf_strbuf *b
     for (int i = 0; i < p->nops; i++) {
         cf_strbuf_printf(b, "%c%d", p->kind[i], p->core_ndim[i]);
         if (p->kind[i] == 'G' || p->kind[i] == 'U') {
-            cf_strbuf_printf(b, "r%lldp%lldo%lldw%dl%d[", (long long)p->row_bytes[i],
+            cf_strbuf_printf(b, "r%lldp%lldo%lldw%dl%df%d[", (long long)p->row_bytes[i],
                       (long long)p->pitch[i], (long long)p->smem_offset[i], p->copy_width[i],
-                      p->load_output[i]);
+                      p->load_output[i], p->flat[i]);
             for (int k = 0; k < p->core_ndim[i]; k++)
                 cf_strbuf_printf(b, "%lld,", (long long)p->core_shape[i][k]);
             cf_strbuf_printf(b, "]");
@@ -784,11 +905,11 @@ static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         for (int i = 0; i < nops; i++) {
             if (p->kind[i] != 'G' && p->kind[i] != 'U')
                 continue;
-            int ld = p->kind[i] == 'G' && (i < g->nin || p->load_output[i]);
-            cf_strbuf_printf(&b, "#define CF_GU_STAGE_%d %lld, %lld, %lld, %d, %d, %lld, (", i,
-                             (long long)p->row_bytes[i], (long long)p->pitch[i],
+            int ld = p->kind[i] != 'G' ? 0 : i < g->nin ? 1 : p->load_output[i];
+            cf_strbuf_printf(&b, "#define CF_GU_STAGE_%d %lld, %lld, %lld, %d, %d, %lld, %d, (",
+                             i, (long long)p->row_bytes[i], (long long)p->pitch[i],
                              (long long)p->smem_offset[i], p->copy_width[i], ld,
-                             (long long)base_off[i]);
+                             (long long)base_off[i], p->kind[i] == 'G' && p->flat[i]);
             for (int d = 0; d < p->core_ndim[i]; d++)
                 cf_strbuf_printf(&b, "%s%lld", d ? ", " : "", (long long)p->core_shape[i][d]);
             cf_strbuf_printf(&b, ")\n");

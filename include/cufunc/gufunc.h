@@ -126,10 +126,15 @@ typedef struct cf_gufunc_plan {
     /* Staged operands: bytes of one core, bytes between iterations in shared memory (padded so that
      * threads reading their own rows hit distinct banks), offset of the region, the width of the
      * copies (16: vector loads of whole aligned rows; else the element or component size), and
-     * whether an output is read in before the body runs (out= given: the body may read it). */
+     * whether an output is read in before the body runs (out= given: the body may read it; 1 by
+     * the tile's copy, 2 by each thread into registers, flat cores of at most 64 bytes). */
     int64_t row_bytes[CF_SIG_MAX_ARGS], pitch[CF_SIG_MAX_ARGS], smem_offset[CF_SIG_MAX_ARGS];
     int copy_width[CF_SIG_MAX_ARGS];
     unsigned char load_output[CF_SIG_MAX_ARGS];
+    /* Staged 'G' operands whose tile is one contiguous block of memory (iteration t's core at
+     * t * row_bytes from the operand's base): copied as a flat block (16-byte units where aligned,
+     * cp.async on sm_80+), no per-iteration base offsets. Cores under 32 bytes are staged only so. */
+    unsigned char flat[CF_SIG_MAX_ARGS];
     int staged;                              /* some operand is 'G' or 'U' */
     int tile;                                /* staged: iterations per block tile (power of 2) */
     int block_threads;
@@ -140,6 +145,11 @@ typedef struct cf_gufunc_plan {
  * tile must hold for staging to be chosen. */
 #define CF_GUFUNC_STAGE_BUDGET 49152
 #define CF_GUFUNC_MIN_TILE 4
+
+/* The staging of small compact cores (flat tiles, plan field `flat`): on by default; off
+ * ($CUFUNC_GU_SMALL=0 at the first plan, or this call) plans as before it existed, for A/B timings
+ * and tests. Returns the previous setting. */
+CF_API int cf_gufunc_set_small_staging(int on);
 
 /* Plan a launch of `loop` over operands `ops` (inputs then outputs, full shapes: loop dimensions
  * then core dimensions last, as bound in `sh`). Array operands passed as cf_array_ref must have the

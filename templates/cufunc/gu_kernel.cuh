@@ -15,10 +15,15 @@
  *                  through shared memory, a row per iteration, U a core staged once per block; see
  *                  cf_gufunc_plan); role (I input, O output); the core's ndim; the loop's C type;
  *                  the C type in memory (S, R, V); X 1 when V converts from that type, else 0
- *   CF_GU_STAGE_<i>  per staged operand (G, U): ROW, PITCH, SOFF, W, LD, BASE, (DIMS): bytes of a
- *                  core, bytes between rows in shared memory, the region's offset, the copies'
+ *   CF_GU_STAGE_<i>  per staged operand (G, U): ROW, PITCH, SOFF, W, LD, BASE, F, (DIMS): bytes of
+ *                  a core, bytes between rows in shared memory, the region's offset, the copies'
  *                  width, LD 1 when the rows are read in first (inputs; outputs given by the
- *                  caller), the offset of the per-iteration base offsets (G), the core's extents
+ *                  caller), 2 when an output given by the caller is read in by each thread into
+ *                  an array of its own (CF_GU_REG_OUT), the offset of the per-iteration base offsets (G, not flat), F 1 when
+ *                  the tile is one contiguous block copied flat (cf_gu_copy_flat; no base
+ *                  offsets), the core's extents
+ * A staged kernel whose tile is larger than its block (flat tiles of small cores) runs iterations
+ * r = tid, tid + CF_GU_BLOCK, ... of the tile on each thread.
  *
  * Macros, not templates, as in the element-wise headers (elementwise.cuh): the preprocessed kernel
  * is the text gufunc.c used to print, so the compiled code is the same
@@ -29,6 +34,17 @@
 #define CF_GU_DROP(...)
 #define CF_GU_IF_1 CF_GU_KEEP
 #define CF_GU_IF_0 CF_GU_DROP
+#define CF_GU_IF_2 CF_GU_DROP        /* LD 2: not read in by the copy, but per thread (ARG) */
+#define CF_GU_IF_REG_0 CF_GU_DROP
+#define CF_GU_IF_REG_1 CF_GU_DROP
+#define CF_GU_IF_REG_2 CF_GU_KEEP
+#define CF_GU_IF_NREG_0 CF_GU_KEEP
+#define CF_GU_IF_NREG_1 CF_GU_KEEP
+#define CF_GU_IF_NREG_2 CF_GU_DROP
+#define CF_GU_IF_FLAT_1 CF_GU_KEEP  /* a staged operand's F: a flat tile */
+#define CF_GU_IF_FLAT_0 CF_GU_DROP
+#define CF_GU_IF_NFLAT_1 CF_GU_DROP
+#define CF_GU_IF_NFLAT_0 CF_GU_KEEP
 /* kind selectors: CF_GU_IF_G_##K(code), CF_GU_IF_U_##K(code); role: CF_GU_IF_OUT_##R(code) */
 #define CF_GU_IF_G_S CF_GU_DROP
 #define CF_GU_IF_G_R CF_GU_DROP
@@ -66,24 +82,36 @@
  * of a tile read in before the body (G with LD) and written back after it (G outputs). */
 #define CF_GU_BASE_PTR(i, K, R, C, L, S, X)                                                         \
     CF_GU_IF_G_##K(CF_GU_CALL(CF_GU_BASE_PTR_, i, CF_GU_STAGE_##i))
-#define CF_GU_BASE_PTR_(i, ROW, PITCH, SOFF, W, LD, BASE, DIMS)                                     \
-    O *const cf_base##i = (O *)(cf_smem + BASE);
+#define CF_GU_BASE_PTR_(i, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                  \
+    CF_GU_IF_NFLAT_##F(O *const cf_base##i = (O *)(cf_smem + BASE);)
 #define CF_GU_ANY_U(i, K, R, C, L, S, X) CF_GU_IF_U_##K(|| 1)
 #define CF_GU_COPY_U(i, K, R, C, L, S, X) CF_GU_IF_U_##K(CF_GU_CALL(CF_GU_COPY_U_, i, CF_GU_STAGE_##i))
-#define CF_GU_COPY_U_(i, ROW, PITCH, SOFF, W, LD, BASE, DIMS)                                       \
+#define CF_GU_COPY_U_(i, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                       \
     cf_gu_copy<ROW, PITCH, W, 16, true, O>(cf_smem + SOFF, p.op[i].ptr, cf_zero, 1u, tid,           \
                                            CF_GU_U(CF_GU_BLOCK));
-#define CF_GU_SET_BASE(i, K, R, C, L, S, X) CF_GU_IF_G_##K(cf_base##i[tid] = off[i];)
+#define CF_GU_SET_BASE(i, K, R, C, L, S, X) CF_GU_IF_G_##K(CF_GU_CALL(CF_GU_SET_BASE_, i, CF_GU_STAGE_##i))
+#define CF_GU_SET_BASE_(i, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                  \
+    CF_GU_IF_NFLAT_##F(cf_base##i[r] = off[i];)
+#define CF_GU_ANY_BASE(i, K, R, C, L, S, X) CF_GU_IF_G_##K(CF_GU_CALL(CF_GU_ANY_BASE_, CF_GU_STAGE_##i))
+#define CF_GU_ANY_BASE_(ROW, PITCH, SOFF, W, LD, BASE, F, DIMS) CF_GU_IF_NFLAT_##F(|| 1)
+#define CF_GU_ANY_ASYNC(i, K, R, C, L, S, X) CF_GU_IF_G_##K(CF_GU_CALL(CF_GU_ANY_ASYNC_, CF_GU_STAGE_##i))
+#define CF_GU_ANY_ASYNC_(ROW, PITCH, SOFF, W, LD, BASE, F, DIMS) CF_GU_IF_##LD(CF_GU_IF_FLAT_##F(|| 1))
 #define CF_GU_COPY_IN(i, K, R, C, L, S, X) CF_GU_IF_G_##K(CF_GU_CALL(CF_GU_COPY_IN_, i, CF_GU_STAGE_##i))
-#define CF_GU_COPY_IN_(i, ROW, PITCH, SOFF, W, LD, BASE, DIMS)                                      \
-    CF_GU_IF_##LD(cf_gu_copy<ROW, PITCH, W, CF_GU_SW(PITCH), true, O>(                              \
-        cf_smem + SOFF, p.op[i].ptr, cf_base##i, cnt, tid, CF_GU_U(CF_GU_BLOCK));)
+#define CF_GU_COPY_IN_(i, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                   \
+    CF_GU_IF_##LD(CF_GU_IF_FLAT_##F(                                             \
+        cf_gu_copy_flat<ROW, PITCH, W, true>(cf_smem + SOFF, p.op[i].ptr + (unsigned long long)tile * \
+                                             ROW##ull, cnt, tid, CF_GU_U(CF_GU_BLOCK));)            \
+        CF_GU_IF_NFLAT_##F(cf_gu_copy<ROW, PITCH, W, CF_GU_SW(PITCH), true, O>(    \
+        cf_smem + SOFF, p.op[i].ptr, cf_base##i, cnt, tid, CF_GU_U(CF_GU_BLOCK));))
 #define CF_GU_ANY_OUT(i, K, R, C, L, S, X) CF_GU_IF_G_##K(CF_GU_IF_OUT_##R(|| 1))
 #define CF_GU_COPY_OUT(i, K, R, C, L, S, X)                                                         \
     CF_GU_IF_G_##K(CF_GU_IF_OUT_##R(CF_GU_CALL(CF_GU_COPY_OUT_, i, CF_GU_STAGE_##i)))
-#define CF_GU_COPY_OUT_(i, ROW, PITCH, SOFF, W, LD, BASE, DIMS)                                     \
-    cf_gu_copy<ROW, PITCH, W, CF_GU_SW(PITCH), false, O>(cf_smem + SOFF, p.op[i].ptr, cf_base##i,   \
-                                                         cnt, tid, CF_GU_U(CF_GU_BLOCK));
+#define CF_GU_COPY_OUT_(i, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                  \
+    CF_GU_IF_FLAT_##F(                                                           \
+        cf_gu_copy_flat<ROW, PITCH, W, false>(cf_smem + SOFF, p.op[i].ptr + (unsigned long long)tile * \
+                                              ROW##ull, cnt, tid, CF_GU_U(CF_GU_BLOCK));)           \
+    CF_GU_IF_NFLAT_##F(cf_gu_copy<ROW, PITCH, W, CF_GU_SW(PITCH), false, O>(       \
+        cf_smem + SOFF, p.op[i].ptr, cf_base##i, cnt, tid, CF_GU_U(CF_GU_BLOCK));)
 
 /* The body's arguments: a<i> (or v<i>, a scalar by value). A core view read in place takes its
  * extents and strides from the parameters; a staged one has constant extents and compact strides
@@ -101,12 +129,24 @@
     a##i.data = (char *)(p.op[i].ptr + off[i]);                                                     \
     CF_GU_CORE##C(a##i, i)
 #define CF_GU_ARG_G(i, C, L, S, X) CF_GU_CALL(CF_GU_ARG_G_, i, C, L, CF_GU_STAGE_##i)
-#define CF_GU_ARG_G_(i, C, L, ROW, PITCH, SOFF, W, LD, BASE, DIMS)                                  \
+#define CF_GU_ARG_G_(i, C, L, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                              \
     cf_array_ref<L, C> a##i;                                                                        \
-    a##i.data = (char *)(cf_smem + SOFF + tid * PITCH##u);                                          \
+    CF_GU_IF_NREG_##LD(a##i.data = (char *)(cf_smem + SOFF + r * PITCH##u);)                        \
+    CF_GU_IF_REG_##LD(L cf_reg##i[ROW / sizeof(L)];                                                 \
+        cf_gu_reg_load<L, ROW / sizeof(L)>(cf_reg##i, p.op[i].ptr + (unsigned long long)(tile + r) *  \
+                                                      ROW##ull);                                    \
+        a##i.data = (char *)cf_reg##i;)                                                             \
     CF_GU_CALL2(CF_GU_FIX##C, a##i, (long long)sizeof(L), CF_GU_UNPAREN DIMS)
+/* LD 2 (an out= core of a flat output, at most 64 bytes): the body works on a per-thread array
+ * read in from the output first; when the body writes every element before reading any, that
+ * array lives in registers and the compiler drops the reads (nothing the body can observe is
+ * lost), else they stay: NumPy's out= semantics either way. After the body the array goes to the
+ * shared row, then out with the tile's coalesced copy. */
+#define CF_GU_REG_OUT(i, K, R, C, L, S, X) CF_GU_IF_G_##K(CF_GU_CALL(CF_GU_REG_OUT_, i, L, CF_GU_STAGE_##i))
+#define CF_GU_REG_OUT_(i, L, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                \
+    CF_GU_IF_REG_##LD(cf_gu_reg_store<L, ROW / sizeof(L)>(cf_smem + SOFF + r * PITCH##u, cf_reg##i);)
 #define CF_GU_ARG_U(i, C, L, S, X) CF_GU_CALL(CF_GU_ARG_U_, i, C, L, CF_GU_STAGE_##i)
-#define CF_GU_ARG_U_(i, C, L, ROW, PITCH, SOFF, W, LD, BASE, DIMS)                                  \
+#define CF_GU_ARG_U_(i, C, L, ROW, PITCH, SOFF, W, LD, BASE, F, DIMS)                                  \
     cf_array_ref<L, C> a##i;                                                                        \
     a##i.data = (char *)(cf_smem + SOFF);                                                           \
     CF_GU_CALL2(CF_GU_FIX##C, a##i, (long long)sizeof(L), CF_GU_UNPAREN DIMS)
@@ -152,7 +192,8 @@ cf_gu(const __grid_constant__ cf_params p)
 #if CF_GU_TILE
     /* Staged: a block takes a tile of CF_GU_TILE iterations; its threads copy the tile's rows of
      * the staged operands into shared memory together (coalesced), thread k runs iteration k on
-     * them, and the output rows go back together. */
+     * them (and k + CF_GU_BLOCK, ... when the tile is larger than the block), and the output rows
+     * go back together. */
     __shared__ __align__(16) unsigned char cf_smem[CF_GU_SMEM];
     const unsigned tid = threadIdx.x;
     CF_GU_OPS(CF_GU_BASE_PTR)
@@ -163,18 +204,36 @@ cf_gu(const __grid_constant__ cf_params p)
 #endif
     for (I tile = (I)blockIdx.x * CF_GU_U(CF_GU_TILE); tile < n; tile += (I)gridDim.x * CF_GU_U(CF_GU_TILE)) {
         const unsigned cnt = (unsigned)(n - tile < (I)CF_GU_TILE ? n - tile : (I)CF_GU_TILE);
+#if CF_GU_TILE <= CF_GU_BLOCK
+        /* a thread per iteration: its offsets serve the base table and the body */
+        const unsigned r = tid;
         const bool active = tid < cnt;
         O off[CF_GU_NOPS];
         cf_gu_offsets<CF_GU_ND, CF_GU_NOPS, I, O>(active ? tile + tid : tile, p.h, p.op, off);
         if (tid < CF_GU_U(CF_GU_TILE)) {
             CF_GU_OPS(CF_GU_SET_BASE)
         }
+#if 0 CF_GU_OPS(CF_GU_ANY_BASE)
         __syncthreads();
+#endif
+#else
+        /* several iterations per thread (flat tiles: no base table) */
+#endif
         CF_GU_OPS(CF_GU_COPY_IN)
+#if 0 CF_GU_OPS(CF_GU_ANY_ASYNC)
+        cf_gu_async_wait(); /* this thread's cp.async copies; the barrier then makes all visible */
+#endif
         __syncthreads();
+#if CF_GU_TILE <= CF_GU_BLOCK
         if (active) {
+#else
+        for (unsigned r = tid; r < cnt; r += CF_GU_U(CF_GU_BLOCK)) {
+            O off[CF_GU_NOPS];
+            cf_gu_offsets<CF_GU_ND, CF_GU_NOPS, I, O>(tile + r, p.h, p.op, off);
+#endif
             CF_GU_OPS(CF_GU_ARG)
             CF_GU_FN(CF_GU_REST(CF_GU_OPS(CF_GU_NAME)));
+            CF_GU_OPS(CF_GU_REG_OUT)
         }
 #if 0 CF_GU_OPS(CF_GU_ANY_OUT)
         __syncthreads();

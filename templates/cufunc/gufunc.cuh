@@ -141,6 +141,81 @@ __device__ __forceinline__ void cf_gu_copy(unsigned char *s, unsigned long long 
         }
     }
 }
+/* Flat tiles: the rows of the tile's `cnt` iterations are one contiguous block at g (iteration k at
+ * g + k * ROW), copied to or from shared memory (row k at s + k * PITCH; PITCH == ROW: packed)
+ * with consecutive threads on consecutive W-byte units. W > ROW's alignment is fine when packed
+ * (a unit spans rows); padded rows need W | ROW. The block's end that is not a whole unit goes in
+ * units of the largest power of two dividing ROW (at most W). Loads into shared memory go through
+ * cp.async on sm_80+ (no registers hold the data, every unit of every operand in flight before
+ * the wait: cf_gu_async_wait); 1- and 2-byte units, and older GPUs, load synchronously. */
+__device__ __forceinline__ unsigned cf_gu_smem_addr(const void *p)
+{
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+template <int W> __device__ __forceinline__ void cf_gu_load_async(unsigned char *s, unsigned long long g)
+{
+    typedef typename cf_gu_unit<W>::T U;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (W == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(cf_gu_smem_addr(s)), "l"(g)
+                     : "memory");
+        return;
+    } else if constexpr (W >= 4) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(cf_gu_smem_addr(s)), "l"(g),
+                     "n"(W)
+                     : "memory");
+        return;
+    }
+#endif
+    *(U *)s = __ldg((const U *)g);
+}
+__device__ __forceinline__ void cf_gu_async_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+template <int ROW, int PITCH, int W, bool IN>
+__device__ __forceinline__ void cf_gu_move(unsigned char *s, unsigned long long g, unsigned b)
+{
+    typedef typename cf_gu_unit<W>::T U;
+    const unsigned sb = PITCH == ROW ? b : b / ROW * PITCH + b % ROW;
+    if (IN)
+        cf_gu_load_async<W>(s + sb, g + b);
+    else
+        *(U *)(g + b) = *(const U *)(s + sb);
+}
+template <int ROW, int PITCH, int W, bool IN>
+__device__ __forceinline__ void cf_gu_copy_flat(unsigned char *s, unsigned long long g, unsigned cnt,
+                                                unsigned tid, unsigned nthreads)
+{
+    constexpr int LOW = ROW & -ROW;
+    constexpr int TU = LOW < W ? LOW : W;
+    const unsigned bytes = cnt * ROW, nv = bytes / W;
+    for (unsigned v = tid; v < nv; v += nthreads)
+        cf_gu_move<ROW, PITCH, W, IN>(s, g, v * W);
+    if (TU < W)
+        for (unsigned b = nv * W + tid * TU; b < bytes; b += nthreads * TU)
+            cf_gu_move<ROW, PITCH, TU, IN>(s, g, b);
+}
+/* A thread's own copy of an out= core (gu_kernel.cuh, LD 2): N elements of type L from global
+ * memory, and to its shared row after the body. Plain loads: the compiler may drop them. */
+template <typename L, int N>
+__device__ __forceinline__ void cf_gu_reg_load(L *r, unsigned long long g)
+{
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        r[k] = ((const L *)g)[k];
+}
+template <typename L, int N>
+__device__ __forceinline__ void cf_gu_reg_store(unsigned char *s, const L *r)
+{
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        ((L *)s)[k] = r[k];
+}
 #endif /* __CUDACC__ */
 
 #endif

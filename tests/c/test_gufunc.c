@@ -68,6 +68,25 @@ static cf_gufunc *make_matmul(void)
     return make("matmul", "(m,n),(n,p)->(m,p)", t, nd, MATMUL_F4, "matmul_f4");
 }
 
+/* c = a x b over 3-vectors of C type `ct` (the body reads all of a and b before it writes c) */
+static cf_gufunc *make_cross(cf_dtype dt, const char *ct)
+{
+    static char src[1024];
+    snprintf(src, sizeof src,
+             "#include \"cufunc/runtime.cuh\"\n"
+             "#define E(v, i) (*(%s *)(v.data + (i) * v.strides[0]))\n"
+             "__device__ void cross(cf_array_ref<%s, 1> a, cf_array_ref<%s, 1> b,\n"
+             "                      cf_array_ref<%s, 1> c) {\n"
+             "    %s x = E(a, 1) * E(b, 2) - E(a, 2) * E(b, 1);\n"
+             "    %s y = E(a, 2) * E(b, 0) - E(a, 0) * E(b, 2);\n"
+             "    %s z = E(a, 0) * E(b, 1) - E(a, 1) * E(b, 0);\n"
+             "    E(c, 0) = x; E(c, 1) = y; E(c, 2) = z;\n}\n",
+             ct, ct, ct, ct, ct, ct, ct);
+    cf_dtype t[3] = {dt, dt, dt};
+    int nd[3] = {1, 1, 1};
+    return make("cross", "(n),(n)->(n)", t, nd, src, "cross");
+}
+
 static cf_operand arr(cf_dtype dt, int ndim, const int64_t *shape, uint64_t data)
 {
     cf_operand o;
@@ -378,8 +397,10 @@ static void test_plan_rowsum(void)
     cf_gufunc_free(g);
 }
 
+/* The plans before flat tiles (CUFUNC_GU_SMALL=0): test_plan_small has the flat ones. */
 static void test_plan_matmul(void)
 {
+    int was = cf_gufunc_set_small_staging(0);
     cf_gufunc *g = make_matmul();
     cf_gufunc_plan p;
     int64_t s[3] = {1 << 20, 4, 4};
@@ -442,6 +463,7 @@ static void test_plan_matmul(void)
     CHECK_OK(cf_gufunc_bind(g, ops, has_out, &sh));
     CHECK_STATUS(cf_gufunc_plan_launch(g, 0, ops, &sh, 1, &p), CF_ERR_TYPE);
     cf_gufunc_free(g);
+    cf_gufunc_set_small_staging(was);
 }
 
 static void test_plan_scalars(void)
@@ -456,9 +478,15 @@ static void test_plan_scalars(void)
     unsigned char has_out[1] = {1};
     cf_operand ops[3] = {arr(CF_FLOAT64, 2, xs, 0x1000), scalar_f8(2.5),
                          arr(CF_FLOAT64, 2, xs, 0x100000)};
+    int was = cf_gufunc_set_small_staging(0);
     plan_of(g, ops, has_out, 1, &p);
     CHECK(p.kind[1] == 'S');
     CHECK(p.kind[0] == 'A' && p.kind[2] == 'A'); /* 24-byte rows: under a sector, not staged */
+    cf_gufunc_set_small_staging(1);
+    plan_of(g, ops, has_out, 1, &p); /* ... unless the tile is a contiguous block (flat) */
+    CHECK(p.kind[0] == 'G' && p.flat[0] && p.kind[1] == 'S' && p.kind[2] == 'G' && p.flat[2]);
+    CHECK(p.pitch[0] == 24 && p.copy_width[0] == 16 && p.tile == 128 && p.block_threads == 128);
+    cf_gufunc_set_small_staging(was);
     /* a per-iteration scalar taken by value from memory; any dtype (converted in the kernel) */
     ops[1] = arr(CF_INT32, 1, as, 0x200000);
     plan_of(g, ops, has_out, 1, &p);
@@ -515,6 +543,7 @@ static void test_kernels_compile(void)
     check_kernel(g, ops, has_out, 1, "F(0, A, I, 1, cf_float32, cf_float32, 0)");
     cf_gufunc_free(g);
 
+    int was = cf_gufunc_set_small_staging(0); /* the plans before flat tiles */
     g = make_matmul();
     int64_t s[3] = {1 << 20, 4, 4}, b2[2] = {4, 4};
     ops[0] = arr(CF_FLOAT32, 3, s, 0x10000000);
@@ -526,7 +555,7 @@ static void test_kernels_compile(void)
     check_kernel(g, ops, has_out, 0, "#define CF_GU_STAGE_2 64, 68, 17408, 16, 1, ");
     ops[1] = arr(CF_FLOAT32, 2, b2, 0x20000000);
     check_kernel(g, ops, has_out, 1, "F(1, U, I, 2, cf_float32, cf_float32, 0)");
-    check_kernel(g, ops, has_out, 1, "#define CF_GU_STAGE_1 64, 64, 0, 16, 0, 0, (4, 4)\n");
+    check_kernel(g, ops, has_out, 1, "#define CF_GU_STAGE_1 64, 64, 0, 16, 0, 0, 0, (4, 4)\n");
     int64_t big[3] = {(int64_t)1 << 26, 4, 4};
     ops[0] = arr(CF_FLOAT32, 3, big, 0x100000000ull);
     ops[2] = arr(CF_FLOAT32, 3, big, 0x300000000ull);
@@ -543,6 +572,7 @@ static void test_kernels_compile(void)
     ops[2] = arr(CF_FLOAT32, 4, s4, 0x30000000);
     check_kernel(g, ops, has_out, 1, "#define CF_GU_NOPS 3\n#define CF_GU_ND 2\n");
     cf_gufunc_free(g);
+    cf_gufunc_set_small_staging(was);
 
     /* scalar parameters: by value and as a one-element array */
     cf_gufunc *sc = NULL;
@@ -577,6 +607,230 @@ static float frand(unsigned *state)
 {
     *state = *state * 1664525u + 1013904223u;
     return (float)((*state >> 8) & 0xffff) / 65536.0f - 0.5f;
+}
+
+/* ---- small cores: flat tiles ------------------------------------------------------------------ */
+
+/* kinds "GGA", flats "110" (per operand), then the tile and the block */
+static void check_plan(const char *what, const cf_gufunc_plan *p, const char *kinds,
+                       const char *flats, int tile, int threads)
+{
+    int ok = p->tile == tile && p->block_threads == threads && p->staged == (tile > 0);
+    for (int i = 0; kinds[i]; i++)
+        ok &= p->kind[i] == kinds[i] && p->flat[i] == (flats[i] == '1');
+    if (!ok) {
+        fprintf(stderr, "  %s: kinds ", what);
+        for (int i = 0; kinds[i]; i++)
+            fprintf(stderr, "%c%d", p->kind[i], p->flat[i]);
+        fprintf(stderr, " tile %d threads %d (want %s %s %d %d)\n", p->tile, p->block_threads,
+                kinds, flats, tile, threads);
+    }
+    CHECK(ok);
+}
+
+static void test_plan_small(void)
+{
+    int was = cf_gufunc_set_small_staging(1);
+    cf_gufunc *g = make_cross(CF_FLOAT32, "cf_float32");
+    cf_gufunc_plan p;
+    unsigned char has_out[1] = {1};
+    int64_t s[2] = {1 << 20, 3};
+    cf_operand ops[3] = {arr(CF_FLOAT32, 2, s, 0x10000000), arr(CF_FLOAT32, 2, s, 0x20000000),
+                         arr(CF_FLOAT32, 2, s, 0x30000000)};
+    /* fresh output: all three flat, packed 12-byte rows, 16-byte copies; 512 rows in 18 KiB */
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross fresh", &p, "GGG", "111", 512, 256);
+    CHECK(p.pitch[0] == 12 && p.copy_width[0] == 16 && p.copy_width[2] == 16);
+    CHECK(p.smem_bytes == 3 * 12 * 512 && p.load_output[2] == 0);
+    /* out= given: the body may read it or write part of it, so it is read in, by each thread
+     * into registers (load_output 2: the compiler drops the reads a body makes dead) */
+    plan_of(g, ops, has_out, 0, &p);
+    check_plan("cross out=", &p, "GGG", "111", 512, 256);
+    CHECK(p.smem_bytes == 3 * 12 * 512 && p.load_output[2] == 2);
+    /* a[1:]: 12 bytes off 16-byte alignment (and off 8): element copies for that operand only */
+    ops[0].array.data += 12;
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross a[1:]", &p, "GGG", "111", 512, 256);
+    CHECK(p.copy_width[0] == 4 && p.copy_width[1] == 16);
+    ops[0].array.data = 0x10000000 + 24; /* a[2:]: 8-byte aligned, 16 not */
+    plan_of(g, ops, has_out, 1, &p);
+    CHECK(p.copy_width[0] == 8);
+    /* every other row (a[::2]): the tile is not a block: in place, as before */
+    ops[0] = arr(CF_FLOAT32, 2, s, 0x10000000);
+    ops[0].array.strides[0] = 24;
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross a[::2]", &p, "AGG", "011", 1024, 256);
+    /* reversed rows (a[::-1]) */
+    ops[0].array.strides[0] = -12;
+    ops[0].array.data = 0x10000000 + 12 * ((1 << 20) - 1);
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross a[::-1]", &p, "AGG", "011", 1024, 256);
+    /* F-ordered a: the core is not compact (the loop axis is the fast one: already coalesced) */
+    cf_array_init_contiguous(&ops[0].array, 0x10000000, CF_FLOAT32, 2, s, 'F', 0);
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross F-ordered a", &p, "AGG", "011", 1024, 256);
+    /* in place (out is a): neither is staged; b still is */
+    ops[0] = arr(CF_FLOAT32, 2, s, 0x10000000);
+    ops[2] = arr(CF_FLOAT32, 2, s, 0x10000000);
+    plan_of(g, ops, has_out, 0, &p);
+    check_plan("cross in place", &p, "AGA", "010", 1024, 256);
+    /* out overlapping a shifted by one row */
+    ops[2].array.data += 12;
+    ops[2].array.shape[0] = (1 << 20) - 1;
+    ops[0].array.shape[0] = (1 << 20) - 1;
+    ops[1].array.shape[0] = (1 << 20) - 1;
+    plan_of(g, ops, has_out, 0, &p);
+    CHECK(p.kind[0] == 'A' && p.kind[2] == 'A');
+    /* smaller loops: the tile shrinks to the loop (at least CF_GUFUNC_MIN_TILE, 128 threads),
+     * and tiles over 128 iterations only while the loop makes 1024 of them */
+    int64_t sizes[7] = {5, 255, 256, 257, 1 << 18, 1 << 19, (1 << 19) - 1};
+    int64_t tiles[7] = {8, 128, 128, 128, 256, 512, 256};
+    for (int k = 0; k < 7; k++) {
+        int64_t sk[2] = {sizes[k], 3};
+        for (int o = 0; o < 3; o++)
+            ops[o] = arr(CF_FLOAT32, 2, sk, 0x10000000 * (uint64_t)(o + 1));
+        plan_of(g, ops, has_out, 1, &p);
+        check_plan("cross small n", &p, "GGG", "111", (int)tiles[k], tiles[k] <= 128 ? 128 : 256);
+    }
+    /* one iteration: nothing to stage */
+    int64_t one[1] = {3};
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 1, one, 0x10000000 * (uint64_t)(o + 1));
+    plan_of(g, ops, has_out, 1, &p);
+    CHECK(!p.staged && p.kind[0] == 'A');
+    /* a 2-D loop with b broadcast over the outer axis: a and out are blocks, b is not */
+    int64_t s3[3] = {64, 16384, 3}, sb[2] = {16384, 3};
+    ops[0] = arr(CF_FLOAT32, 3, s3, 0x10000000);
+    ops[1] = arr(CF_FLOAT32, 2, sb, 0x20000000);
+    ops[2] = arr(CF_FLOAT32, 3, s3, 0x30000000);
+    plan_of(g, ops, has_out, 1, &p);
+    CHECK(p.loop_ndim == 2);
+    check_plan("cross b broadcast", &p, "GAG", "101", 1024, 256);
+    /* switched off: as before (cores under 32 bytes in place) */
+    cf_gufunc_set_small_staging(0);
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 2, s, 0x10000000 * (uint64_t)(o + 1));
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross off", &p, "AAA", "000", 0, 128);
+    cf_gufunc_set_small_staging(1);
+    cf_gufunc_free(g);
+
+    /* float64 (24-byte rows) and int32 (12) */
+    g = make_cross(CF_FLOAT64, "cf_float64");
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT64, 2, s, 0x10000000 * (uint64_t)(o + 1));
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross float64", &p, "GGG", "111", 256, 256);
+    CHECK(p.pitch[0] == 24 && p.copy_width[0] == 16);
+    cf_gufunc_free(g);
+    g = make_cross(CF_INT32, "cf_int32");
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_INT32, 2, s, 0x10000000 * (uint64_t)(o + 1));
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("cross int32", &p, "GGG", "111", 512, 256);
+    cf_gufunc_free(g);
+
+    /* 4x4 matmul: flat, rows padded to 17 words (the body's column reads of B stay free of bank
+     * conflicts), element copies (cp.async of 4 bytes), no base-offset tables */
+    g = make_matmul();
+    int64_t m[3] = {1 << 20, 4, 4};
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 3, m, 0x10000000 * (uint64_t)(o + 1));
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("matmul fresh", &p, "GGG", "111", 128, 128);
+    CHECK(p.pitch[0] == 68 && p.copy_width[0] == 4 && p.smem_bytes == 3 * 68 * 128);
+    plan_of(g, ops, has_out, 0, &p); /* out= given: read in (the body may read it) */
+    check_plan("matmul out=", &p, "GGG", "111", 128, 128);
+    CHECK(p.load_output[2] == 2); /* 64 bytes: into registers */
+    /* larger out= cores are read in by the tile's copy: (8, 8) float32 */
+    int64_t m8[3] = {1 << 16, 8, 8};
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 3, m8, 0x10000000 * (uint64_t)(o + 1));
+    plan_of(g, ops, has_out, 0, &p);
+    check_plan("matmul 8x8 out=", &p, "GGG", "111", 32, 128);
+    CHECK(p.load_output[2] == 1 && p.pitch[0] == 260);
+    cf_gufunc_free(g);
+
+    /* (2)->(2) and (3)->() float32 */
+    static const char *SWAP2 =
+        "#include \"cufunc/runtime.cuh\"\n"
+        "__device__ void swap2(cf_array_ref<cf_float32, 1> x, cf_array_ref<cf_float32, 1> y) {\n"
+        "    cf_float32 a = *(cf_float32 *)x.data, b = *(cf_float32 *)(x.data + x.strides[0]);\n"
+        "    *(cf_float32 *)y.data = b; *(cf_float32 *)(y.data + y.strides[0]) = a;\n}\n";
+    cf_dtype t2[2] = {CF_FLOAT32, CF_FLOAT32};
+    int nd2[2] = {1, 1};
+    g = make("swap2", "(n)->(n)", t2, nd2, SWAP2, "swap2");
+    int64_t v2[2] = {1 << 20, 2};
+    ops[0] = arr(CF_FLOAT32, 2, v2, 0x10000000);
+    ops[1] = arr(CF_FLOAT32, 2, v2, 0x20000000);
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("(2)->(2)", &p, "GG", "11", 1024, 256);
+    CHECK(p.pitch[0] == 8 && p.copy_width[0] == 16 && p.smem_bytes == 2 * 8 * 1024);
+    cf_gufunc_free(g);
+    g = make_rowsum();
+    int64_t v3[2] = {1 << 20, 3}, o3[1] = {1 << 20};
+    ops[0] = arr(CF_FLOAT32, 2, v3, 0x10000000);
+    ops[1] = arr(CF_FLOAT32, 1, o3, 0x20000000);
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("(3)->()", &p, "GA", "10", 1024, 256);
+    /* the row sum's 4 KiB rows keep their plan (not flat: 16-byte copies, 8 rows per tile) */
+    int64_t xs[2] = {65536, 1024}, os[1] = {65536};
+    ops[0] = arr(CF_FLOAT32, 2, xs, 0x10000000);
+    ops[1] = arr(CF_FLOAT32, 1, os, 0x40000000);
+    plan_of(g, ops, has_out, 1, &p);
+    check_plan("row sum", &p, "GA", "00", 8, 128);
+    CHECK(p.pitch[0] == 4112 && p.copy_width[0] == 16);
+    cf_gufunc_free(g);
+    cf_gufunc_set_small_staging(was);
+}
+
+/* The flat kernels compile (NVRTC, sm_90): packed and padded rows, 16/8/4-byte and 1-byte units,
+ * several iterations per thread, a fresh and a loaded output, 64-bit offsets. */
+static void test_small_kernels_compile(void)
+{
+    int was = cf_gufunc_set_small_staging(1);
+    unsigned char has_out[1] = {1};
+    static const struct {
+        cf_dtype dt;
+        const char *ct;
+        uint64_t misalign;
+        unsigned fresh;
+        const char *want;
+    } cases[] = {
+        {CF_FLOAT32, "cf_float32", 0, 1, "#define CF_GU_STAGE_0 12, 12, 0, 16, 1, 0, 1, (3)\n"},
+        {CF_FLOAT32, "cf_float32", 0, 0, "#define CF_GU_STAGE_2 12, 12, 12288, 16, 2, 0, 1, (3)\n"},
+        {CF_FLOAT32, "cf_float32", 4, 1, "#define CF_GU_STAGE_0 12, 12, 0, 4, 1, 0, 1, (3)\n"},
+        {CF_FLOAT64, "cf_float64", 8, 1, "#define CF_GU_STAGE_0 24, 24, 0, 8, 1, 0, 1, (3)\n"},
+        {CF_INT32, "cf_int32", 0, 1, "#define CF_GU_TILE 512\n"},
+        {CF_INT8, "cf_int8", 0, 1, "#define CF_GU_STAGE_0 3, 3, 0, 16, 1, 0, 1, (3)\n"},
+        {CF_INT16, "cf_int16", 2, 1, "#define CF_GU_STAGE_0 6, 6, 0, 2, 1, 0, 1, (3)\n"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        cf_gufunc *g = make_cross(cases[k].dt, cases[k].ct);
+        int64_t s[2] = {1 << 20, 3};
+        cf_operand ops[3];
+        for (int o = 0; o < 3; o++)
+            ops[o] = arr(cases[k].dt, 2, s, 0x10000000 * (uint64_t)(o + 1));
+        ops[0].array.data += cases[k].misalign;
+        check_kernel(g, ops, has_out, cases[k].fresh, cases[k].want);
+        cf_gufunc_free(g);
+    }
+    cf_gufunc *g = make_matmul();
+    int64_t m[3] = {1 << 20, 4, 4}, big[3] = {(int64_t)1 << 26, 4, 4};
+    cf_operand ops[3];
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 3, m, 0x10000000 * (uint64_t)(o + 1));
+    check_kernel(g, ops, has_out, 1, "#define CF_GU_STAGE_2 64, 68, 17408, 4, 0, 0, 1, (4, 4)\n");
+    check_kernel(g, ops, has_out, 0, "#define CF_GU_STAGE_2 64, 68, 17408, 4, 2, 0, 1, (4, 4)\n");
+    int64_t m8[3] = {1 << 16, 8, 8};
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 3, m8, 0x10000000 * (uint64_t)(o + 1));
+    check_kernel(g, ops, has_out, 0, "#define CF_GU_STAGE_2 256, 260, 16640, 4, 1, 0, 1, (8, 8)\n");
+    for (int o = 0; o < 3; o++)
+        ops[o] = arr(CF_FLOAT32, 3, big, 0x100000000ull * (uint64_t)(o + 1));
+    check_kernel(g, ops, has_out, 1, "#define CF_GU_O long long\n");
+    cf_gufunc_free(g);
+    cf_gufunc_set_small_staging(was);
 }
 
 static void test_rowsum_on_gpu(void)
@@ -724,8 +978,12 @@ static void test_matmul_on_gpu(void)
     int64_t s3[3] = {B, 4, 4}, s2[2] = {4, 4};
     unsigned char has_out[1] = {1};
     cf_gufunc_shapes sh;
-    /* variant 0: all staged; 1: b broadcast ('U'); 2: a read transposed (direct) */
-    for (int variant = 0; variant < 3; variant++) {
+    /* variant 0: all staged; 1: b broadcast ('U'); 2: a read transposed (direct); each with the
+     * flat tiles and without (CUFUNC_GU_SMALL=0): 6 kernels */
+    int was = cf_gufunc_set_small_staging(1);
+    for (int v = 0; v < 6; v++) {
+        int variant = v % 3;
+        cf_gufunc_set_small_staging(v < 3);
         cf_operand ops[3] = {arr(CF_FLOAT32, 3, s3, da), arr(CF_FLOAT32, 3, s3, db),
                              arr(CF_FLOAT32, 3, s3, dc)};
         if (variant == 1)
@@ -753,7 +1011,81 @@ static void test_matmul_on_gpu(void)
         }
         CHECK(bad == 0);
     }
-    CHECK(cf_gufunc_kernel_count(g) == 3);
+    cf_gufunc_set_small_staging(was);
+    CHECK(cf_gufunc_kernel_count(g) == 6);
+    CHECK_OK(cf_stream_synchronize(s));
+    cf_mem_free(s, da);
+    cf_mem_free(s, db);
+    cf_mem_free(s, dc);
+    cf_stream_synchronize(s);
+    cf_stream_free(s);
+    cf_gufunc_free(g);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* Flat tiles on the GPU: the cross product over loops around the tile sizes (1, tile - 1, tile,
+ * tile + 1, large odd counts), with a base off 16-byte alignment (a[1:]), a fresh output and a
+ * loaded one, against the same float32 arithmetic on the host; flat and not (the A/B switch). */
+static void test_cross_on_gpu(void)
+{
+    NEED_GPU();
+    cf_stream *s = NULL;
+    CHECK_OK(cf_stream_create(0, &s));
+    cf_gufunc *g = make_cross(CF_FLOAT32, "cf_float32");
+    enum { NMAX = (1 << 19) + 2 };
+    float *a = malloc(sizeof(float) * 3 * NMAX), *b = malloc(sizeof(float) * 3 * NMAX),
+          *c = malloc(sizeof(float) * 3 * NMAX);
+    unsigned st = 11;
+    for (int i = 0; i < 3 * NMAX; i++) {
+        a[i] = frand(&st);
+        b[i] = frand(&st);
+    }
+    uint64_t da = 0, db = 0, dc = 0;
+    CHECK_OK(cf_mem_alloc(s, sizeof(float) * 3 * NMAX, &da));
+    CHECK_OK(cf_mem_alloc(s, sizeof(float) * 3 * NMAX, &db));
+    CHECK_OK(cf_mem_alloc(s, sizeof(float) * 3 * NMAX, &dc));
+    CHECK_OK(cf_memcpy_htod(s, da, a, sizeof(float) * 3 * NMAX, 1));
+    CHECK_OK(cf_memcpy_htod(s, db, b, sizeof(float) * 3 * NMAX, 1));
+    /* tiles: 4 .. 128 below 2^17 iterations, 512 from 2^19 (cf_gufunc_plan_launch) */
+    static const int64_t sizes[] = {1, 2, 127, 128, 129, 4097, 100003, 1 << 19, (1 << 19) + 1};
+    int was = cf_gufunc_set_small_staging(1);
+    unsigned char has_out[1] = {1};
+    for (int on = 1; on >= 0; on--) {
+        cf_gufunc_set_small_staging(on);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+            for (int shift = 0; shift < 2; shift++)
+                for (unsigned fresh = 0; fresh < 2; fresh++) {
+                    int64_t n = sizes[k], sh2[2] = {n, 3};
+                    cf_operand ops[3] = {arr(CF_FLOAT32, 2, sh2, da + 12u * (unsigned)shift),
+                                         arr(CF_FLOAT32, 2, sh2, db),
+                                         arr(CF_FLOAT32, 2, sh2, dc)};
+                    cf_gufunc_shapes sh;
+                    CHECK_OK(cf_gufunc_bind(g, ops, has_out, &sh));
+                    /* the row past the end must survive: its bytes are 0xff */
+                    CHECK_OK(cf_memset8(s, dc, 0xff, sizeof(float) * 3 * NMAX));
+                    CHECK_OK(cf_gufunc_launch(g, 0, s, ops, &sh, fresh));
+                    CHECK_OK(cf_memcpy_dtoh(s, c, dc, sizeof(float) * 3 * (size_t)(n + 1), 1));
+                    int bad = 0;
+                    for (int64_t t = 0; t < n; t++) {
+                        const float *x = a + 3 * (t + shift), *y = b + 3 * t;
+                        float w[3] = {x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2],
+                                      x[0] * y[1] - x[1] * y[0]};
+                        for (int j = 0; j < 3; j++)
+                            bad += memcmp(&c[3 * t + j], &w[j], 4) != 0;
+                    }
+                    unsigned tail[3];
+                    memcpy(tail, c + 3 * n, sizeof tail);
+                    bad += tail[0] != 0xffffffffu || tail[1] != 0xffffffffu ||
+                           tail[2] != 0xffffffffu;
+                    if (bad)
+                        fprintf(stderr, "  cross n=%lld shift=%d fresh=%u flat=%d: %d wrong\n",
+                                (long long)n, shift, fresh, on, bad);
+                    CHECK(bad == 0);
+                }
+    }
+    cf_gufunc_set_small_staging(was);
     CHECK_OK(cf_stream_synchronize(s));
     cf_mem_free(s, da);
     cf_mem_free(s, db);
@@ -777,8 +1109,11 @@ int main(void)
     RUN(test_plan_matmul);
     RUN(test_plan_scalars);
     RUN(test_kernels_compile);
+    RUN(test_plan_small);
+    RUN(test_small_kernels_compile);
     RUN(test_rowsum_on_gpu);
     RUN(test_accumulate_into_out_on_gpu);
     RUN(test_matmul_on_gpu);
+    RUN(test_cross_on_gpu);
     return SUMMARY();
 }

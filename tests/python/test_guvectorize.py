@@ -281,12 +281,13 @@ def test_kernels_compile_with_nvrtc():
         (rowsum, (np.ones((4096, 1024), np.float32),), "#define CF_GU_STAGE_0 4096, 4112, 0, 16, 1, "),
         (rowsum, (np.ones((4096, 1024), np.float32)[:, ::2],), "F(1, A, O, 1, cf_float32, cf_float32, 0)"),
         (MATMUL, (np.ones((1 << 16, 4, 4), np.float32),) * 2,
-         ("F(2, G, O, 2, cf_float32, cf_float32, 0)", "#define CF_GU_STAGE_2 64, 68, 17408, 16, 0, ")),
+         # a flat tile (the batch is one block): element cp.async into 17-word rows, no base table
+         ("F(2, G, O, 2, cf_float32, cf_float32, 0)", "#define CF_GU_STAGE_2 64, 68, 17408, 4, 0, 0, 1, ")),
         (MATMUL, (np.ones((1 << 16, 4, 4), np.float32), np.ones((4, 4), np.float32)),
          "F(1, U, I, 2, cf_float32, cf_float32, 0)"),
         (MATMUL, (np.ones((100, 4, 4), np.complex128),) * 2, "cf_complex128"),
         (axpy, (np.ones((100, 8), np.float32), 2.0), "F(1, S, I, 0, cf_float32, cf_float32, 0)"),
-        (minmax, (np.ones((100, 8)),), "#define CF_GU_STAGE_0 64, 72, 0, 16, 1, "),
+        (minmax, (np.ones((100, 8)),), "#define CF_GU_STAGE_0 64, 72, 0, 8, 1, 0, 1, "),
         (norm3_scalar_out, (np.ones((100, 3), np.float32),), "F(1, A, O, 1, cf_float32, cf_float32, 0)"),
         (mean_returned, (rng.random((100, 9)),), "cf_gu_ret_"),
         (reverse_local, (np.ones((100, 16)),), '#include "cufunc/gu_kernel.cuh"'),  # cf_gu
