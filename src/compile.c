@@ -115,6 +115,18 @@ static cf_status nvrtc_fail(nvrtcResult r, const char *what)
                         "%s: %s", what, cf_nvrtc.nvrtcGetErrorString(r));
 }
 
+/* Whether a source may use runtime.cuh's 2-byte float types or their helpers (cf_float16,
+ * cf_bfloat16, cf_f32_to_f16, cf_bf16, CF_HALF_*). Sources that cannot are compiled with
+ * -DCF_NO_HALF, which leaves those ~150 lines of C++ (classes, operators, casters, math) out of
+ * the parse: NVRTC took 54 -> 64 ms per element-wise kernel when they came in (session 7,
+ * tools/kernel_compare.py cubins), with identical CUBINs. The test is on the text, so the
+ * decision, like the kernel cache's key, follows from the source alone. */
+static int source_may_use_half(const char *source)
+{
+    return strstr(source, "float16") || strstr(source, "f16") || strstr(source, "bf16") ||
+           strstr(source, "CF_HALF") || strstr(source, "cf_h16");
+}
+
 cf_status cf_compile_source(const char *source, const char *const *options, int noptions,
                             int cc_major, int cc_minor, void **image, size_t *size, int *is_ptx)
 {
@@ -148,7 +160,8 @@ cf_status cf_compile_source(const char *source, const char *const *options, int 
     const char **opts = NULL;
     char *log = NULL;
     void *out = NULL;
-    int nopts = noptions + 2;
+    const int no_half = !source_may_use_half(source);
+    int nopts = noptions + 2 + no_half;
     opts = cf_malloc(sizeof(char *) * (size_t)nopts);
     if (!opts) {
         st = CF_ERR_NOMEM;
@@ -158,6 +171,8 @@ cf_status cf_compile_source(const char *source, const char *const *options, int 
     opts[1] = arch_opt;
     for (int i = 0; i < noptions; i++)
         opts[2 + i] = options[i];
+    if (no_half)
+        opts[2 + noptions] = "-DCF_NO_HALF";
 
     nvrtcResult r = cf_nvrtc.nvrtcCreateProgram(
         &prog, source, "cufunc_kernel.cu", cf_templates_n,

@@ -44,6 +44,7 @@ typedef unsigned long long cf_uint64;
 typedef float cf_float32;
 typedef double cf_float64;
 
+#ifndef CF_NO_HALF /* the 2-byte floats; the compiler leaves them out of sources that use none (compile.c) */
 /* ---- float16: NumPy's half (npy_half) ----
  * cf_float16 is 2 bytes of IEEE binary16. Arithmetic gives NumPy's float16 meaning: each operation
  * computes in float32 and rounds the result to half (round to nearest even), as NumPy's float16
@@ -197,6 +198,7 @@ CF_HALF_OPS(cf_bfloat16)
 #undef CF_HALF_CMP
 #undef CF_HALF_BIN
 #undef CF_HALF_INT_CTORS
+#endif
 
 #define CF_PI 3.141592653589793
 #define CF_E 2.718281828459045
@@ -244,8 +246,10 @@ CF_NUM(unsigned int, 2, 32, unsigned)
 CF_NUM(unsigned long long, 2, 64, unsigned long long)
 CF_NUM(float, 3, 32, float)
 CF_NUM(double, 3, 64, double)
+#ifndef CF_NO_HALF
 CF_NUM(cf_float16, 3, 16, float)
 CF_NUM(cf_bfloat16, 3, 16, float)
+#endif
 #undef CF_NUM
 
 /* x < 0 without "comparison of unsigned with zero" noise for unsigned T. */
@@ -312,11 +316,13 @@ template <typename To, typename From, int KF> struct cf_caster<To, From, 4, KF> 
 template <typename To, typename From> struct cf_caster<To, From, 4, 4> {
     static CF_HD To f(From x) { return To((typename To::value_type)x.re, (typename To::value_type)x.im); }
 };
+#ifndef CF_NO_HALF
 /* float16 to an integer: as NumPy, the half is widened to float32 and cast from there. */
 template <typename To> struct cf_caster<To, cf_float16, 1, 3> { static CF_HD To f(cf_float16 x) { return cf_caster<To, float>::f((float)x); } };
 template <typename To> struct cf_caster<To, cf_float16, 2, 3> { static CF_HD To f(cf_float16 x) { return cf_caster<To, float>::f((float)x); } };
 template <typename To> struct cf_caster<To, cf_bfloat16, 2, 3> { static CF_HD To f(cf_bfloat16 x) { return cf_caster<To, float>::f((float)x); } };
 template <typename To> struct cf_caster<To, cf_bfloat16, 1, 3> { static CF_HD To f(cf_bfloat16 x) { return cf_caster<To, float>::f((float)x); } };
+#endif
 template <typename To, typename From> CF_HD To cf_cast(From x) { return cf_caster<To, From>::f(x); }
 
 /* ---- floor division and modulo ---- */
@@ -400,6 +406,7 @@ CF_HD double cf_floordiv(double a, double b) { double m; return !b ? a / b : cf_
 CF_HD float cf_mod(float a, float b) { float m; if (!b) return fmodf(a, b); cf_fdivmod(a, b, &m); return m; }
 CF_HD double cf_mod(double a, double b) { double m; if (!b) return fmod(a, b); cf_fdivmod(a, b, &m); return m; }
 
+#ifndef CF_NO_HALF
 /* ---- float16 math: NumPy's float16 loops compute in float32 and round the result to half ---- */
 #define CF_H1(name) CF_HD cf_float16 cf_##name(cf_float16 x) { return cf_float16(cf_##name((float)x)); }
 #define CF_H2(name) CF_HD cf_float16 cf_##name(cf_float16 x, cf_float16 y) { return cf_float16(cf_##name((float)x, (float)y)); }
@@ -419,6 +426,7 @@ CF_HD cf_float16 cf_frexp(cf_float16 x, long long *e) { return cf_float16(cf_fre
 CF_HD cf_float16 cf_modf(cf_float16 x, cf_float16 *ip) {
     float i, r = cf_modf((float)x, &i); *ip = cf_float16(i); return cf_float16(r);
 }
+#endif
 
 /* ---- power ---- */
 /* Integers: square-and-multiply with wrapping; a negative exponent gives 0 unless a is 1 or -1. */
@@ -440,6 +448,7 @@ template <typename T> CF_HD T cf_np_power(T a, T b) { return cf_pow(a, b); }
 CF_HD float cf_np_power(float a, float b) { return b == 0.5f ? cf_sqrt(a) : cf_pow(a, b); }
 CF_HD double cf_np_power(double a, double b) { return b == 0.5 ? cf_sqrt(a) : cf_pow(a, b); }
 
+#ifndef CF_NO_HALF
 /* ---- bfloat16 math: ml_dtypes' loops compute in float32 and round the result to bfloat16 ---- */
 #define CF_B1(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x) { return cf_bfloat16(cf_##name((float)x)); }
 #define CF_B2(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x, cf_bfloat16 y) { return cf_bfloat16(cf_##name((float)x, (float)y)); }
@@ -460,6 +469,7 @@ CF_HD cf_bfloat16 cf_np_power(cf_bfloat16 a, cf_bfloat16 b) { return cf_pow(a, b
 /* float16 power: powf rounded to half (NumPy's float16 ** and numpy.power: no sqrt shortcut) */
 CF_HD cf_float16 cf_pow(cf_float16 a, cf_float16 b) { return cf_float16(cf_pow((float)a, (float)b)); }
 CF_HD cf_float16 cf_np_power(cf_float16 a, cf_float16 b) { return cf_pow(a, b); }
+#endif
 
 /* ---- shifts: counts outside [0, bits) give 0 (<<) or the sign fill (>>) ---- */
 template <typename T> CF_HD T cf_lshift(T a, T b) {
@@ -476,7 +486,9 @@ template <typename T> CF_HD T cf_max(T a, T b) { return b > a ? b : a; }
 template <typename T> CF_HD T cf_abs(T a) { return cf_isneg(a) ? cf_neg(a) : a; }
 CF_HD float cf_abs(float a) { return fabsf(a); }
 CF_HD double cf_abs(double a) { return fabs(a); }
+#ifndef CF_NO_HALF
 CF_HD cf_float16 cf_abs(cf_float16 a) { return cf_fabs(a); }
+#endif
 
 /* ---- complex math ---- */
 template <typename T> struct cf_fp;

@@ -331,6 +331,39 @@ static void test_long_error_message(void)
     free(src);
 }
 
+/* Sources that use no 2-byte float get -DCF_NO_HALF (runtime.cuh's float16/bfloat16 parts left out
+ * of the parse, for NVRTC time); sources that name one of them, or a half helper, do not, and
+ * compile with the types available. */
+static void test_half_parts_only_when_named(void)
+{
+    if (!have_nvrtc())
+        return;
+    void *img;
+    size_t n;
+    const char *plain = "#include \"cufunc/runtime.cuh\"\n"
+                        "extern \"C\" __global__ void k(float *x) { x[0] = cf_sqrt(x[0]); }\n"
+                        "this line is the error;\n";
+    CHECK_STATUS(cf_compile_source(plain, NULL, 0, 9, 0, &img, &n, NULL), CF_ERR_COMPILE);
+    CHECK_CONTAINS(cf_last_error(), "-DCF_NO_HALF");
+    const char *names[] = {"cf_float16 h = cf_float16(x[0]); x[0] = (float)cf_sqrt(h);",
+                           "cf_bfloat16 h = cf_bfloat16(x[0]); x[0] = (float)cf_abs(h);",
+                           "x[0] = cf_f16_to_f32(cf_f32_to_f16(x[0]));"};
+    for (int i = 0; i < 3; i++) {
+        char src[512];
+        snprintf(src, sizeof src, "#include \"cufunc/runtime.cuh\"\n"
+                 "extern \"C\" __global__ void k(float *x) { %s }\n", names[i]);
+        CHECK_OK(cf_compile_source(src, NULL, 0, 9, 0, &img, &n, NULL));
+        cf_free_buffer(img);
+        strcat(src, "this line is the error;\n");
+        CHECK_STATUS(cf_compile_source(src, NULL, 0, 9, 0, &img, &n, NULL), CF_ERR_COMPILE);
+        CHECK(strstr(cf_last_error(), "-DCF_NO_HALF") == NULL);
+    }
+    /* with CF_NO_HALF the types really are absent (the guard works) */
+    const char *forced = "#define CF_NO_HALF\n#include \"cufunc/runtime.cuh\"\n"
+                         "extern \"C\" __global__ void k(float *x) { cf_float16 h; }\n";
+    CHECK_STATUS(cf_compile_source(forced, NULL, 0, 9, 0, &img, &n, NULL), CF_ERR_COMPILE);
+}
+
 /* ---- allocation failures -------------------------------------------------------------------- */
 
 static void test_alloc_failures_compile(void)
@@ -375,6 +408,7 @@ int main(void)
     RUN(test_templates_include_without_files);
     RUN(test_error_functions);
     RUN(test_long_error_message);
+    RUN(test_half_parts_only_when_named);
     RUN(test_alloc_failures_compile);
     return SUMMARY();
 }
