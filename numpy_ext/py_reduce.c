@@ -310,28 +310,30 @@ static int rc_prepare(cf_py_call *c)
     S->dt = c->in[0].view.dtype;
     if ((S->descr = cf_py_descr_from_dtype(S->dt)) == NULL)
         return -1;
-    /* init becomes the array's type, as Numba does (arr.dtype.type(init)) */
+    /* init becomes the array's type, as Numba does (arr.dtype.type(init)); the default 0 is
+     * all-zero bytes in every dtype, so no scalar is made for it per call (~0.3 us) */
+    memset(S->init_bytes, 0, sizeof S->init_bytes);
     if (S->init != NULL) {
         S->init_scalar = PyObject_CallOneArg((PyObject *)S->descr->typeobj, S->init);
-    } else {
-        PyObject *zero = PyLong_FromLong(0);
-        S->init_scalar = zero ? PyObject_CallOneArg((PyObject *)S->descr->typeobj, zero) : NULL;
-        Py_XDECREF(zero);
+        if (S->init_scalar == NULL)
+            return -1;
+        if (!PyArray_IsScalar(S->init_scalar, Generic)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "reduce: init could not be converted to the array's dtype");
+            return -1;
+        }
+        PyArray_ScalarAsCtype(S->init_scalar, S->init_bytes);
     }
-    if (S->init_scalar == NULL)
-        return -1;
-    memset(S->init_bytes, 0, sizeof S->init_bytes);
-    if (!PyArray_IsScalar(S->init_scalar, Generic)) {
-        PyErr_SetString(PyExc_TypeError, "reduce: init could not be converted to the array's dtype");
-        return -1;
-    }
-    PyArray_ScalarAsCtype(S->init_scalar, S->init_bytes);
     if (S->res != Py_None && rc_res(c, S->res) < 0)
         return -1;
     if (reducer_loop(self, S->dt, &S->loop) < 0)
         return -1;
-    if (cf_array_size(&c->in[0].view) == 0 && S->res == Py_None)
-        c->result = Py_NewRef(S->init_scalar); /* Numba's answer, with no work on the device */
+    if (cf_array_size(&c->in[0].view) == 0 && S->res == Py_None) {
+        /* Numba's answer, with no work on the device */
+        c->result = S->init_scalar ? Py_NewRef(S->init_scalar)
+                                   : PyArray_Scalar(S->init_bytes, S->descr, NULL);
+        return c->result ? 0 : -1;
+    }
     return 0;
 }
 

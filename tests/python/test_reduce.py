@@ -133,6 +133,11 @@ def test_empty_host_input_returns_init():
     assert sum_reduce(np.arange(10, dtype=np.int64), size=0, init=7) == 7
     # init takes the array's type, as Numba does
     assert sum_reduce(np.zeros(0, np.int16), init=2.9) == np.int16(2)
+    # the default init, 0 of the array's type (made from zero bytes, not a per-call scalar)
+    for dt in (np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64, np.complex64,
+               np.complex128):
+        r = sum_reduce(np.zeros(0, dt))
+        assert type(r) is np.dtype(dt).type and r == 0 and not np.signbit(np.real(r))
 
 
 # ---- on the GPU --------------------------------------------------------------------------------
