@@ -14,17 +14,11 @@
 Usage: python3 bench/bench_vectorize.py [--reps N]
 """
 import argparse
-import json
 import math
-import os
-import subprocess
-import sys
-import tempfile
-import textwrap
-import time
 
 import numpy as np
 
+from bench_first_call import first_call_rows
 from benchlib import timeit, peers
 
 if not hasattr(np, "row_stack"):          # numba-cuda 0.30 under NumPy >= 2.5
@@ -163,31 +157,8 @@ def main():
                                               torch.cuda.synchronize, reps, 5) / 1e9
     rows.append(("hypot with a transposed 4096^2 input (GB/s, 12 B/element)", 12 * m * m / tt / 1e9, peer))
 
-    # -- compile and warm-cache first call in new processes --
-    child = textwrap.dedent("""
-        import json, math, sys, time, numpy as np
-        from cufunc import cuda, vectorize, _core
-        x = cuda.to_device(np.ones(1024, np.float32)); cuda.synchronize()
-        t0 = time.perf_counter()
-        @vectorize(['float32(float32, float32)'])
-        def f(a, b):
-            return math.sqrt(a * a + b * b) + %s
-        t1 = time.perf_counter()
-        r = f(x, x); cuda.synchronize()
-        t2 = time.perf_counter()
-        print(json.dumps({"decorate": t1 - t0, "first_call": t2 - t1, "stats": _core.cache_stats()}))
-    """)
-    with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, CUFUNC_CACHE_DIR=os.path.join(d, "cache"))
-        prog = os.path.join(d, "first_call.py")   # a file: the translator reads the source
-        with open(prog, "w") as f:
-            f.write(child % repr(time.time() % 1))
-        cold = json.loads(subprocess.check_output([sys.executable, prog], env=env))
-        warm = json.loads(subprocess.check_output([sys.executable, prog], env=env))
-    rows.append(("first call of a new signature, empty cache (s)", cold["first_call"],
-                 {"decorate (translate)": cold["decorate"]}))
-    rows.append(("first call in a new process, warm disk cache (ms)", 1e3 * warm["first_call"],
-                 {"decorate (translate, ms)": 1e3 * warm["decorate"]}))
+    # -- compile and warm-cache first call in new processes (medians: bench_first_call.py) --
+    rows += first_call_rows(5)
 
     print("\ncufunc vectorize on %s" % dev.name)
     print("| figure | cufunc | peers |")
@@ -195,7 +166,7 @@ def main():
     for label, ours, peer in rows:
         ps = ", ".join("%s %.3g" % (k, v) for k, v in peer.items()) or "-"
         print("| %s | %.3g | %s |" % (label, ours, ps))
-    print("(copy bandwidth %.0f GB/s; cache stats cold %s warm %s)" % (copy_bw, cold["stats"], warm["stats"]))
+    print("(copy bandwidth %.0f GB/s)" % copy_bw)
     hostpipe_sweep(ha, hb, want, max(3, reps // 3))
 
 
