@@ -406,28 +406,6 @@ CF_HD double cf_floordiv(double a, double b) { double m; return !b ? a / b : cf_
 CF_HD float cf_mod(float a, float b) { float m; if (!b) return fmodf(a, b); cf_fdivmod(a, b, &m); return m; }
 CF_HD double cf_mod(double a, double b) { double m; if (!b) return fmod(a, b); cf_fdivmod(a, b, &m); return m; }
 
-#ifndef CF_NO_HALF
-/* ---- float16 math: NumPy's float16 loops compute in float32 and round the result to half ---- */
-#define CF_H1(name) CF_HD cf_float16 cf_##name(cf_float16 x) { return cf_float16(cf_##name((float)x)); }
-#define CF_H2(name) CF_HD cf_float16 cf_##name(cf_float16 x, cf_float16 y) { return cf_float16(cf_##name((float)x, (float)y)); }
-CF_H1(sqrt) CF_H1(exp) CF_H1(exp2) CF_H1(expm1) CF_H1(log) CF_H1(log2) CF_H1(log10) CF_H1(log1p)
-CF_H1(sin) CF_H1(cos) CF_H1(tan) CF_H1(asin) CF_H1(acos) CF_H1(atan) CF_H1(sinh) CF_H1(cosh)
-CF_H1(tanh) CF_H1(asinh) CF_H1(acosh) CF_H1(atanh) CF_H1(floor) CF_H1(ceil) CF_H1(trunc)
-CF_H1(erf) CF_H1(erfc) CF_H1(gamma) CF_H1(lgamma) CF_H1(round) CF_H1(degrees) CF_H1(radians)
-CF_H2(atan2) CF_H2(hypot) CF_H2(fmod) CF_H2(remainder) CF_H2(floordiv) CF_H2(mod)
-#undef CF_H1
-#undef CF_H2
-CF_HD cf_float16 cf_fabs(cf_float16 x) { return cf_float16::from_bits((unsigned short)(x.bits & 0x7fffu)); }
-CF_HD cf_float16 cf_copysign(cf_float16 x, cf_float16 y) {
-    return cf_float16::from_bits((unsigned short)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));
-}
-CF_HD cf_float16 cf_ldexp(cf_float16 x, long long e) { return cf_float16(cf_ldexp((float)x, e)); }
-CF_HD cf_float16 cf_frexp(cf_float16 x, long long *e) { return cf_float16(cf_frexp((float)x, e)); }
-CF_HD cf_float16 cf_modf(cf_float16 x, cf_float16 *ip) {
-    float i, r = cf_modf((float)x, &i); *ip = cf_float16(i); return cf_float16(r);
-}
-#endif
-
 /* ---- power ---- */
 /* Integers: square-and-multiply with wrapping; a negative exponent gives 0 unless a is 1 or -1. */
 template <typename T> CF_HD T cf_pow(T a, T b) {
@@ -449,26 +427,34 @@ CF_HD float cf_np_power(float a, float b) { return b == 0.5f ? cf_sqrt(a) : cf_p
 CF_HD double cf_np_power(double a, double b) { return b == 0.5 ? cf_sqrt(a) : cf_pow(a, b); }
 
 #ifndef CF_NO_HALF
-/* ---- bfloat16 math: ml_dtypes' loops compute in float32 and round the result to bfloat16 ---- */
-#define CF_B1(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x) { return cf_bfloat16(cf_##name((float)x)); }
-#define CF_B2(name) CF_HD cf_bfloat16 cf_##name(cf_bfloat16 x, cf_bfloat16 y) { return cf_bfloat16(cf_##name((float)x, (float)y)); }
-CF_B1(sqrt) CF_B1(exp) CF_B1(exp2) CF_B1(expm1) CF_B1(log) CF_B1(log2) CF_B1(log10) CF_B1(log1p)
-CF_B1(sin) CF_B1(cos) CF_B1(tan) CF_B1(asin) CF_B1(acos) CF_B1(atan) CF_B1(sinh) CF_B1(cosh)
-CF_B1(tanh) CF_B1(asinh) CF_B1(acosh) CF_B1(atanh) CF_B1(floor) CF_B1(ceil) CF_B1(trunc)
-CF_B1(erf) CF_B1(erfc) CF_B1(gamma) CF_B1(lgamma) CF_B1(round) CF_B1(degrees) CF_B1(radians)
-CF_B2(atan2) CF_B2(hypot) CF_B2(fmod) CF_B2(remainder) CF_B2(floordiv) CF_B2(mod) CF_B2(pow)
-#undef CF_B1
-#undef CF_B2
-CF_HD cf_bfloat16 cf_fabs(cf_bfloat16 x) { return cf_bfloat16::from_bits((unsigned short)(x.bits & 0x7fffu)); }
-CF_HD cf_bfloat16 cf_abs(cf_bfloat16 x) { return cf_fabs(x); }
-CF_HD cf_bfloat16 cf_copysign(cf_bfloat16 x, cf_bfloat16 y) {
-    return cf_bfloat16::from_bits((unsigned short)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));
+/* ---- 2-byte float math: NumPy's float16 loops and ml_dtypes' bfloat16 ones compute in float32
+ * and round the result to the type (power included: no sqrt shortcut for numpy.power) ---- */
+#define CF_H1(T, name) CF_HD T cf_##name(T x) { return T(cf_##name((float)x)); }
+#define CF_H2(T, name) CF_HD T cf_##name(T x, T y) { return T(cf_##name((float)x, (float)y)); }
+#define CF_HALF_MATH(T)                                                                            \
+    CF_H1(T, sqrt) CF_H1(T, exp) CF_H1(T, exp2) CF_H1(T, expm1) CF_H1(T, log) CF_H1(T, log2)       \
+    CF_H1(T, log10) CF_H1(T, log1p) CF_H1(T, sin) CF_H1(T, cos) CF_H1(T, tan) CF_H1(T, asin)       \
+    CF_H1(T, acos) CF_H1(T, atan) CF_H1(T, sinh) CF_H1(T, cosh) CF_H1(T, tanh) CF_H1(T, asinh)     \
+    CF_H1(T, acosh) CF_H1(T, atanh) CF_H1(T, floor) CF_H1(T, ceil) CF_H1(T, trunc) CF_H1(T, erf)   \
+    CF_H1(T, erfc) CF_H1(T, gamma) CF_H1(T, lgamma) CF_H1(T, round) CF_H1(T, degrees)             \
+    CF_H1(T, radians) CF_H2(T, atan2) CF_H2(T, hypot) CF_H2(T, fmod) CF_H2(T, remainder)           \
+    CF_H2(T, floordiv) CF_H2(T, mod) CF_H2(T, pow)                                                 \
+    CF_HD T cf_fabs(T x) { return T::from_bits((unsigned short)(x.bits & 0x7fffu)); }              \
+    CF_HD T cf_abs(T x) { return cf_fabs(x); }                                                     \
+    CF_HD T cf_copysign(T x, T y) {                                                                \
+        return T::from_bits((unsigned short)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));           \
+    }                                                                                              \
+    CF_HD T cf_np_power(T a, T b) { return cf_pow(a, b); }
+CF_HALF_MATH(cf_float16)
+CF_HALF_MATH(cf_bfloat16)
+#undef CF_HALF_MATH
+#undef CF_H1
+#undef CF_H2
+CF_HD cf_float16 cf_ldexp(cf_float16 x, long long e) { return cf_float16(cf_ldexp((float)x, e)); }
+CF_HD cf_float16 cf_frexp(cf_float16 x, long long *e) { return cf_float16(cf_frexp((float)x, e)); }
+CF_HD cf_float16 cf_modf(cf_float16 x, cf_float16 *ip) {
+    float i, r = cf_modf((float)x, &i); *ip = cf_float16(i); return cf_float16(r);
 }
-CF_HD cf_bfloat16 cf_np_power(cf_bfloat16 a, cf_bfloat16 b) { return cf_pow(a, b); }
-
-/* float16 power: powf rounded to half (NumPy's float16 ** and numpy.power: no sqrt shortcut) */
-CF_HD cf_float16 cf_pow(cf_float16 a, cf_float16 b) { return cf_float16(cf_pow((float)a, (float)b)); }
-CF_HD cf_float16 cf_np_power(cf_float16 a, cf_float16 b) { return cf_pow(a, b); }
 #endif
 
 /* ---- shifts: counts outside [0, bits) give 0 (<<) or the sign fill (>>) ---- */
@@ -486,9 +472,6 @@ template <typename T> CF_HD T cf_max(T a, T b) { return b > a ? b : a; }
 template <typename T> CF_HD T cf_abs(T a) { return cf_isneg(a) ? cf_neg(a) : a; }
 CF_HD float cf_abs(float a) { return fabsf(a); }
 CF_HD double cf_abs(double a) { return fabs(a); }
-#ifndef CF_NO_HALF
-CF_HD cf_float16 cf_abs(cf_float16 a) { return cf_fabs(a); }
-#endif
 
 /* ---- complex math ---- */
 template <typename T> struct cf_fp;
