@@ -7,7 +7,12 @@ any wait):
   * cufunc on CuPy arrays (a CuPy array back) beside cp.hypot;
   * cufunc on torch tensors (a torch tensor back) beside torch.hypot;
   * the same two with cufunc.using_output_type("cufunc") (DeviceArrays back): the part of the
-    cost that is the wrapping into the caller's type, and the part that is reading the inputs.
+    cost that is the wrapping into the caller's type, and the part that is reading the inputs;
+  * out= given in the caller's type (torch, CuPy), beside the library's own call with out=;
+  * fresh results allocated by CuPy / PyTorch themselves (the default) or, switched off, cufunc
+    DeviceArrays wrapped into their type (what the other engines do);
+  * with PyTorch's DLPack C exchange API (PyTorch >= 2.10, used by default) turned off: the
+    attribute reads older PyTorch versions get.
 The issue's target: a call on CuPy arrays and on torch tensors within 1.3x of the call on
 DeviceArrays. The last column is each line's time over the DeviceArray call's.
 
@@ -20,7 +25,7 @@ import numpy as np
 from benchlib import timeit, peers, cpu_alone
 
 import cufunc
-from cufunc import cuda, vectorize
+from cufunc import _core, cuda, vectorize
 
 
 @vectorize(["float32(float32, float32)"])
@@ -48,7 +53,12 @@ def main():
         r = hyp(ca1, cb1)
         assert isinstance(r, cp.ndarray), type(r)
         sync = cp.cuda.runtime.deviceSynchronize
+        co1 = cp.empty(1, cp.float32)
         cases += [("cufunc(cupy) -> cupy", lambda: hyp(ca1, cb1), sync, "cupy"),
+                  ("cufunc(cupy) -> cupy, result wrapped (CuPy allocation off)",
+                   lambda: hyp(ca1, cb1), sync, "cupy", {"_lib_results": False}),
+                  ("cufunc(cupy, out=cupy)", lambda: hyp(ca1, cb1, out=co1), sync, "cupy"),
+                  ("cp.hypot(cupy, out=cupy)", lambda: cp.hypot(ca1, cb1, out=co1), sync, "cupy"),
                   ("cufunc(cupy) -> DeviceArray (output type 'cufunc')",
                    as_cufunc(lambda: hyp(ca1, cb1)), sync, "cupy"),
                   ("cp.hypot(cupy)", lambda: cp.hypot(ca1, cb1), sync, "cupy")]
@@ -60,10 +70,24 @@ def main():
         r = hyp(ta1, tb1)
         assert isinstance(r, torch.Tensor) and r.device == ta1.device, type(r)
         sync = torch.cuda.synchronize
+        to1 = torch.empty(1, device="cuda")
         cases += [("cufunc(torch) -> torch", lambda: hyp(ta1, tb1), sync, "torch"),
                   ("cufunc(torch) -> DeviceArray (output type 'cufunc')",
                    as_cufunc(lambda: hyp(ta1, tb1)), sync, "torch"),
-                  ("torch.hypot(torch)", lambda: torch.hypot(ta1, tb1), sync, "torch")]
+                  ("cufunc(torch, out=torch)", lambda: hyp(ta1, tb1, out=to1), sync, "torch"),
+                  ("torch.hypot(torch)", lambda: torch.hypot(ta1, tb1), sync, "torch"),
+                  ("torch.hypot(torch, out=torch)", lambda: torch.hypot(ta1, tb1, out=to1), sync,
+                   "torch")]
+        if _core._interop_c_api():  # the same calls with PyTorch's attributes read one by one
+            cases += [("cufunc(torch) -> torch, result wrapped (PyTorch allocation off)",
+                       lambda: hyp(ta1, tb1), sync, "torch", {"_lib_results": False}),
+                      ("cufunc(torch) -> torch, attribute reads (DLPack C API off)",
+                       lambda: hyp(ta1, tb1), sync, "torch", {"_interop_c_api": False}),
+                      ("cufunc(torch, out=torch), attribute reads (DLPack C API off)",
+                       lambda: hyp(ta1, tb1, out=to1), sync, "torch",
+                       {"_interop_c_api": False})]
+        else:
+            print("this PyTorch has no DLPack C exchange API: the attribute reads only")
     else:
         print("PyTorch: not available here")
     loop = 1e6 * timeit(lambda: None, lambda: None, 7, 5000)
@@ -72,9 +96,13 @@ def main():
     print("|---|---|---|---|")
     print("| (empty lambda in the same loop) | %.3f | - | - |" % loop)
     ref = None
-    for name, fn, sync, _ in cases:
+    for name, fn, sync, _, *modes in cases:
+        # a row's switches (_core._lib_results, _core._interop_c_api), set around its timing
+        saved = {k: getattr(_core, k)(v) for k, v in (modes[0] if modes else {}).items()}
         q = 1e6 * timeit(fn, sync, 7, 5000)
         c = cpu_alone(fn, sync)
+        for k in saved:
+            getattr(_core, k)(True)
         ref = q if ref is None else ref
         print("| %s | %.2f | %.2f | %.2fx |" % (name, q, c, q / ref))
 

@@ -85,4 +85,28 @@ typedef struct DLManagedTensorVersioned {
     DLTensor dl_tensor;
 } DLManagedTensorVersioned;
 
+/* The C exchange API (DLPack 1.3, https://dmlc.github.io/dlpack/latest/python_spec.html): a
+ * table of C functions a library publishes on its array type as the capsule
+ * `type.__dlpack_c_exchange_api__` (name "dlpack_exchange_api"), so that a consumer reads and makes
+ * its arrays without Python calls. Only the major version must match; later minors append fields.
+ * The functions do no stream synchronisation: the consumer asks current_work_stream. */
+typedef struct DLPackExchangeAPIHeader {
+    DLPackVersion version;
+    struct DLPackExchangeAPIHeader *prev_api;
+} DLPackExchangeAPIHeader;
+
+typedef struct DLPackExchangeAPI {
+    DLPackExchangeAPIHeader header;
+    int (*managed_tensor_allocator)(DLTensor *prototype, DLManagedTensorVersioned **out,
+                                    void *error_ctx,
+                                    void (*set_error)(void *error_ctx, const char *kind,
+                                                      const char *message));
+    int (*managed_tensor_from_py_object_no_sync)(void *py_object, DLManagedTensorVersioned **out);
+    /* takes ownership of `tensor`; 0, or -1 with a Python exception */
+    int (*managed_tensor_to_py_object_no_sync)(DLManagedTensorVersioned *tensor, void **out);
+    /* a non-owning view, valid while the object lives unchanged; may be NULL */
+    int (*dltensor_from_py_object_no_sync)(void *py_object, DLTensor *out);
+    int (*current_work_stream)(DLDeviceType device_type, int32_t device_id, void **out_stream);
+} DLPackExchangeAPI;
+
 #endif

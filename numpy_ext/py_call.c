@@ -1,6 +1,8 @@
 /* py_call.c: the one call pipeline (see py_call.h for its steps) and the lifecycle the UFunc and
  * GUFunc types share. */
 #include "py_call.h"
+
+#include <time.h>
 #include "py_interop.h"
 
 /* ---- names ---------------------------------------------------------------------------------- */
@@ -25,6 +27,69 @@ const char *cf_py_out_name(int o)
 }
 
 /* ---- step 4: place -------------------------------------------------------------------------- */
+
+/* ---- per-step timing (diagnostics: _core._call_steps) --------------------------------------------
+ * Off by default: one flag test per step. On, each step's wall time is summed over the calls (the
+ * GIL serialises them), so that a benchmark can say where a call's microseconds go. */
+
+enum { ST_CLASSIFY, ST_PREPARE, ST_PLACE, ST_OUTPUTS, ST_ORDER, ST_LAUNCH, ST_DELIVER, ST_END,
+       ST_N };
+static const char *const STEP_NAMES[ST_N] = {"classify", "prepare", "place", "outputs",
+                                             "order", "launch", "deliver", "end"};
+static struct {
+    int on;
+    uint64_t last, sum[ST_N], calls;
+} steps;
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void step_mark(int step)
+{
+    if (!steps.on)
+        return;
+    uint64_t t = now_ns();
+    steps.sum[step] += t - steps.last;
+    steps.last = t;
+}
+
+/* _call_steps(on=None, reset=False) -> {step: mean microseconds per call, "calls": n}. */
+static PyObject *call_steps(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"on", "reset", NULL};
+    PyObject *on = Py_None;
+    int reset = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op:_call_steps", kwlist, &on, &reset))
+        return NULL;
+    PyObject *d = PyDict_New();
+    for (int k = 0; d && k < ST_N; k++) {
+        PyObject *v = PyFloat_FromDouble(steps.calls ? steps.sum[k] / 1e3 / (double)steps.calls
+                                                     : 0.0);
+        if (v == NULL || PyDict_SetItemString(d, STEP_NAMES[k], v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    PyObject *n = d ? PyLong_FromUnsignedLongLong(steps.calls) : NULL;
+    if (n == NULL || PyDict_SetItemString(d, "calls", n) < 0)
+        Py_CLEAR(d);
+    Py_XDECREF(n);
+    if (d && on != Py_None) {
+        int v = PyObject_IsTrue(on);
+        if (v < 0)
+            Py_CLEAR(d);
+        else
+            steps.on = v;
+    }
+    if (d && reset) {
+        memset(steps.sum, 0, sizeof steps.sum);
+        steps.calls = 0;
+    }
+    return d;
+}
 
 int cf_py_place_resolve(cf_py_place *pl, int device, PyObject *stream, const char *what)
 {
@@ -180,6 +245,9 @@ static PyObject *call_result_wrapper(PyObject *mod, PyObject *inputs)
 }
 
 PyMethodDef cf_py_call_methods[] = {
+    {"_call_steps", (PyCFunction)(void (*)(void))call_steps, METH_VARARGS | METH_KEYWORDS,
+     "_call_steps(on=None, reset=False) -> the mean microseconds per call of each step of the "
+     "call pipeline since the last reset (on=True starts timing them; diagnostics)."},
     {"_result_wrapper", (PyCFunction)call_result_wrapper, METH_O,
      "_result_wrapper(inputs) -> the callable that wraps the fresh results of a call on these "
      "inputs (None: cufunc DeviceArrays); the rule of the deliver step, for tests."},
@@ -198,6 +266,7 @@ int cf_py_call_classify_inputs(cf_py_call *c, PyObject *const *inputs)
         c->any_host |= c->in[i].kind == CF_PY_ARG_HOST;
     }
     cf_py_args_nep50(c->in, c->nin);
+    step_mark(ST_CLASSIFY);
     return 0;
 }
 
@@ -209,9 +278,15 @@ int cf_py_call_classify_out(cf_py_call *c, int o, const char *argname, const cha
     PyObject *obj = c->outs[o];
     if (cf_py_refuse_immutable(c, obj, method ? "out" : argname) < 0)
         return -1;
-    if (CfPyDeviceArray_Check(obj) || cf_py_is_device_object(obj)) {
-        if (cf_py_device_view(obj, &a->view, &a->keep, CF_PY_VIEW_ORDER, argname) < 0)
-            return -1;
+    /* a device array, read once as the inputs are (torch tensors and CuPy arrays by
+     * cf_py_foreign_read, no interface built); plain NumPy arrays skip the lookup */
+    int dev = PyArray_CheckExact(obj) ? 1
+                                      : cf_py_device_view(obj, &a->view, &a->keep,
+                                                          CF_PY_VIEW_ORDER | CF_PY_VIEW_OPTIONAL,
+                                                          argname);
+    if (dev < 0)
+        return -1;
+    if (dev == 0) {
         a->kind = CF_PY_ARG_DEVICE;
         a->dtype = a->view.dtype;
         c->any_device = 1;
@@ -259,14 +334,61 @@ int cf_py_call_upload_out(cf_py_call *c, int o, PyObject *dev, cf_dtype dt)
     return st == CF_OK ? 0 : cf_py_fail(st, "copying out= to the device");
 }
 
+/* Whether the caller's array library makes this call's fresh results (cf_py_lib_alloc_begin):
+ * the engine allows it, they stay on the device, and the inputs' type rule names a library that
+ * allocates (PyTorch with its DLPack C exchange API, CuPy). 1, 0, -1. */
+static int lib_results_begin(cf_py_call *c)
+{
+    int fresh = 0;
+    for (int o = 0; o < c->nout; o++)
+        fresh |= c->outs[o] == NULL;
+    if (!c->engine->lib_results || c->host_result || !fresh)
+        return 0;
+    PyObject *inputs[CF_PY_MAX_ARGS], *wrapper;
+    for (int i = 0; i < c->nin; i++)
+        inputs[i] = c->in[i].value;
+    if (cf_py_result_wrapper(inputs, c->nin, &wrapper) < 0)
+        return -1;
+    return cf_py_lib_alloc_begin(wrapper, c->pl.device, c->pl.s,
+                                 cf_py_stream_protocol_handle(c->pl.resolved), &c->lib);
+}
+
+/* Fresh output o from the caller's library: its array in res[o], the kernel's view of it. 1: the
+ * library could not make it on the call's device (alloc_out does), 0, -1. */
+static int lib_result(cf_py_call *c, int o)
+{
+    cf_py_arg *a = &c->out[o];
+    cf_dtype dt;
+    int nd;
+    int64_t shape[CF_MAX_DIMS];
+    uint64_t data;
+    if (c->engine->out_shape(c, o, &dt, &nd, shape) < 0)
+        return -1;
+    if ((c->res[o] = cf_py_lib_alloc_one(&c->lib, nd, shape, dt, c->pl.device, &data)) == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    if (cf_array_init_contiguous(&a->view, data, dt, nd, shape, 'C', c->pl.device) != CF_OK)
+        return cf_py_fail(cf_last_status(), "a result made by the caller's library");
+    a->dtype = dt;
+    c->lib_out[o] = 1;
+    return 0;
+}
+
 static int make_outputs(cf_py_call *c)
 {
     if (c->engine->alloc_out == NULL)
         return 0;
+    int lib = lib_results_begin(c);
+    if (lib < 0)
+        return -1;
     for (int o = 0; o < c->nout; o++) {
         cf_py_arg *a = &c->out[o];
         if (c->outs[o] != NULL && a->kind == CF_PY_ARG_DEVICE)
             continue; /* given on the device: written in place */
+        int r = lib && c->outs[o] == NULL ? lib_result(c, o) : 1;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            continue;
         if ((c->res[o] = c->engine->alloc_out(c, o)) == NULL)
             return -1;
         /* the kernel writes the new array; a host out= gets its values at delivery */
@@ -316,6 +438,8 @@ static PyObject *deliver_one(cf_py_call *c, int o, PyObject *wrapper)
     if (!c->host_result) {
         if (c->outs[o] != NULL) /* a given device output that was not a device view: none */
             return Py_NewRef(c->outs[o]);
+        if (c->lib_out[o]) /* made by the caller's library: its own array already */
+            return Py_NewRef(c->res[o]);
         PyObject *r = Py_NewRef(c->res[o]);
         if (e->present && (r = e->present(c, o, r, 0)) == NULL)
             return NULL;
@@ -349,12 +473,16 @@ static PyObject *deliver_one(cf_py_call *c, int o, PyObject *wrapper)
 PyObject *cf_py_call_deliver(cf_py_call *c)
 {
     PyObject *res[CF_PY_MAX_ARGS], *wrapper = NULL;
+    /* results of the caller's library: its current stream waits for the launch */
+    if (cf_py_lib_alloc_end(&c->lib, c->pl.device, c->pl.s,
+                            cf_py_stream_protocol_handle(c->pl.resolved)) < 0)
+        return NULL;
     if (!c->host_result) {
         /* fresh device results come back in the caller's array type (cufunc/_interop.py) */
         PyObject *inputs[CF_PY_MAX_ARGS];
         int fresh = 0;
         for (int o = 0; o < c->nout; o++)
-            fresh |= c->res[o] != NULL && !(c->outs[o] != NULL);
+            fresh |= c->res[o] != NULL && c->outs[o] == NULL && !c->lib_out[o];
         for (int i = 0; i < c->nin; i++)
             inputs[i] = c->in[i].value;
         if (fresh && cf_py_result_wrapper(inputs, c->nin, &wrapper) < 0)
@@ -396,7 +524,9 @@ void cf_py_call_init(cf_py_call *c, const cf_py_engine *engine, void *self, void
     for (int o = 0; o < nout; o++) {
         c->outs[o] = outs && outs[o] != Py_None ? outs[o] : NULL;
         c->res[o] = NULL;
+        c->lib_out[o] = 0;
     }
+    c->lib.kind = 0;
     c->nin_done = c->nout_done = 0;
     cf_py_arg_reset(&c->where, NULL);
     c->have_where = 0;
@@ -478,33 +608,43 @@ PyObject *cf_py_call_run(cf_py_call *c)
 {
     const cf_py_engine *e = c->engine;
     PyObject *result = NULL;
+    if (steps.on)
+        steps.last = now_ns();
     if (e->prepare(c) < 0) /* steps 1-3 */
         goto done;
     if (c->result == NULL && empty_host_call(c) < 0)
         goto done;
+    step_mark(ST_PREPARE);
     if (c->result == NULL) {
         if (place(c) < 0) /* 4 */
             goto done;
+        step_mark(ST_PLACE);
         int taken = 0;
         if (e->host_strategy && !c->any_device && (taken = e->host_strategy(c)) < 0)
             goto done; /* 5: the whole call on the host pipeline */
         if (!taken) {
             if (move_host_inputs(c) < 0 || make_outputs(c) < 0) /* 5, 6 */
                 goto done;
+            step_mark(ST_OUTPUTS);
             if (cf_py_args_order(c->in, c->nin, c->out, c->nout,
                                  c->have_where == 1 ? &c->where : NULL, c->pl.device,
                                  c->pl.resolved, c->pl.s) < 0) /* 7 (py_args.h) */
                 goto done;
+            step_mark(ST_ORDER);
             if (copy_overlapping(c) < 0 || e->launch(c) < 0) /* 8, 9 */
                 goto done;
+            step_mark(ST_LAUNCH);
         }
     }
     result = c->result ? c->result : cf_py_call_deliver(c); /* 10 */
     c->result = NULL;
+    step_mark(ST_DELIVER);
 done:
     Py_CLEAR(c->result);
     cf_py_call_clear(c);
     cf_context_restore(); /* the thread's current device as the caller left it (runtime.h) */
+    step_mark(ST_END);
+    steps.calls += steps.on;
     return result;
 }
 

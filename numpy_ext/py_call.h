@@ -24,6 +24,7 @@
 #define CF_PY_CALL_H
 
 #include "py_args.h"
+#include "py_interop.h"
 
 /* The most inputs, and the most outputs, of one call. */
 #define CF_PY_MAX_ARGS 32
@@ -76,6 +77,10 @@ typedef struct {
     /* Step 8: 1 or 0 is cf_array_needs_copy's in_place_ok (whether the same view is safe in
      * place); -1: the engine copies overlapping inputs itself (the gufunc engine, on the GPU). */
     int in_place_ok;
+    /* Step 6: 1 when fresh outputs may come from the caller's array library instead of
+     * alloc_out (cf_py_lib_alloc_*: out_shape gives their dtype and shape, C-contiguous, nothing
+     * written before the launch): the element-wise engine. */
+    int lib_results;
     /* Step 9. May set c->result itself (then step 10 is skipped). */
     int (*launch)(cf_py_call *c);
     /* Optional, step 10: the caller's view of fresh result o (a DeviceArray when !host, else the
@@ -103,6 +108,9 @@ struct cf_py_call {
     int reshaped;         /* outer: the in[] views have extent-1 axes their host arrays lack */
     cf_py_place pl;
     PyObject *res[CF_PY_MAX_ARGS]; /* owned: the device arrays of outputs not given on the device */
+    /* fresh outputs the caller's library allocated (res[o] is its array, delivered as it is) */
+    cf_py_lib_alloc lib;
+    unsigned char lib_out[CF_PY_MAX_ARGS];
     PyObject *result;     /* owned: the return value, once known */
 };
 

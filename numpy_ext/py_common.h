@@ -224,6 +224,16 @@ PyObject *cf_py_as_cuda_array(PyObject *obj, int sync, const char *argname);
 PyObject *cf_py_devicearray_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *cf_py_devicearray_order_for(PyObject *self, PyObject *stream);
 PyObject *cf_py_devicearray_dlpack_device(PyObject *self, PyObject *unused);
+/* A versioned DLPack managed tensor over DeviceArray d (holding a reference to d), after the
+ * consumer's stream (a protocol handle: 1 the legacy default stream) was made to wait for the work
+ * pending on d: for a library that takes it in C (the DLPack C exchange API). NULL: an error. */
+struct DLManagedTensorVersioned *cf_py_dlpack_managed(PyObject *d, long long consumer);
+/* cufunc's dtype of a DLPack data type (code, bits, lanes); -1 when cufunc has none: a TypeError
+ * naming argname, or no exception when argname is NULL. */
+int cf_py_dtype_from_dl(uint8_t code, uint8_t bits, uint16_t lanes, cf_dtype *out,
+                        const char *argname);
+/* The DLPack data type (code, bits; one lane) of cufunc's dtype. */
+void cf_py_dl_dtype(cf_dtype dt, uint8_t *code, uint8_t *bits);
 /* The pending-work slot of memory imported through DLPack when `base` is its owner, else NULL. */
 PyObject **cf_py_dlpack_pending_slot(PyObject *base);
 

@@ -92,6 +92,13 @@ static DLDataType dl_dtype_of(cf_dtype dt)
     return r;
 }
 
+void cf_py_dl_dtype(cf_dtype dt, uint8_t *code, uint8_t *bits)
+{
+    DLDataType d = dl_dtype_of(dt);
+    *code = d.code;
+    *bits = d.bits;
+}
+
 static int parse_consumer_stream(PyObject *obj, long long *out)
 {
     int overflow = 0;
@@ -139,6 +146,68 @@ static int order_for_consumer(CfPyDeviceArray *a, long long consumer)
     return st == CF_OK ? 0 : cf_py_fail(st, "__dlpack__");
 }
 
+/* One export block over DeviceArray a (a new reference to it moves into the block), in the
+ * versioned form (minor version `minor`, `flags`) or the legacy one. NULL with BufferError when a
+ * stride is no multiple of the item size (DLPack counts strides in elements), or MemoryError. */
+static dl_export *export_new(CfPyDeviceArray *a, int versioned, uint32_t minor, uint64_t flags)
+{
+    int nd = a->view.ndim;
+    int64_t itemsize = (int64_t)cf_dtype_size(a->view.dtype);
+    for (int i = 0; i < nd; i++) {
+        if (a->view.strides[i] % itemsize != 0) {
+            PyErr_Format(PyExc_BufferError,
+                         "__dlpack__: stride %lld of axis %d is not a multiple of the item size "
+                         "%lld, which DLPack cannot express",
+                         (long long)a->view.strides[i], i, (long long)itemsize);
+            return NULL;
+        }
+    }
+    dl_export *e = PyMem_RawCalloc(1, sizeof(dl_export) +
+                                          sizeof(int64_t) * 2 * (size_t)(nd > 0 ? nd : 1));
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (int i = 0; i < nd; i++) {
+        e->dims[i] = a->view.shape[i];
+        e->dims[nd + i] = a->view.strides[i] / itemsize;
+    }
+    DLTensor *t = versioned ? &e->versioned.dl_tensor : &e->legacy.dl_tensor;
+    t->data = (void *)(uintptr_t)a->view.data;
+    t->device.device_type = kDLCUDA;
+    t->device.device_id = a->view.device;
+    t->ndim = nd;
+    t->dtype = dl_dtype_of(a->view.dtype);
+    t->shape = e->dims;
+    t->strides = e->dims + nd;
+    t->byte_offset = 0;
+    if (versioned) {
+        e->versioned.version.major = DLPACK_MAJOR_VERSION;
+        e->versioned.version.minor = minor;
+        e->versioned.manager_ctx = e;
+        e->versioned.deleter = deleter_versioned;
+        e->versioned.flags = flags;
+    } else {
+        e->legacy.manager_ctx = e;
+        e->legacy.deleter = deleter_legacy;
+    }
+    e->owner = Py_NewRef((PyObject *)a);
+    return e;
+}
+
+DLManagedTensorVersioned *cf_py_dlpack_managed(PyObject *d, long long consumer)
+{
+    CfPyDeviceArray *a = (CfPyDeviceArray *)d;
+    cf_py_devicearray_mark_exposed(d); /* the consumer keeps the address */
+    dl_export *e = export_new(a, 1, DLPACK_MINOR_VERSION,
+                              a->readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0);
+    if (e != NULL && order_for_consumer(a, consumer) < 0) {
+        export_release(e);
+        return NULL;
+    }
+    return e ? &e->versioned : NULL;
+}
+
 /* d._order_for(stream): make the consumer's stream (a protocol handle, as __dlpack__'s stream=)
  * wait for the work pending on d's memory, without making a capsule: for wrappers that hand
  * cufunc memory to a library by address (cufunc._interop's CuPy wrapper). */
@@ -158,12 +227,10 @@ PyObject *cf_py_devicearray_dlpack(PyObject *self_obj, PyObject *args, PyObject 
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
     PyObject *src = NULL, *cap = NULL;
     long long consumer;
-    int versioned = 0, want_copy = 0, i, nd;
+    int versioned = 0, want_copy = 0;
     uint32_t minor = DLPACK_MINOR_VERSION;
-    size_t itemsize;
     cf_py_devicearray_mark_exposed(self_obj); /* the consumer keeps the address */
     dl_export *e = NULL;
-    DLTensor *t;
     CfPyDeviceArray *a;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", kwlist, &stream,
@@ -213,7 +280,6 @@ PyObject *cf_py_devicearray_dlpack(PyObject *self_obj, PyObject *args, PyObject 
         if (want_copy < 0)
             return NULL;
     }
-    itemsize = cf_dtype_size(self->view.dtype);
     if (cf_py_cuda_init("__dlpack__") < 0)
         return NULL;
     if (want_copy) {
@@ -231,52 +297,19 @@ PyObject *cf_py_devicearray_dlpack(PyObject *self_obj, PyObject *args, PyObject 
         src = self_obj;
     }
     a = (CfPyDeviceArray *)src;
-    nd = a->view.ndim;
-    for (i = 0; i < nd; i++) {
-        if (a->view.strides[i] % (int64_t)itemsize != 0) {
-            PyErr_Format(PyExc_BufferError,
-                         "__dlpack__: stride %lld of axis %d is not a multiple of the item size "
-                         "%zu, which DLPack cannot express",
-                         (long long)a->view.strides[i], i, itemsize);
-            goto fail;
-        }
+    e = export_new(a, versioned, minor,
+                   (a->readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) |
+                       (want_copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0));
+    Py_CLEAR(src); /* the export holds its own reference */
+    if (e == NULL)
+        return NULL;
+    if (order_for_consumer(a, consumer) < 0) {
+        export_release(e);
+        return NULL;
     }
-    if (order_for_consumer(a, consumer) < 0)
-        goto fail;
-
-    e = PyMem_RawCalloc(1, sizeof(dl_export) + sizeof(int64_t) * 2 * (size_t)(nd > 0 ? nd : 1));
-    if (e == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    for (i = 0; i < nd; i++) {
-        e->dims[i] = a->view.shape[i];
-        e->dims[nd + i] = a->view.strides[i] / (int64_t)itemsize;
-    }
-    t = versioned ? &e->versioned.dl_tensor : &e->legacy.dl_tensor;
-    t->data = (void *)(uintptr_t)a->view.data;
-    t->device.device_type = kDLCUDA;
-    t->device.device_id = a->view.device;
-    t->ndim = nd;
-    t->dtype = dl_dtype_of(a->view.dtype);
-    t->shape = e->dims;
-    t->strides = e->dims + nd;
-    t->byte_offset = 0;
-    e->owner = src; /* the reference moves into the export */
-    src = NULL;
-    if (versioned) {
-        e->versioned.version.major = DLPACK_MAJOR_VERSION;
-        e->versioned.version.minor = minor;
-        e->versioned.manager_ctx = e;
-        e->versioned.deleter = deleter_versioned;
-        e->versioned.flags = (a->readonly ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) |
-                             (want_copy ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
-        cap = PyCapsule_New(&e->versioned, "dltensor_versioned", capsule_destructor_versioned);
-    } else {
-        e->legacy.manager_ctx = e;
-        e->legacy.deleter = deleter_legacy;
-        cap = PyCapsule_New(&e->legacy, "dltensor", capsule_destructor_legacy);
-    }
+    cap = versioned ? PyCapsule_New(&e->versioned, "dltensor_versioned",
+                                    capsule_destructor_versioned)
+                    : PyCapsule_New(&e->legacy, "dltensor", capsule_destructor_legacy);
     if (cap == NULL) {
         export_release(e);
         return NULL;
@@ -363,8 +396,10 @@ static int wrong_device(int type, const char *argname)
     return -1;
 }
 
-static int dtype_from_dl(DLDataType d, cf_dtype *out, const char *argname)
+int cf_py_dtype_from_dl(uint8_t code, uint8_t bits, uint16_t lanes, cf_dtype *out,
+                        const char *argname)
 {
+    DLDataType d = {code, bits, lanes};
     int ok = d.lanes == 1;
     if (ok) {
         switch (d.code) {
@@ -392,8 +427,8 @@ static int dtype_from_dl(DLDataType d, cf_dtype *out, const char *argname)
         default: ok = 0; break;
         }
     }
-    if (ok)
-        return 0;
+    if (ok || argname == NULL)
+        return ok ? 0 : -1;
     PyErr_Format(PyExc_TypeError,
                  "%s: DLPack dtype (code %d%s, %d bits, %d lanes) is not supported by cufunc",
                  argname, (int)d.code, d.code == kDLBfloat ? " = bfloat" : "", (int)d.bits,
@@ -452,7 +487,7 @@ static PyObject *consume_capsule(PyObject *cap, PyObject *consumer, const char *
                      (int)t->ndim, CF_MAX_DIMS);
         return NULL;
     }
-    if (dtype_from_dl(t->dtype, &v.dtype, argname) < 0)
+    if (cf_py_dtype_from_dl(t->dtype.code, t->dtype.bits, t->dtype.lanes, &v.dtype, argname) < 0)
         return NULL;
     itemsize = cf_dtype_size(v.dtype);
     v.ndim = t->ndim;

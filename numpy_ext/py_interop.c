@@ -11,6 +11,9 @@
  * attributes read here are C-level getters of both libraries; the stream is the one each
  * interface (CuPy) or handshake (PyTorch) would name: the library's current stream. */
 #include "py_interop.h"
+#include "dlpack.h"
+
+#include <string.h>
 
 /* ---- the module state: cufunc._interop, loaded on first need ---------------------------------- */
 
@@ -201,7 +204,34 @@ static struct {
     PyObject *dtypes;  /* dict: torch.dtype -> cf_dtype (an int) */
     PyObject *strided; /* torch.strided */
     PyObject *raw;     /* torch._C._cuda_getCurrentRawStream, or NULL: no fast reader */
+    /* torch.Tensor.__dlpack_c_exchange_api__ (PyTorch >= 2.10), or NULL: the attribute reads */
+    const DLPackExchangeAPI *api;
+    int api_off; /* _interop_c_api(False): the attribute reads anyway (tests, A/B timing) */
 } tr;
+
+/* The DLPack C exchange API a type publishes (type.__dlpack_c_exchange_api__, a capsule named
+ * "dlpack_exchange_api"), at the major version cufunc speaks (a newer table may chain to older
+ * ones through prev_api) and with the functions cufunc calls; NULL (no error) otherwise. The
+ * table lives as long as the process (the specification), not only the capsule. */
+static const DLPackExchangeAPI *exchange_api_of(PyObject *type)
+{
+    PyObject *cap = PyObject_GetAttrString(type, "__dlpack_c_exchange_api__");
+    const DLPackExchangeAPIHeader *h = NULL;
+    if (cap != NULL && PyCapsule_IsValid(cap, "dlpack_exchange_api"))
+        h = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    Py_XDECREF(cap);
+    PyErr_Clear();
+    for (int depth = 0; h != NULL && depth < 8; h = h->prev_api, depth++) {
+        if (h->version.major != DLPACK_MAJOR_VERSION)
+            continue;
+        const DLPackExchangeAPI *api = (const DLPackExchangeAPI *)h;
+        if (api->dltensor_from_py_object_no_sync && api->managed_tensor_to_py_object_no_sync &&
+            api->current_work_stream)
+            return api;
+        return NULL;
+    }
+    return NULL;
+}
 
 static int torch_load(void)
 {
@@ -248,9 +278,64 @@ static int torch_load(void)
             return -1;
         }
     }
+    PyObject *tensor = PyObject_GetAttrString(m, "Tensor");
+    tr.api = tensor ? exchange_api_of(tensor) : NULL;
+    Py_XDECREF(tensor);
+    PyErr_Clear();
     tr.raw = raw;
     tr.strided = strided;
     tr.dtypes = dtypes;
+    return 0;
+}
+
+/* A tensor read through PyTorch's DLPack C exchange API: data, device, dtype, shape and strides
+ * in one C call (PyTorch's own arrays, copied out before any other Python runs), the stream from
+ * current_work_stream: the ten attribute reads of torch_read in two getters and two C calls.
+ * 0: read; 3: not described here (requiring grad, negated or conjugated, not on a CUDA device, a
+ * dtype cufunc lacks, or one PyTorch cannot describe: sparse): torch_read's attribute path decides,
+ * in PyTorch's words. */
+static int torch_read_api(PyObject *t, cf_array *v, int *readonly, int *has_stream,
+                          uintptr_t *stream, int any_device, const char *argname)
+{
+    int ok = attr_is(t, S_requires_grad, 0, 0);
+    if (ok > 0)
+        ok = attr_is(t, S_is_neg, 0, 1);
+    if (ok <= 0)
+        return ok < 0 ? -1 : 3;
+    DLTensor dl;
+    if (tr.api->dltensor_from_py_object_no_sync(t, &dl) != 0) {
+        PyErr_Clear();
+        return 3;
+    }
+    int cuda = dl.device.device_type == kDLCUDA;
+    if ((!cuda && !(any_device && dl.device.device_type == kDLCPU)) || dl.ndim < 0 ||
+        dl.ndim > CF_MAX_DIMS ||
+        cf_py_dtype_from_dl(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes, &v->dtype, NULL) < 0)
+        return 3;
+    int64_t item = (int64_t)cf_dtype_size(v->dtype), acc = item;
+    v->ndim = dl.ndim;
+    for (int k = dl.ndim - 1; k >= 0; k--) { /* DLPack counts strides in elements */
+        v->shape[k] = dl.shape[k];
+        v->strides[k] = dl.strides ? dl.strides[k] * item : acc;
+        acc *= dl.shape[k] > 0 ? dl.shape[k] : 1;
+    }
+    v->data = view_size(v) > 0 ? (uint64_t)(uintptr_t)dl.data + dl.byte_offset : 0;
+    v->device = cuda ? dl.device.device_id : -1;
+    /* the conjugate bit is only ever set on complex tensors (a Python call: after the copy) */
+    if (cf_dtype_kind(v->dtype) == 'c' && (ok = attr_is(t, S_is_conj, 0, 1)) <= 0)
+        return ok < 0 ? -1 : 3;
+    int r = cf_py_check_nbytes(v->ndim, v->shape, (size_t)item, argname);
+    if (r != 0)
+        return r;
+    *readonly = 0;
+    *has_stream = 0;
+    if (!cuda)
+        return 0;
+    void *s = NULL;
+    if (tr.api->current_work_stream(kDLCUDA, dl.device.device_id, &s) != 0)
+        return -1;
+    *stream = s ? (uintptr_t)s : 1; /* PyTorch's default stream is the legacy one: 1 */
+    *has_stream = 1;
     return 0;
 }
 
@@ -265,6 +350,9 @@ static int torch_read(PyObject *t, cf_array *v, int *readonly, int *has_stream, 
 {
     int r = torch_load();
     if (r != 0)
+        return r;
+    if (tr.api != NULL && !tr.api_off &&
+        (r = torch_read_api(t, v, readonly, has_stream, stream, any_device, argname)) != 3)
         return r;
     PyObject *dt = PyObject_GetAttr(t, S_dtype);
     if (dt == NULL)
@@ -591,6 +679,24 @@ static PyObject *py_foreign_interface(PyObject *mod, PyObject *args)
 
 /* ---- results in the caller's type: PyTorch and CuPy ------------------------------------------- */
 
+/* A torch tensor over DeviceArray d through PyTorch's DLPack C exchange API: cufunc's managed
+ * tensor (holding d), after PyTorch's current stream of d's device was made to wait for d's
+ * pending work, taken by managed_tensor_to_py_object_no_sync in C. On its failure the tensor's
+ * ownership is PyTorch's (the specification: it is stolen), so it is not released here. */
+static PyObject *torch_from_managed(PyObject *d)
+{
+    void *s = NULL;
+    if (tr.api->current_work_stream(kDLCUDA, ((CfPyDeviceArray *)d)->view.device, &s) != 0)
+        return NULL;
+    DLManagedTensorVersioned *m = cf_py_dlpack_managed(d, s ? (long long)(uintptr_t)s : 1);
+    if (m == NULL)
+        return NULL;
+    void *t = NULL;
+    if (tr.api->managed_tensor_to_py_object_no_sync(m, &t) != 0)
+        return NULL;
+    return (PyObject *)t;
+}
+
 /* _as_torch(d): a torch tensor over DeviceArray d (zero-copy: the capsule holds d), ordered on
  * PyTorch's current stream of d's device through the DLPack handshake, as torch.from_dlpack
  * would do it, less its Python (the stream query through torch.cuda.current_stream). */
@@ -600,6 +706,10 @@ static PyObject *py_as_torch(PyObject *mod, PyObject *d)
     if (!CfPyDeviceArray_Check(d))
         return PyErr_Format(PyExc_TypeError, "_as_torch: a DeviceArray, not %.200s",
                             Py_TYPE(d)->tp_name);
+    if (torch_load() == 0 && tr.api != NULL && !tr.api_off)
+        return torch_from_managed(d);
+    if (PyErr_Occurred())
+        return NULL;
     if (take == NULL) {
         PyObject *m = PyImport_ImportModule("torch._C");
         PyObject *t = m ? PyObject_GetAttrString(m, "_from_dlpack") : NULL;
@@ -693,7 +803,195 @@ static PyObject *py_as_cupy(PyObject *mod, PyObject *d)
     return r;
 }
 
+/* ---- results allocated by the caller's library ------------------------------------------------ */
+
+enum { LIB_NONE = 0, LIB_TORCH = 1, LIB_CUPY = 2 };
+static int lib_results_off; /* _lib_results(False): DeviceArrays wrapped at delivery (A/B) */
+
+static int wrapper_is(PyObject *w, PyCFunction f)
+{
+    return PyCFunction_Check(w) && PyCFunction_GET_FUNCTION(w) == f;
+}
+
+/* Whether handles a and b (protocol handles: 1 legacy, 2 per-thread default) need no wait: the
+ * same stream, or the two default streams, which CUDA orders with each other. */
+static int streams_ordered(uintptr_t a, uintptr_t b)
+{
+    return a == b || (a <= 2 && b <= 2);
+}
+
+/* `waiter` waits for `done` (protocol handles, on `device`); s is the call's cf_stream when it is
+ * one of them (launch: its handle). */
+static int wait_between(int device, cf_stream *s, uintptr_t launch, uintptr_t other,
+                        int launch_waits)
+{
+    if (streams_ordered(launch, other))
+        return 0;
+    cf_stream *theirs = NULL;
+    cf_status st = cf_py_stream_wrap_any(device, other, &theirs);
+    if (st == CF_OK)
+        st = launch_waits ? cf_stream_wait_stream(s, theirs) : cf_stream_wait_stream(theirs, s);
+    cf_stream_free(theirs);
+    return st == CF_OK ? 0 : cf_py_fail(st, "ordering a result made by the caller's library");
+}
+
+static PyObject *py_as_cupy(PyObject *mod, PyObject *d);
+
+int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t launch,
+                          cf_py_lib_alloc *la)
+{
+    la->kind = LIB_NONE;
+    if (wrapper == NULL || lib_results_off)
+        return 0;
+    uintptr_t h;
+    if (wrapper_is(wrapper, (PyCFunction)py_as_torch)) {
+        int r = torch_load();
+        if (r != 0 || tr.api == NULL || tr.api_off)
+            return r < 0 ? -1 : 0;
+        void *st = NULL;
+        if (tr.api->current_work_stream(kDLCUDA, device, &st) != 0)
+            return -1;
+        h = st ? (uintptr_t)st : 1;
+        la->kind = LIB_TORCH;
+    } else if (wrapper_is(wrapper, (PyCFunction)py_as_cupy)) {
+        if (cupy_load() != 0 || names_load() < 0)
+            return PyErr_Occurred() ? -1 : 0;
+        if (cupy_stream(&h) < 0)
+            return -1;
+        la->kind = LIB_CUPY;
+    } else {
+        return 0;
+    }
+    la->consumer = h;
+    if (wait_between(device, s, launch, h, 1) < 0) {
+        la->kind = LIB_NONE;
+        return -1;
+    }
+    return 1;
+}
+
+int cf_py_lib_alloc_end(const cf_py_lib_alloc *la, int device, cf_stream *s, uintptr_t launch)
+{
+    return la->kind == LIB_NONE ? 0 : wait_between(device, s, launch, la->consumer, 0);
+}
+
+/* The allocator's error callback (DLPackManagedTensorAllocator): PyTorch's message. */
+static void alloc_error(void *ctx, const char *kind, const char *message)
+{
+    (void)ctx;
+    PyErr_Format(PyExc_RuntimeError, "%s: %s", kind, message);
+}
+
+static PyObject *torch_alloc(int ndim, const int64_t *shape, cf_dtype dt, int device,
+                             uint64_t *data)
+{
+    DLTensor proto;
+    memset(&proto, 0, sizeof proto);
+    proto.device.device_type = kDLCUDA;
+    proto.device.device_id = device;
+    proto.ndim = ndim;
+    cf_py_dl_dtype(dt, &proto.dtype.code, &proto.dtype.bits);
+    proto.dtype.lanes = 1;
+    proto.shape = (int64_t *)shape;
+    DLManagedTensorVersioned *m = NULL;
+    if (tr.api->managed_tensor_allocator(&proto, &m, NULL, alloc_error) != 0 || m == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "PyTorch's allocator gave no tensor");
+        return NULL;
+    }
+    *data = (uint64_t)(uintptr_t)m->dl_tensor.data + m->dl_tensor.byte_offset;
+    int here = m->dl_tensor.device.device_type == kDLCUDA &&
+               m->dl_tensor.device.device_id == device;
+    void *t = NULL;
+    if (tr.api->managed_tensor_to_py_object_no_sync(m, &t) != 0) /* m is PyTorch's now */
+        return NULL;
+    if (!here) {
+        Py_DECREF((PyObject *)t);
+        return PyErr_Format(PyExc_RuntimeError, "PyTorch allocated a result off device %d",
+                            device);
+    }
+    return (PyObject *)t;
+}
+
+static PyObject *cupy_alloc(int ndim, const int64_t *shape, cf_dtype dt, int device,
+                            uint64_t *data)
+{
+    static PyObject *ndarray;
+    if (ndarray == NULL) {
+        PyObject *m = PyImport_ImportModule("cupy");
+        ndarray = m ? PyObject_GetAttrString(m, "ndarray") : NULL;
+        Py_XDECREF(m);
+        if (ndarray == NULL)
+            return NULL;
+    }
+    PyObject *args[2];
+    args[0] = cf_py_tuple_from_int64(ndim, shape);
+    args[1] = args[0] ? (PyObject *)cf_py_descr_from_dtype(dt) : NULL;
+    PyObject *x = args[1] ? PyObject_Vectorcall(ndarray, args, 2, NULL) : NULL;
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    PyObject *mp = x ? PyObject_GetAttr(x, S_data) : NULL;
+    PyObject *p = mp ? PyObject_GetAttr(mp, S_ptr) : NULL;
+    PyObject *dev = p ? PyObject_GetAttr(mp, S_device_id) : NULL;
+    Py_XDECREF(mp);
+    long d = dev ? PyLong_AsLong(dev) : -1;
+    *data = p ? (uint64_t)PyLong_AsUnsignedLongLong(p) : 0;
+    Py_XDECREF(p);
+    Py_XDECREF(dev);
+    if (PyErr_Occurred() || d != device) /* CuPy's current device is another: not here */
+        Py_CLEAR(x);
+    return x;
+}
+
+PyObject *cf_py_lib_alloc_one(const cf_py_lib_alloc *la, int ndim, const int64_t *shape,
+                              cf_dtype dt, int device, uint64_t *data)
+{
+    return la->kind == LIB_TORCH ? torch_alloc(ndim, shape, dt, device, data)
+                                 : cupy_alloc(ndim, shape, dt, device, data);
+}
+
+/* _lib_results(flag=None) -> whether fresh results of calls on torch tensors / CuPy arrays are
+ * allocated by that library (else cufunc DeviceArrays, wrapped); a bool sets it (A/B, tests). */
+static PyObject *py_lib_results(PyObject *mod, PyObject *args)
+{
+    PyObject *flag = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:_lib_results", &flag))
+        return NULL;
+    if (flag != Py_None) {
+        int on = PyObject_IsTrue(flag);
+        if (on < 0)
+            return NULL;
+        lib_results_off = !on;
+    }
+    return PyBool_FromLong(!lib_results_off);
+}
+
+/* _interop_c_api(flag=None) -> whether PyTorch's DLPack C exchange API is used (reading tensors,
+ * making results); a bool turns it off or back on (tests and A/B timing compare both paths). */
+static PyObject *py_interop_c_api(PyObject *mod, PyObject *args)
+{
+    PyObject *flag = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:_interop_c_api", &flag))
+        return NULL;
+    if (flag != Py_None) {
+        int on = PyObject_IsTrue(flag);
+        if (on < 0)
+            return NULL;
+        tr.api_off = !on;
+    }
+    if (torch_load() < 0)
+        return NULL;
+    PyErr_Clear();
+    return PyBool_FromLong(tr.api != NULL && !tr.api_off);
+}
+
 PyMethodDef cf_py_interop_methods[] = {
+    {"_lib_results", (PyCFunction)py_lib_results, METH_VARARGS,
+     "_lib_results(flag=None) -> whether fresh results of calls on torch tensors and CuPy arrays "
+     "are allocated by that library; a bool sets it (tests, timing)."},
+    {"_interop_c_api", (PyCFunction)py_interop_c_api, METH_VARARGS,
+     "_interop_c_api(flag=None) -> whether PyTorch tensors are read and results made through "
+     "PyTorch's DLPack C exchange API; a bool turns it off or on (tests, timing)."},
     {"_foreign_interface", (PyCFunction)py_foreign_interface, METH_VARARGS,
      "_foreign_interface(obj, test=0) -> obj's CUDA Array Interface as cufunc reads it (the "
      "fast readers of PyTorch tensors and CuPy arrays); for tests and diagnostics."},

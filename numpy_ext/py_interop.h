@@ -13,7 +13,30 @@
  * "cufunc". *wrapper is borrowed, NULL for DeviceArrays. 0 or -1. */
 int cf_py_result_wrapper(PyObject *const *inputs, int n, PyObject **wrapper);
 
-/* _foreign_interface, _as_torch, _as_cupy. */
+/* Fresh results made by the caller's array library (N0 in DLPack's words: the library allocates,
+ * cufunc's kernel writes into it), for a call whose results `wrapper` would wrap: PyTorch through
+ * its DLPack C exchange API (managed_tensor_allocator), CuPy through cupy.ndarray(shape, dtype).
+ * No DeviceArray and no wrapping per result: the library's own allocator, stream-ordered on its
+ * current stream. A cf_py_lib_alloc holds what the call needs to order that memory. */
+typedef struct {
+    int kind;        /* 0: none (the call allocates DeviceArrays and wraps them) */
+    uintptr_t consumer; /* the library's current stream on the device (protocol handle: 1 legacy) */
+} cf_py_lib_alloc;
+
+/* Whether `wrapper`'s library allocates this call's fresh results (0: no, use DeviceArrays), and
+ * the launch stream `s` (protocol handle `launch`) made to wait for the library's current stream
+ * when they differ (its allocator may hand out memory whose last use is queued there). 1, 0, -1. */
+int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t launch,
+                          cf_py_lib_alloc *la);
+/* One fresh C-contiguous result of the library of `la`: the library's array (new reference) and
+ * its address in *data. NULL with an exception: an error; NULL without: not on `device` (CuPy
+ * allocates on its current device, which may be another), the caller allocates it itself. */
+PyObject *cf_py_lib_alloc_one(const cf_py_lib_alloc *la, int ndim, const int64_t *shape,
+                              cf_dtype dt, int device, uint64_t *data);
+/* After the launch on `s`: the library's current stream waits for it when they differ. 0, -1. */
+int cf_py_lib_alloc_end(const cf_py_lib_alloc *la, int device, cf_stream *s, uintptr_t launch);
+
+/* _foreign_interface, _as_torch, _as_cupy, _interop_c_api, _lib_results. */
 extern PyMethodDef cf_py_interop_methods[];
 
 #endif

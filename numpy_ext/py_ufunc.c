@@ -532,6 +532,7 @@ static const cf_py_engine UF_ENGINE = {
     .host_strategy = uf_host_strategy,
     .alloc_out = uf_alloc_out,
     .out_shape = uf_out_shape,
+    .lib_results = 1,
     .in_place_ok = 1,
     .launch = uf_launch,
 };

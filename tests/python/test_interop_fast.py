@@ -55,8 +55,27 @@ def torch_views(torch, t):
     return v
 
 
+@pytest.fixture(params=["c_api", "attributes"])
+def torch_path(request):
+    """Both ways of reading a tensor: PyTorch's DLPack C exchange API (PyTorch >= 2.10) and the
+    attribute reads (older PyTorch, and what the C API path falls back to)."""
+    pytest.importorskip("torch")
+    had = _core._interop_c_api()
+    if request.param == "c_api" and not had:
+        pytest.skip("this PyTorch publishes no DLPack C exchange API (__dlpack_c_exchange_api__)")
+    _core._interop_c_api(request.param == "c_api")
+    yield request.param
+    _core._interop_c_api(had)
+
+
+def test_torch_c_api_is_used_when_published():
+    torch = pytest.importorskip("torch")
+    has = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None) is not None
+    assert _core._interop_c_api() == has
+
+
 @pytest.mark.parametrize("name", TORCH_DTYPES)
-def test_torch_reader_fields(name):
+def test_torch_reader_fields(name, torch_path):
     torch = pytest.importorskip("torch")
     dt = getattr(torch, name, None)
     if dt is None:
@@ -73,7 +92,7 @@ def test_torch_reader_fields(name):
         assert _core._foreign_interface(v, 2) is True
 
 
-def test_torch_reader_refuses_as_pytorch_does():
+def test_torch_reader_refuses_as_pytorch_does(torch_path):
     """What the reader does not describe goes to PyTorch's own interface, with its error, as
     before: CPU tensors (AttributeError: not a device object), requiring grad, conjugated views,
     sparse ones; bfloat16 off the fast path has no interface (DLPack carries it)."""
@@ -96,7 +115,7 @@ def test_torch_reader_refuses_as_pytorch_does():
         _core._foreign_interface(b, 1)
 
 
-def test_torch_subclass_is_read():
+def test_torch_subclass_is_read(torch_path):
     torch = pytest.importorskip("torch")
 
     class Mine(torch.Tensor):
@@ -207,6 +226,11 @@ def band(x, y):
     return x and y
 
 
+@vectorize
+def divmod2(x, y):
+    return x // y, x % y
+
+
 def torch_cases(torch):
     dev = "cuda"
     base = torch.arange(60, dtype=torch.float32, device=dev).reshape(6, 10) / 7
@@ -225,7 +249,7 @@ def torch_cases(torch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", ["contiguous", "transposed", "strided", "zero_d", "zero_size",
                                   "expanded", "float64", "complex64"])
-def test_gpu_torch_call_matches_devicearray_call(case):
+def test_gpu_torch_call_matches_devicearray_call(case, torch_path):
     torch = pytest.importorskip("torch")
     x = torch_cases(torch)[case]
     r = hyp(x, x)
@@ -236,7 +260,7 @@ def test_gpu_torch_call_matches_devicearray_call(case):
 
 
 @pytest.mark.gpu
-def test_gpu_torch_bool_and_bfloat16_calls():
+def test_gpu_torch_bool_and_bfloat16_calls(torch_path):
     torch = pytest.importorskip("torch")
     a = torch.tensor([True, False, True, True], device="cuda")
     b = torch.tensor([True, True, False, True], device="cuda")
@@ -255,7 +279,7 @@ def test_gpu_torch_bool_and_bfloat16_calls():
 
 
 @pytest.mark.gpu
-def test_gpu_torch_requires_grad_is_refused_as_before():
+def test_gpu_torch_requires_grad_is_refused_as_before(torch_path):
     torch = pytest.importorskip("torch")
     g = torch.ones(4, device="cuda", requires_grad=True)
     with pytest.raises(Exception) as e:
@@ -264,7 +288,7 @@ def test_gpu_torch_requires_grad_is_refused_as_before():
 
 
 @pytest.mark.gpu
-def test_gpu_torch_subclass_call():
+def test_gpu_torch_subclass_call(torch_path):
     torch = pytest.importorskip("torch")
 
     class Mine(torch.Tensor):
@@ -276,7 +300,7 @@ def test_gpu_torch_subclass_call():
 
 
 @pytest.mark.gpu
-def test_gpu_torch_side_stream_producer_is_waited_for():
+def test_gpu_torch_side_stream_producer_is_waited_for(torch_path):
     """A long producer on PyTorch's side stream: the fast reader names that stream, the call
     waits for it on the device, and the result is read on the same stream without a sync."""
     torch = pytest.importorskip("torch")
@@ -290,6 +314,90 @@ def test_gpu_torch_side_stream_producer_is_waited_for():
         r = hyp(x, x)
         got = r.cpu()
     assert got.tolist() == [18.0] * x.numel()
+
+
+@pytest.mark.gpu
+def test_gpu_torch_result_keeps_memory_and_frees_it(torch_path):
+    """A torch tensor over a cufunc result (either path; with the caller's library allocating
+    results off, as for the other engines): the memory lives as long as the tensor, whatever
+    else is freed and reused meanwhile, and goes back with it."""
+    import gc
+    torch = pytest.importorskip("torch")
+    x = torch.arange(1 << 16, dtype=torch.float32, device="cuda")
+    want = x * x + x * x
+    torch.cuda.synchronize()
+    gc.collect()
+    before = _core.mem_outstanding()
+    had = _core._lib_results()
+    _core._lib_results(False)
+    try:
+        r = hyp(x, x)
+    finally:
+        _core._lib_results(had)
+    assert isinstance(r, torch.Tensor)
+    assert _core.mem_outstanding() >= before + 4 * x.numel(), "the result is not cufunc memory"
+    del x
+    gc.collect()
+    junk = [cuda.to_device(np.full(1 << 16, -1.0, np.float32)) for _ in range(4)]
+    cuda.synchronize()
+    assert torch.equal(r, want)
+    del junk, r
+    gc.collect()
+    torch.cuda.synchronize()
+    assert _core.mem_outstanding() == before
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nout", [1, 2])
+def test_gpu_torch_results_allocated_by_pytorch(nout, torch_path):
+    """With PyTorch's C exchange API, fresh results come from PyTorch's allocator (cufunc's pool
+    untouched, torch.cuda.memory_allocated grows), on the inputs' device, with the right values;
+    on the attribute path they are cufunc memory as before."""
+    import gc
+    torch = pytest.importorskip("torch")
+    x = torch.arange(4096, dtype=torch.float32, device="cuda") / 7
+    torch.cuda.synchronize()
+    gc.collect()
+    mem, tmem = _core.mem_outstanding(), torch.cuda.memory_allocated()
+    f = hyp if nout == 1 else divmod2
+    r = f(x, x + 1)
+    rs = (r,) if nout == 1 else r
+    assert all(isinstance(t, torch.Tensor) and t.device == x.device for t in rs)
+    if torch_path == "c_api":
+        assert _core.mem_outstanding() == mem
+        assert torch.cuda.memory_allocated() >= tmem + 4 * x.numel() * nout
+    else:
+        assert _core.mem_outstanding() >= mem + 4 * x.numel() * nout
+    if nout == 1:
+        torch.testing.assert_close(r, x * x + (x + 1) * (x + 1))
+    else:
+        torch.testing.assert_close(rs[0], torch.floor_divide(x, x + 1))
+        torch.testing.assert_close(rs[1], torch.remainder(x, x + 1))
+
+
+
+
+@pytest.mark.gpu
+def test_gpu_cupy_results_allocated_by_cupy():
+    """CuPy results come from CuPy's own allocator (cufunc's pool untouched), on a side stream
+    too: the launch waits for CuPy's current stream, which then waits for the launch."""
+    import gc
+    cp = pytest.importorskip("cupy")
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        m = cp.random.rand(2048, 2048, dtype=cp.float32)
+        for _ in range(8):
+            m = m @ m
+            m = m / cp.abs(m).max()
+        x = m[0] * 0 + 3
+        gc.collect()
+        mem = _core.mem_outstanding()
+        r = hyp(x, x)
+        assert _core.mem_outstanding() == mem
+        assert isinstance(r, cp.ndarray)
+        got = cp.asnumpy(r, stream=s)
+    s.synchronize()
+    assert got.tolist() == [18.0] * x.size
 
 
 @pytest.mark.gpu

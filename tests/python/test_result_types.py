@@ -252,19 +252,39 @@ def test_wrapper_is_zero_copy(producer):
     assert L.ptr(r) == d.__cuda_array_interface__["data"][0]
 
 
+# calls whose results the caller's library allocates itself (cufunc writes into them): CuPy, and
+# PyTorch where it publishes its DLPack C exchange API; the rest are cufunc memory, wrapped
+LIB_ALLOCATES = {"cupy": lambda: True, "torch": lambda: _core._interop_c_api()}
+
+
+@pytest.fixture(params=["lib_results", "cufunc_results"])
+def lib_results(request):
+    """Both ways a call on foreign arrays makes fresh results: allocated by the caller's library,
+    or cufunc DeviceArrays wrapped into the library's type (other engines, older PyTorch)."""
+    had = _core._lib_results()
+    _core._lib_results(request.param == "lib_results")
+    yield request.param == "lib_results"
+    _core._lib_results(had)
+
+
 @gpu
 @pytest.mark.parametrize("producer", FOREIGN_LIBS)
-def test_result_keeps_cufunc_memory_alive(producer):
+def test_result_keeps_cufunc_memory_alive(producer, lib_results):
     """Delete everything but the result, collect, reuse the freed memory: the result still reads
-    its values, and the cufunc allocation is counted until the result goes."""
+    its values, and the cufunc allocation is counted until the result goes. A result the
+    caller's library allocated is none of cufunc's memory at all."""
     L = lib_of(producer)
+    from_lib = lib_results and LIB_ALLOCATES.get(producer, lambda: False)()
     h = data()
     x = L.make(h)
     L.sync()
     gc.collect()
     before = _core.mem_outstanding()
     r = hyp(x, x)
-    assert _core.mem_outstanding() >= before + h.nbytes, "the result is not cufunc memory"
+    if from_lib:
+        assert _core.mem_outstanding() == before, "the library's result took cufunc memory"
+    else:
+        assert _core.mem_outstanding() >= before + h.nbytes, "the result is not cufunc memory"
     del x
     gc.collect()
     junk = [cuda.to_device(np.full_like(h, -1.0)) for _ in range(4)]  # reuse anything freed
@@ -299,7 +319,7 @@ def rss_bytes():
 @gpu
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
 @pytest.mark.parametrize("producer", ["cupy", "torch"])
-def test_no_leak_over_many_calls(producer):
+def test_no_leak_over_many_calls(producer, lib_results):
     """10^5 calls whose results are dropped at once: cufunc's device memory back where it was,
     host RSS flat (a leaked wrapper, capsule or DeviceArray per call would be megabytes)."""
     L = lib_of(producer)
