@@ -78,6 +78,8 @@ SHAPES = [
     ("hyp(x, y[0])", "da.hypot(x, y[0])", lambda: np.hypot(H1, H2[0])),
     ("hyp(x, H2)", "da.hypot(x, H2)", lambda: np.hypot(H1, H2)),
     ("hyp(x[:, :1], y)", "da.hypot(x[:, :1], y)", lambda: np.hypot(H1[:, :1], H2)),
+    ("hyp(x[0, 0], y[0])", "da.hypot(x[0, 0], y[0])", lambda: np.hypot(H1[0, 0], H2[0])),
+    ("hyp(x[0, 0], y[0, 0])", "da.hypot(x[0, 0], y[0, 0])", lambda: np.hypot(H1[0, 0], H2[0, 0])),
 ]
 
 
@@ -91,6 +93,29 @@ def test_graph_as_small_as_dask_ufunc_and_tasks_call_the_ufunc(expr, dask_expr, 
     assert (len(graph), ntasks) == (len(ref_graph), ref_ntasks)
     funcs = {_task_func(graph, graph[k]) for k in keys}
     assert funcs == {hyp}, funcs  # the ufunc itself per chunk: no _enforce_dtype, no partial
+
+
+# the direct graph (cufunc/_dask.py's _elemwise) run with NumPy's hypot on the CPU: the same
+# values, chunks and dtypes as dask's elemwise (da.hypot) for every kind of operand
+OPERANDS = ["(x, y)", "(x, 2.0)", "(2.0, y)", "(x, y[0])", "(x[:, :1], y)", "(x, H2)",
+            "(x[0, 0], y)", "(x[0, 0], y[0, 0])", "(x[0], [0.5] * 48)", "(x[:, :1], y[:1])",
+            "(x.astype(np.float64), y)", "(x, y.rechunk((32, 16)))"]
+
+
+@pytest.mark.parametrize("operands", OPERANDS)
+@pytest.mark.parametrize("kwargs", [{}, {"dtype": np.float64}])
+def test_direct_graph_computes_as_dask_elemwise(operands, kwargs):
+    x, y = arrays()
+    inputs = eval(operands)
+    r = _dask.array_ufunc(x, np.hypot, "__call__", *inputs, **dict(kwargs))
+    ref = da.hypot(*inputs)
+    assert (r.shape, r.chunks) == (ref.shape, ref.chunks)
+    host = dask.compute(*inputs, scheduler="sync")
+    want = np.hypot(*host, **kwargs)  # keywords go to each chunk's call (dask's dtype= does not)
+    assert type(r._meta) is np.ndarray and r._meta.ndim == r.ndim and r.dtype == want.dtype
+    got = r.compute(scheduler="sync")
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
 
 
 def test_keywords_reach_each_chunk_call():
