@@ -9,8 +9,9 @@ namespace (a cufunc ufunc named ``add`` would become NumPy's add) and refuses ``
 
 What each method becomes (every task calls the cufunc function on one chunk, of whatever array
 type the chunks are: CuPy chunks stay on the GPU, NumPy chunks go through cufunc's host path):
-  __call__     da.elemwise (one output), da.apply_gufunc with the signature (gufuncs, several
-               outputs)
+  __call__     one output: da.blockwise as da.elemwise builds it (_elemwise; with out= or
+               where=, da.elemwise itself); gufuncs, several outputs: da.apply_gufunc with the
+               signature
   outer        da.blockwise over the concatenated indices
   reduce       da.reduction: cufunc's reduce per chunk (keepdims) and to combine the partials
   accumulate   da.cumreduction: cufunc's accumulate per chunk, the ufunc itself to carry the
@@ -39,14 +40,9 @@ def token(obj):
     pickle carries (cufunc/_pickle.py; a worker's rebuilt copy keeps it). Dask's default would
     pickle the object, its function and its source lines, twice, on every call."""
     t = getattr(obj, "_cf_token", None)
-    if t is None:
+    if t is None:  # (two threads at once: two tokens, one kept; one graph named twice at most)
         from . import _pickle
-        t = "%d-%d-%d" % (os.getpid(), id(obj), next(_pickle._counter))
-        try:
-            obj._cf_token = t
-        except AttributeError:  # no instance dict: dask's own way (a pickle)
-            from dask.tokenize import normalize_object
-            return normalize_object(obj)
+        t = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_pickle._counter))
     return "cufunc", type(obj).__name__, t
 
 
