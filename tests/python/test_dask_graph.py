@@ -202,9 +202,33 @@ def test_tokenize_is_the_ufuncs_identity():
     cheaply: the same object always the same token, two objects two tokens, also for the same
     body and for functions that are no module's global."""
     from dask.base import tokenize
+    from cufunc import cuda, guvectorize
+
+    @cuda.reduce
+    def total(p, q):
+        return p + q
+
+    @guvectorize(["void(float32[:], float32[:])"], "(n)->()", target="cuda")
+    def first(v, out):
+        out[0] = v[0]
     a, b = _made_here(), _made_here()
     assert tokenize(hyp) == tokenize(hyp) and tokenize(a) == tokenize(a)
-    assert len({tokenize(hyp), tokenize(hyp_twin), tokenize(a), tokenize(b)}) == 4
+    objs = [hyp, hyp_twin, a, b, total, first]
+    assert [tokenize(o) for o in objs] == [tokenize(o) for o in objs]
+    assert len({tokenize(o) for o in objs}) == len(objs)
+
+
+def test_cuda_reduce_graph_does_not_pickle_the_reducer(monkeypatch):
+    from cufunc import cuda
+
+    @cuda.reduce
+    def total(p, q):
+        return p + q
+    pickles = _count_pickles(monkeypatch, type(total))
+    x, _ = arrays()
+    r = total(x)
+    assert isinstance(r, da.Array) and r.name == total(x).name
+    assert pickles == []
 
 
 def test_out_replaces_the_out_arrays_graph():
