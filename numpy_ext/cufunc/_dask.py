@@ -9,8 +9,9 @@ namespace (a cufunc ufunc named ``add`` would become NumPy's add) and refuses ``
 
 What each method becomes (every task calls the cufunc function on one chunk, of whatever array
 type the chunks are: CuPy chunks stay on the GPU, NumPy chunks go through cufunc's host path):
-  __call__     da.elemwise (one output), da.apply_gufunc with the signature (gufuncs, several
-               outputs)
+  __call__     one output: da.blockwise as da.elemwise builds it (_elemwise; with out= or
+               where=, da.elemwise itself); gufuncs, several outputs: da.apply_gufunc with the
+               signature
   outer        da.blockwise over the concatenated indices
   reduce       da.reduction: cufunc's reduce per chunk (keepdims) and to combine the partials
   accumulate   da.cumreduction: cufunc's accumulate per chunk, the ufunc itself to carry the
@@ -18,12 +19,46 @@ type the chunks are: CuPy chunks stay on the GPU, NumPy chunks go through cufunc
 The result dtype and meta come from a call on zero-size arrays of the chunks' type, which for
 NumPy chunks needs no GPU (cufunc answers empty host calls without the device): graphs are built
 anywhere. Dask's own inference (a call on one-element arrays) is never used.
+
+A graph costs what dask's own ufunc path costs (bench/DASK_NOTES.md): a plain call is one meta
+call and one dask.array.blockwise whose task per chunk is the ufunc itself (a C partial when
+keywords are given), not dask's elemwise, which wraps every chunk's call in _enforce_dtype once a
+dtype is given and calls the function a second time for the meta. Dask's token of a cufunc
+function is its identity (``token``: the one its pickle carries), not dask's default, a pickle of
+the function and its sources on every call.
 """
 import functools
+import os
 
 import numpy as np
 
-__all__ = ["array_ufunc", "reduce_all"]
+__all__ = ["array_ufunc", "reduce_all", "token"]
+
+
+def token(obj):
+    """Dask's token of a cufunc UFunc, GUFunc or Reducer: the object's identity, the token its
+    pickle carries (cufunc/_pickle.py; a worker's rebuilt copy keeps it). Dask's default would
+    pickle the object, its function and its source lines, twice, on every call."""
+    t = getattr(obj, "_cf_token", None)
+    if t is None:  # (two threads at once: two tokens, one kept; one graph named twice at most)
+        from . import _pickle
+        t = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_pickle._counter))
+    return "cufunc", type(obj).__name__, t
+
+
+def _register_tokens():
+    try:
+        from dask.tokenize import normalize_token
+    except ImportError:  # dask < 2024.2
+        try:
+            from dask.base import normalize_token
+        except ImportError:  # no dask: nothing calls this module's functions
+            return
+    from ._env import core
+    normalize_token.register((core.UFunc, core.GUFunc, core.Reducer))(token)
+
+
+_register_tokens()
 
 
 def _da():
@@ -75,11 +110,38 @@ def _call(ufunc, inputs, kwargs):
         meta = _meta_call(ufunc, inputs, extra=1, **kwargs)
         return da.apply_gufunc(ufunc, signature, *inputs, meta=meta, **kwargs)
     op = functools.partial(ufunc, **kwargs) if kwargs else ufunc
-    dtype = _meta_call(op, inputs).dtype
-    if out is not None:
-        out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-    from dask.array.core import elemwise
-    return elemwise(op, *inputs, dtype=dtype, out=out, where=where)
+    inputs = [np.asarray(a) if isinstance(a, (list, tuple)) else a for a in inputs]
+    meta = _meta_call(op, inputs)
+    if out is not None or where is not True:  # dask's elemwise: its out= and where= semantics
+        if out is not None:
+            out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        from dask.array.core import elemwise
+        return elemwise(op, *inputs, dtype=meta.dtype, out=out, where=where)
+    return _elemwise(op, inputs, meta)
+
+
+def _elemwise(op, inputs, meta):
+    """dask's elemwise(op, *inputs) without its per-chunk wrapper and second meta call: meta is
+    op's result on the inputs' zero-size stand-ins, so every chunk's result has its dtype already.
+    The same broadcasting, indices and graph name as elemwise's."""
+    from dask.array.core import blockwise, broadcast_shapes, is_scalar_for_elemwise
+    from dask.base import is_dask_collection, tokenize
+    from dask.utils import funcname
+    args = inputs  # lists already arrays (_call)
+    shapes = []
+    for a in args:
+        shape = getattr(a, "shape", ())
+        if not isinstance(shape, tuple) or any(is_dask_collection(n) for n in shape):
+            shape = ()  # Delayed shapes, dask dataframe scalars
+        shapes.append(shape)
+    ndim = len(broadcast_shapes(*shapes))  # raises ValueError on a mismatch
+    pairs = []
+    for a in args:
+        pairs += [a, None if is_scalar_for_elemwise(a) else tuple(range(a.ndim))[::-1]]
+    fname = funcname(op)
+    name = "%s-%s" % (fname, tokenize(op, meta.dtype, *args, True))
+    return blockwise(op, tuple(range(ndim))[::-1], *pairs, name=name, token=fname.strip("_"),
+                     dtype=meta.dtype, meta=meta)
 
 
 def _outer(ufunc, inputs, kwargs):
@@ -136,13 +198,26 @@ def _accumulate(ufunc, inputs, kwargs):
         m = _meta(x)
         dtype = ufunc(m, m).dtype
     extra = dict(kwargs)
-
-    def func(block, axis=None, dtype=None):  # dask names the graph's keys after it
-        return ufunc.accumulate(block, axis=axis, dtype=dtype, **extra)
-    func.__name__ = "%s_accumulate" % ufunc.__name__
     binop = functools.partial(ufunc, **extra) if extra else ufunc
     from dask.array.reductions import cumreduction
-    return cumreduction(func, binop, ident, x, axis=axis, dtype=dtype, method="sequential")
+    return cumreduction(_Accumulate(ufunc, extra), binop, ident, x, axis=axis, dtype=dtype,
+                        method="sequential")
+
+
+class _Accumulate:
+    """ufunc.accumulate of one chunk, as cumreduction calls it. An object, not a closure: dask
+    tokenizes a closure by pickling it (the ufunc and its sources) on every call."""
+
+    def __init__(self, ufunc, extra):
+        self.ufunc, self.extra = ufunc, extra
+        self.__name__ = "%s_accumulate" % ufunc.__name__  # dask names the graph's keys after it
+
+    def __call__(self, block, axis=None, dtype=None):
+        return self.ufunc.accumulate(block, axis=axis, dtype=dtype, **self.extra)
+
+    def __dask_tokenize__(self):
+        from dask.base import normalize_token
+        return "cufunc-accumulate", token(self.ufunc), normalize_token(self.extra)
 
 
 def _reduce_all_chunk(reducer, init, stream, c, axis=None, keepdims=False, computing_meta=False,
