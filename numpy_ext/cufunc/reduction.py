@@ -126,6 +126,12 @@ class Reduce(_Base):
         self.py_func = _check_binary(functor)
         self.__doc__ = getattr(self.py_func, "__doc__", None)
 
+    def __dask_tokenize__(self):
+        """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
+        it, also in graphs that reach it before any cufunc call on a dask array did."""
+        from . import _dask
+        return _dask.token(self)
+
     def __reduce__(self):
         # by its function, with the source lines a process without the file needs (Dask's
         # workers: cufunc/_pickle.py)

@@ -88,6 +88,12 @@ class GPUUFunc(_core.UFunc):
             return self.kernel_source(*inputs)
         return "\n".join(loop[1] for loop in self.loops)
 
+    def __dask_tokenize__(self):
+        """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
+        it, also in graphs that reach it before any cufunc call on a dask array did."""
+        from . import _dask
+        return _dask.token(self)
+
     def __reduce__(self):
         """Pickled as its Python function and signatures (Dask's workers; cufunc/_pickle.py)."""
         from . import _pickle

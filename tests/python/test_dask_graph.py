@@ -278,3 +278,34 @@ def test_compute_matches_numpy(xp_name, expr, dask_expr, ref):
     got = eval(expr).compute(scheduler="threads")
     assert isinstance(got, xp.ndarray)
     np.testing.assert_allclose(getattr(xp, "asnumpy", np.asarray)(got), ref(), rtol=2e-6)
+
+
+def test_dask_token_before_any_cufunc_call_on_dask(tmp_path):
+    """A graph that reaches a cufunc function before any cufunc call on a dask array did (so
+    before cufunc._dask registered its tokens), map_blocks here, still names it by its identity:
+    __dask_tokenize__, no pickle. A fresh process, so that nothing was registered yet."""
+    import subprocess
+    import sys
+    import textwrap
+    script = tmp_path / "first_graph.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        import numpy as np
+        import dask.array as da
+        from cufunc import vectorize
+
+        @vectorize(["float32(float32, float32)"], target="cuda")
+        def hyp(x, y):
+            return x + y
+
+        n = []
+        orig = type(hyp).__reduce__
+        type(hyp).__reduce__ = lambda self: (n.append(1), orig(self))[1]
+        x = da.ones(8, chunks=4, dtype=np.float32)
+        a = da.map_blocks(hyp, x, x, dtype=np.float32)
+        b = da.map_blocks(hyp, x, x, dtype=np.float32)
+        print("pickles", len(n), "same", a.name == b.name)
+    '''))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert "pickles 0 same True" in out.stdout, out.stdout + out.stderr
