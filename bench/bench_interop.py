@@ -9,8 +9,9 @@ any wait):
   * the same two with cufunc.using_output_type("cufunc") (DeviceArrays back): the part of the
     cost that is the wrapping into the caller's type, and the part that is reading the inputs;
   * out= given in the caller's type (torch, CuPy), beside the library's own call with out=;
-  * fresh results allocated by CuPy / PyTorch themselves (the default) or, switched off, cufunc
-    DeviceArrays wrapped into their type (what the other engines do);
+  * fresh results allocated by CuPy itself (the default) or, switched off, cufunc DeviceArrays
+    wrapped into its type (what the other engines do); for torch the reverse (PyTorch's
+    allocator is off by default: it was no faster);
   * with PyTorch's DLPack C exchange API (PyTorch >= 2.10, used by default) turned off: the
     attribute reads older PyTorch versions get.
 The issue's target: a call on CuPy arrays and on torch tensors within 1.3x of the call on
@@ -56,7 +57,7 @@ def main():
         co1 = cp.empty(1, cp.float32)
         cases += [("cufunc(cupy) -> cupy", lambda: hyp(ca1, cb1), sync, "cupy"),
                   ("cufunc(cupy) -> cupy, result wrapped (CuPy allocation off)",
-                   lambda: hyp(ca1, cb1), sync, "cupy", {"_lib_results": False}),
+                   lambda: hyp(ca1, cb1), sync, "cupy", {"flag": False}),
                   ("cufunc(cupy, out=cupy)", lambda: hyp(ca1, cb1, out=co1), sync, "cupy"),
                   ("cp.hypot(cupy, out=cupy)", lambda: cp.hypot(ca1, cb1, out=co1), sync, "cupy"),
                   ("cufunc(cupy) -> DeviceArray (output type 'cufunc')",
@@ -79,13 +80,13 @@ def main():
                   ("torch.hypot(torch, out=torch)", lambda: torch.hypot(ta1, tb1, out=to1), sync,
                    "torch")]
         if _core._interop_c_api():  # the same calls with PyTorch's attributes read one by one
-            cases += [("cufunc(torch) -> torch, result wrapped (PyTorch allocation off)",
-                       lambda: hyp(ta1, tb1), sync, "torch", {"_lib_results": False}),
+            cases += [("cufunc(torch) -> torch, result allocated by PyTorch (switched on)",
+                       lambda: hyp(ta1, tb1), sync, "torch", {"torch": True}),
                       ("cufunc(torch) -> torch, attribute reads (DLPack C API off)",
-                       lambda: hyp(ta1, tb1), sync, "torch", {"_interop_c_api": False}),
+                       lambda: hyp(ta1, tb1), sync, "torch", {"c_api": False}),
                       ("cufunc(torch, out=torch), attribute reads (DLPack C API off)",
                        lambda: hyp(ta1, tb1, out=to1), sync, "torch",
-                       {"_interop_c_api": False})]
+                       {"c_api": False})]
         else:
             print("this PyTorch has no DLPack C exchange API: the attribute reads only")
     else:
@@ -97,12 +98,16 @@ def main():
     print("| (empty lambda in the same loop) | %.3f | - | - |" % loop)
     ref = None
     for name, fn, sync, _, *modes in cases:
-        # a row's switches (_core._lib_results, _core._interop_c_api), set around its timing
-        saved = {k: getattr(_core, k)(v) for k, v in (modes[0] if modes else {}).items()}
+        # a row's switches (_core._lib_results: flag, torch; _core._interop_c_api: c_api), set
+        # around its timing
+        m = dict(modes[0]) if modes else {}
+        lib_had, api_had = _core._lib_results(), _core._interop_c_api()
+        _core._lib_results(m.get("flag", lib_had[0]), torch=m.get("torch", lib_had[1]))
+        _core._interop_c_api(m.get("c_api", api_had))
         q = 1e6 * timeit(fn, sync, 7, 5000)
         c = cpu_alone(fn, sync)
-        for k in saved:
-            getattr(_core, k)(True)
+        _core._lib_results(*lib_had)
+        _core._interop_c_api(api_had)
         ref = q if ref is None else ref
         print("| %s | %.2f | %.2f | %.2fx |" % (name, q, c, q / ref))
 

@@ -807,6 +807,10 @@ static PyObject *py_as_cupy(PyObject *mod, PyObject *d)
 
 enum { LIB_NONE = 0, LIB_TORCH = 1, LIB_CUPY = 2 };
 static int lib_results_off; /* _lib_results(False): DeviceArrays wrapped at delivery (A/B) */
+/* PyTorch's allocator for results (managed_tensor_allocator) is off by default: measured against
+ * cufunc's pool plus the C API's wrapping, it was 0.5 us slower a call on one host and 0.3 us
+ * faster on another (interleaved A/B, bench/INTEROP_NOTES.md); CuPy's was faster on both. */
+static int torch_lib_alloc;
 
 static int wrapper_is(PyObject *w, PyCFunction f)
 {
@@ -845,7 +849,7 @@ int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t
         return 0;
     uintptr_t h;
     if (wrapper_is(wrapper, (PyCFunction)py_as_torch)) {
-        int r = torch_load();
+        int r = torch_lib_alloc ? torch_load() : 1;
         if (r != 0 || tr.api == NULL || tr.api_off)
             return r < 0 ? -1 : 0;
         void *st = NULL;
@@ -950,20 +954,22 @@ PyObject *cf_py_lib_alloc_one(const cf_py_lib_alloc *la, int ndim, const int64_t
                                  : cupy_alloc(ndim, shape, dt, device, data);
 }
 
-/* _lib_results(flag=None) -> whether fresh results of calls on torch tensors / CuPy arrays are
- * allocated by that library (else cufunc DeviceArrays, wrapped); a bool sets it (A/B, tests). */
-static PyObject *py_lib_results(PyObject *mod, PyObject *args)
+/* _lib_results(flag=None, torch=None) -> (on, torch): whether fresh results of calls on CuPy
+ * arrays (and, with torch, on torch tensors) are allocated by that library, else cufunc
+ * DeviceArrays wrapped into its type; bools set them (A/B timing, tests). */
+static PyObject *py_lib_results(PyObject *mod, PyObject *args, PyObject *kw)
 {
-    PyObject *flag = Py_None;
-    if (!PyArg_ParseTuple(args, "|O:_lib_results", &flag))
+    static char *kwlist[] = {"flag", "torch", NULL};
+    PyObject *flag = Py_None, *torch = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:_lib_results", kwlist, &flag, &torch))
         return NULL;
-    if (flag != Py_None) {
-        int on = PyObject_IsTrue(flag);
-        if (on < 0)
-            return NULL;
-        lib_results_off = !on;
-    }
-    return PyBool_FromLong(!lib_results_off);
+    int on = flag == Py_None ? !lib_results_off : PyObject_IsTrue(flag);
+    int t = torch == Py_None ? torch_lib_alloc : PyObject_IsTrue(torch);
+    if (on < 0 || t < 0)
+        return NULL;
+    lib_results_off = !on;
+    torch_lib_alloc = t;
+    return Py_BuildValue("(OO)", on ? Py_True : Py_False, t ? Py_True : Py_False);
 }
 
 /* _interop_c_api(flag=None) -> whether PyTorch's DLPack C exchange API is used (reading tensors,
@@ -986,9 +992,10 @@ static PyObject *py_interop_c_api(PyObject *mod, PyObject *args)
 }
 
 PyMethodDef cf_py_interop_methods[] = {
-    {"_lib_results", (PyCFunction)py_lib_results, METH_VARARGS,
-     "_lib_results(flag=None) -> whether fresh results of calls on torch tensors and CuPy arrays "
-     "are allocated by that library; a bool sets it (tests, timing)."},
+    {"_lib_results", (PyCFunction)(void (*)(void))py_lib_results, METH_VARARGS | METH_KEYWORDS,
+     "_lib_results(flag=None, torch=None) -> (on, torch): whether fresh results of calls on CuPy "
+     "arrays (and with torch, on torch tensors) are allocated by that library; bools set them "
+     "(tests, timing)."},
     {"_interop_c_api", (PyCFunction)py_interop_c_api, METH_VARARGS,
      "_interop_c_api(flag=None) -> whether PyTorch tensors are read and results made through "
      "PyTorch's DLPack C exchange API; a bool turns it off or on (tests, timing)."},

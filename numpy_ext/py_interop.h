@@ -15,7 +15,8 @@ int cf_py_result_wrapper(PyObject *const *inputs, int n, PyObject **wrapper);
 
 /* Fresh results made by the caller's array library (N0 in DLPack's words: the library allocates,
  * cufunc's kernel writes into it), for a call whose results `wrapper` would wrap: PyTorch through
- * its DLPack C exchange API (managed_tensor_allocator), CuPy through cupy.ndarray(shape, dtype).
+ * its DLPack C exchange API (managed_tensor_allocator; off by default, _lib_results), CuPy
+ * through cupy.ndarray(shape, dtype).
  * No DeviceArray and no wrapping per result: the library's own allocator, stream-ordered on its
  * current stream. A cf_py_lib_alloc holds what the call needs to order that memory. */
 typedef struct {

@@ -253,18 +253,21 @@ def test_wrapper_is_zero_copy(producer):
 
 
 # calls whose results the caller's library allocates itself (cufunc writes into them): CuPy, and
-# PyTorch where it publishes its DLPack C exchange API; the rest are cufunc memory, wrapped
+# PyTorch when switched on where it publishes its DLPack C exchange API; the rest are cufunc
+# memory, wrapped
 LIB_ALLOCATES = {"cupy": lambda: True, "torch": lambda: _core._interop_c_api()}
 
 
 @pytest.fixture(params=["lib_results", "cufunc_results"])
 def lib_results(request):
-    """Both ways a call on foreign arrays makes fresh results: allocated by the caller's library,
-    or cufunc DeviceArrays wrapped into the library's type (other engines, older PyTorch)."""
+    """Both ways a call on foreign arrays makes fresh results: allocated by the caller's library
+    (PyTorch's allocator switched on for the test), or cufunc DeviceArrays wrapped into the
+    library's type (other engines, older PyTorch, PyTorch by default)."""
     had = _core._lib_results()
-    _core._lib_results(request.param == "lib_results")
-    yield request.param == "lib_results"
-    _core._lib_results(had)
+    on = request.param == "lib_results"
+    _core._lib_results(on, torch=on)
+    yield on
+    _core._lib_results(*had)
 
 
 @gpu
