@@ -384,6 +384,16 @@ def test_gpu_torch_results_allocated_by_pytorch(nout, alloc, torch_path):
 
 
 
+def cupy_slow_threes(cp):
+    """2048 threes made at the end of a long chain of matmuls on CuPy's current stream: a
+    consumer that does not wait for that stream reads garbage."""
+    m = cp.random.rand(2048, 2048, dtype=cp.float32)
+    for _ in range(8):
+        m = m @ m
+        m = m / cp.abs(m).max()
+    return m[0] * 0 + 3
+
+
 @pytest.mark.gpu
 def test_gpu_cupy_results_allocated_by_cupy():
     """CuPy results come from CuPy's own allocator (cufunc's pool untouched), on a side stream
@@ -392,11 +402,7 @@ def test_gpu_cupy_results_allocated_by_cupy():
     cp = pytest.importorskip("cupy")
     s = cp.cuda.Stream(non_blocking=True)
     with s:
-        m = cp.random.rand(2048, 2048, dtype=cp.float32)
-        for _ in range(8):
-            m = m @ m
-            m = m / cp.abs(m).max()
-        x = m[0] * 0 + 3
+        x = cupy_slow_threes(cp)
         gc.collect()
         mem = _core.mem_outstanding()
         r = hyp(x, x)
@@ -432,11 +438,7 @@ def test_gpu_cupy_side_stream_producer_is_waited_for():
     cp = pytest.importorskip("cupy")
     s = cp.cuda.Stream(non_blocking=True)
     with s:
-        m = cp.random.rand(2048, 2048, dtype=cp.float32)
-        for _ in range(8):
-            m = m @ m
-            m = m / cp.abs(m).max()
-        x = m[:1].ravel() * 0 + 3.0
+        x = cupy_slow_threes(cp)
         r = hyp(x, x)
         got = cp.asnumpy(r, stream=s)
         s.synchronize()
