@@ -334,6 +334,21 @@ int cf_py_call_upload_out(cf_py_call *c, int o, PyObject *dev, cf_dtype dt)
     return st == CF_OK ? 0 : cf_py_fail(st, "copying out= to the device");
 }
 
+/* The wrapper of the call's fresh device results (the inputs' type rule), looked up once. */
+static int call_wrapper(cf_py_call *c, PyObject **wrapper)
+{
+    if (!c->wrapper_known) {
+        PyObject *inputs[CF_PY_MAX_ARGS];
+        for (int i = 0; i < c->nin; i++)
+            inputs[i] = c->in[i].value;
+        if (cf_py_result_wrapper(inputs, c->nin, &c->wrapper) < 0)
+            return -1;
+        c->wrapper_known = 1;
+    }
+    *wrapper = c->wrapper;
+    return 0;
+}
+
 /* Whether the caller's array library makes this call's fresh results (cf_py_lib_alloc_begin):
  * the engine allows it, they stay on the device, and the inputs' type rule names a library that
  * allocates (PyTorch with its DLPack C exchange API, CuPy). 1, 0, -1. */
@@ -344,10 +359,8 @@ static int lib_results_begin(cf_py_call *c)
         fresh |= c->outs[o] == NULL;
     if (!c->engine->lib_results || c->host_result || !fresh)
         return 0;
-    PyObject *inputs[CF_PY_MAX_ARGS], *wrapper;
-    for (int i = 0; i < c->nin; i++)
-        inputs[i] = c->in[i].value;
-    if (cf_py_result_wrapper(inputs, c->nin, &wrapper) < 0)
+    PyObject *wrapper;
+    if (call_wrapper(c, &wrapper) < 0)
         return -1;
     return cf_py_lib_alloc_begin(wrapper, c->pl.device, c->pl.s,
                                  cf_py_stream_protocol_handle(c->pl.resolved), &c->lib);
@@ -479,13 +492,10 @@ PyObject *cf_py_call_deliver(cf_py_call *c)
         return NULL;
     if (!c->host_result) {
         /* fresh device results come back in the caller's array type (cufunc/_interop.py) */
-        PyObject *inputs[CF_PY_MAX_ARGS];
         int fresh = 0;
         for (int o = 0; o < c->nout; o++)
             fresh |= c->res[o] != NULL && c->outs[o] == NULL && !c->lib_out[o];
-        for (int i = 0; i < c->nin; i++)
-            inputs[i] = c->in[i].value;
-        if (fresh && cf_py_result_wrapper(inputs, c->nin, &wrapper) < 0)
+        if (fresh && call_wrapper(c, &wrapper) < 0)
             return NULL;
     }
     for (int o = 0; o < c->nout; o++)
@@ -527,6 +537,8 @@ void cf_py_call_init(cf_py_call *c, const cf_py_engine *engine, void *self, void
         c->lib_out[o] = 0;
     }
     c->lib.kind = 0;
+    c->wrapper = NULL;
+    c->wrapper_known = 0;
     c->nin_done = c->nout_done = 0;
     cf_py_arg_reset(&c->where, NULL);
     c->have_where = 0;

@@ -111,6 +111,10 @@ struct cf_py_call {
     /* fresh outputs the caller's library allocated (res[o] is its array, delivered as it is) */
     cf_py_lib_alloc lib;
     unsigned char lib_out[CF_PY_MAX_ARGS];
+    /* the wrapper of fresh device results (cf_py_result_wrapper; borrowed, NULL: DeviceArrays),
+     * looked up once a call: the outputs step and the deliver step both need it */
+    PyObject *wrapper;
+    int wrapper_known;
     PyObject *result;     /* owned: the return value, once known */
 };
 

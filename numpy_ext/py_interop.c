@@ -489,6 +489,22 @@ static int cupy_stream(uintptr_t *stream)
     return 0;
 }
 
+/* A cupy.ndarray's address and device: its MemoryPointer's ptr and device_id. 0 or -1. */
+static int cupy_data(PyObject *x, uint64_t *ptr, int *device)
+{
+    PyObject *mp = PyObject_GetAttr(x, S_data);
+    PyObject *p = mp ? PyObject_GetAttr(mp, S_ptr) : NULL;
+    PyObject *dev = p ? PyObject_GetAttr(mp, S_device_id) : NULL;
+    Py_XDECREF(mp);
+    if (dev != NULL) {
+        *ptr = (uint64_t)PyLong_AsUnsignedLongLong(p);
+        *device = (int)PyLong_AsLong(dev);
+    }
+    Py_XDECREF(p);
+    Py_XDECREF(dev);
+    return dev == NULL || PyErr_Occurred() ? -1 : 0;
+}
+
 /* A cupy.ndarray as its __cuda_array_interface__ describes it (cupy/_core/core.pyx), from its
  * C-level getters: 0 read, 1 use the interface (a dtype cufunc does not take, or an interface
  * version other than 2 or 3: CuPy's own answer or error). The interface's version is read per
@@ -540,22 +556,9 @@ static int cupy_read(PyObject *x, cf_array *v, int *readonly, int *has_stream, u
     }
     v->data = 0;
     v->device = -1;
-    if (view_size(v) > 0) {
-        PyObject *mp = PyObject_GetAttr(x, S_data);
-        PyObject *p = mp ? PyObject_GetAttr(mp, S_ptr) : NULL;
-        PyObject *dev = p ? PyObject_GetAttr(mp, S_device_id) : NULL;
-        Py_XDECREF(mp);
-        if (dev == NULL) {
-            Py_XDECREF(p);
-            return -1;
-        }
-        v->data = (uint64_t)PyLong_AsUnsignedLongLong(p);
-        v->device = (int)PyLong_AsLong(dev); /* the allocation's device: no pointer query */
-        Py_DECREF(p);
-        Py_DECREF(dev);
-        if (PyErr_Occurred())
-            return -1;
-    }
+    /* the allocation's device: no pointer query */
+    if (view_size(v) > 0 && cupy_data(x, &v->data, &v->device) < 0)
+        return -1;
     *readonly = 0;
     *has_stream = 0;
     if (version == 3) {
@@ -824,8 +827,11 @@ static int streams_ordered(uintptr_t a, uintptr_t b)
     return a == b || (a <= 2 && b <= 2);
 }
 
-/* `waiter` waits for `done` (protocol handles, on `device`); s is the call's cf_stream when it is
- * one of them (launch: its handle). */
+/* The call's stream s (protocol handle `launch`) and another stream of `device` (handle `other`):
+ * s waits for the other (launch_waits) or the other for s, unless the two are ordered already.
+ * The wait before the launch may repeat one the operands' reading made (a CuPy input names the
+ * same current stream); it is kept for the allocator's memory, whose last use may have been
+ * queued on that stream after the inputs were read. */
 static int wait_between(int device, cf_stream *s, uintptr_t launch, uintptr_t other,
                         int launch_waits)
 {
@@ -838,8 +844,6 @@ static int wait_between(int device, cf_stream *s, uintptr_t launch, uintptr_t ot
     cf_stream_free(theirs);
     return st == CF_OK ? 0 : cf_py_fail(st, "ordering a result made by the caller's library");
 }
-
-static PyObject *py_as_cupy(PyObject *mod, PyObject *d);
 
 int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t launch,
                           cf_py_lib_alloc *la)
@@ -934,16 +938,9 @@ static PyObject *cupy_alloc(int ndim, const int64_t *shape, cf_dtype dt, int dev
     PyObject *x = args[1] ? PyObject_Vectorcall(ndarray, args, 2, NULL) : NULL;
     Py_XDECREF(args[0]);
     Py_XDECREF(args[1]);
-    PyObject *mp = x ? PyObject_GetAttr(x, S_data) : NULL;
-    PyObject *p = mp ? PyObject_GetAttr(mp, S_ptr) : NULL;
-    PyObject *dev = p ? PyObject_GetAttr(mp, S_device_id) : NULL;
-    Py_XDECREF(mp);
-    long d = dev ? PyLong_AsLong(dev) : -1;
-    *data = p ? (uint64_t)PyLong_AsUnsignedLongLong(p) : 0;
-    Py_XDECREF(p);
-    Py_XDECREF(dev);
-    if (PyErr_Occurred() || d != device) /* CuPy's current device is another: not here */
-        Py_CLEAR(x);
+    int d = -1;
+    if (x != NULL && (cupy_data(x, data, &d) < 0 || d != device))
+        Py_CLEAR(x); /* an error, or CuPy's current device is another: not here (no error) */
     return x;
 }
 
@@ -987,7 +984,6 @@ static PyObject *py_interop_c_api(PyObject *mod, PyObject *args)
     }
     if (torch_load() < 0)
         return NULL;
-    PyErr_Clear();
     return PyBool_FromLong(tr.api != NULL && !tr.api_off);
 }
 
