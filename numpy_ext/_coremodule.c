@@ -391,6 +391,57 @@ static PyObject *py_test_alloc_outstanding(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong((long long)cf_test_alloc_outstanding());
 }
 
+/* The one entry for test hooks that are not allocation faults: a hook's name and its value. */
+static PyObject *py_test_control(PyObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *value;
+    if (!PyArg_ParseTuple(args, "sO:_test_control", &name, &value))
+        return NULL;
+    if (strcmp(name, "cache_write_pause") == 0) {
+        const char *marker = NULL;
+        if (value != Py_None && !(marker = PyUnicode_AsUTF8(value)))
+            return NULL;
+        cf_cache_test_pause_writes(marker);
+        Py_RETURN_NONE;
+    }
+    return PyErr_Format(PyExc_ValueError, "_test_control: no test hook named '%s' (there is "
+                        "'cache_write_pause')", name);
+}
+
+/* Every CUFUNC_* variable (cf_knob_info): a list of dicts, for `python -m cufunc` and the docs. */
+static PyObject *py_knobs(PyObject *self, PyObject *unused)
+{
+    int n = cf_knob_count();
+    PyObject *out = PyList_New(n);
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        cf_knob_desc d;
+        if (cf_knob_info(i, &d) != CF_OK) {
+            Py_DECREF(out);
+            return cf_py_raise(cf_last_status(), "knobs");
+        }
+        PyObject *row;
+        if (d.is_text)
+            row = Py_BuildValue("{s:s,s:s,s:z,s:s}", "name", d.name, "kind", "text", "text",
+                                d.text, "doc", d.doc);
+        else
+            row = Py_BuildValue("{s:s,s:s,s:z,s:l,s:l,s:l,s:l,s:s}", "name", d.name, "kind",
+                                d.rule == 1 ? "power of two" : d.rule == 2 ? "multiple of 32"
+                                                                           : "int",
+                                "text", d.text, "value", d.value, "default",
+                                d.default_value, "lowest", d.lowest, "highest", d.highest, "doc",
+                                d.doc);
+        if (!row) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, row);
+    }
+    return out;
+}
+
 static PyObject *py_dtype_info(PyObject *self, PyObject *arg)
 {
     cf_dtype dt;
@@ -412,6 +463,13 @@ static PyMethodDef core_methods[] = {
      "(0 turns it off). For tests only."},
     {"_test_alloc_outstanding", py_test_alloc_outstanding, METH_NOARGS,
      "Host allocations of the C core not yet freed (for leak tests)."},
+    {"_test_control", py_test_control, METH_VARARGS,
+     "_test_control(name, value): set a test hook of the C core ('cache_write_pause': a path, or "
+     "None). For tests only."},
+    {"knobs", py_knobs, METH_NOARGS,
+     "knobs() -> [dict]: every CUFUNC_* environment variable cufunc reads: name, kind ('int', 'power of two', "
+     "'multiple of 32' or 'text'), the text as set (or None), and for integers the value in effect, the default and "
+     "the bounds; doc says what it changes."},
     {"dtype_info", py_dtype_info, METH_O,
      "dtype_info(dtype) -> dict(code, name, ctype, itemsize, typestr) of a supported dtype."},
     {NULL, NULL, 0, NULL},

@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE 1 /* mkostemp */
 #include "cache.h"
+#include "testing.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -46,6 +47,7 @@
 
 #include "alloc.h"
 #include "cufunc/compile.h"
+#include "env.h"
 #include "error.h"
 #include "hash.h"
 #include "htab.h"
@@ -74,8 +76,9 @@ static int debug_on;
 static int warned;       /* the one warning of this configuration was printed */
 static int swept;        /* stale temporary files were swept in this configuration */
 static char dir_buf[PATH_MAX]; /* the folder in use; "" when the disk level is off */
-/* Test hook (CUFUNC_TEST_CACHE_WRITE_PAUSE, read at configuration): a writer of an entry stops
- * halfway through, creates this file and sleeps until killed, so a test can kill -9 it then. */
+/* Test hook (cf_cache_test_pause_writes, src/testing.h): a writer of an entry stops halfway
+ * through, creates this file and sleeps until killed, so a test can kill -9 it then. Kept across
+ * reconfigurations. */
 static char pause_marker[PATH_MAX];
 static cf_htab images; /* the memory level: mem_entry items by key */
 static cf_cache_stats stats;
@@ -174,17 +177,16 @@ static void configure_locked(void)
     disk_on = disk_write = 0;
     warned = swept = 0;
     dir_buf[0] = '\0';
-    pause_marker[0] = '\0';
-    const char *dbg = getenv("CUFUNC_DEBUG");
+    const char *dbg = cf_knob_text(CF_KNOB_DEBUG);
     debug_on = dbg && *dbg && strcmp(dbg, "0") != 0;
-    const char *onoff = getenv("CUFUNC_CACHE");
+    const char *onoff = cf_knob_text(CF_KNOB_CACHE);
     if (onoff && strcmp(onoff, "0") == 0)
         return;
 
     char dir[PATH_MAX];
-    const char *explicit_dir = getenv("CUFUNC_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
+    const char *explicit_dir = cf_knob_text(CF_KNOB_CACHE_DIR);
+    const char *xdg = cf_env_text("XDG_CACHE_HOME");
+    const char *home = cf_env_text("HOME");
     int n;
     if (explicit_dir && *explicit_dir)
         n = snprintf(dir, sizeof dir, "%s", explicit_dir);
@@ -227,10 +229,8 @@ static void configure_locked(void)
     disk_on = 1;
     /* Not writable (a site-wide cache, a read-only mount): read it, write nothing, say nothing. */
     disk_write = access(dir, W_OK | X_OK) == 0;
-    const char *hook = getenv("CUFUNC_TEST_CACHE_WRITE_PAUSE");
-    if (hook && *hook)
-        snprintf(pause_marker, sizeof pause_marker, "%s", hook);
 }
+
 
 /* Held across fork() so a child never inherits it locked by a thread that does not exist there. */
 static void cache_lock_acquire(void) { pthread_mutex_lock(&cache_lock); }
@@ -245,6 +245,13 @@ static void lock_cache(void)
 {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&cache_lock);
+}
+
+void cf_cache_test_pause_writes(const char *marker)
+{
+    lock_cache();
+    snprintf(pause_marker, sizeof pause_marker, "%s", marker ? marker : "");
+    pthread_mutex_unlock(&cache_lock);
 }
 
 static void ensure_configured_locked(void)

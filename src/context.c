@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "env.h"
 #include "error.h"
 
 /* More than any machine has; keeps the tables static (no allocation, nothing to free). */
@@ -43,7 +44,7 @@ static _Thread_local CUcontext tls_outer;   /* the one current before that first
  * with the user's call ("hypot: no CUDA device: ..."). */
 static cf_status no_device(void)
 {
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    const char *vis = cf_env_text("CUDA_VISIBLE_DEVICES");
     return cf_error_set(CF_ERR_NO_DEVICE,
                         "no CUDA device: the CUDA driver at %s reports none (cuDeviceGetCount: "
                         "0)%s%.200s%s",

@@ -37,6 +37,7 @@
 #include "cufunc/compile.h"
 #include "cufunc/gufunc.cuh"
 #include "cufunc/gufunc.h"
+#include "env.h"
 #include "error.h"
 #include "util.h"
 #include "fastdiv.h"
@@ -507,8 +508,7 @@ static int small_staging_on(void)
 {
     int s = atomic_load_explicit(&small_staging, memory_order_relaxed);
     if (s < 0) {
-        const char *e = getenv("CUFUNC_GU_SMALL");
-        s = !(e && e[0] == '0' && e[1] == '\0');
+        s = cf_knob(CF_KNOB_GU_SMALL) != 0;
         atomic_store_explicit(&small_staging, s, memory_order_relaxed);
     }
     return s;

@@ -46,11 +46,7 @@
 #include "threadpool.h"
 
 #define MAX_DEVICES 64
-#define MAX_STREAMS 16
-#define DEFAULT_STREAMS 3
-/* Every host call: small ones in one chunk (one pinned DMA each way, one wait) beat the
- * whole-array path's separate pageable copies (bench/HOSTPIPE_NOTES.md, session 6). */
-#define DEFAULT_MIN_KB 0
+#define MAX_STREAMS CF_HOSTPIPE_MAX_STREAMS
 #define MIN_CHUNK ((size_t)1 << 10)
 #define MAX_CHUNK ((size_t)1 << 30)
 /* Pinned buffers grow in steps of this, so calls of slightly different sizes reuse them. */
@@ -607,9 +603,9 @@ void cf_hostpipe_test_phases(int64_t ns[CF_HOSTPIPE_PHASES])
 
 static void read_env(cf_hostpipe_config *c)
 {
-    c->chunk_bytes = (size_t)cf_env_long("CUFUNC_HOSTPIPE_CHUNK_KB", 0, 0, 1L << 20) << 10;
-    c->streams = (int)cf_env_long("CUFUNC_HOSTPIPE_STREAMS", DEFAULT_STREAMS, 2, MAX_STREAMS);
-    c->min_bytes = (size_t)cf_env_long("CUFUNC_HOSTPIPE_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
+    c->chunk_bytes = (size_t)cf_knob(CF_KNOB_HOSTPIPE_CHUNK_KB) << 10;
+    c->streams = (int)cf_knob(CF_KNOB_HOSTPIPE_STREAMS);
+    c->min_bytes = (size_t)cf_knob(CF_KNOB_HOSTPIPE_MIN_KB) << 10;
     cf_host_knobs k;
     cf_host_knobs_read(&k);
     c->threads = k.threads;

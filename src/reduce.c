@@ -414,7 +414,7 @@ cf_status cf_reduce_plan_scan(cf_reduce_plan *p, const cf_array *in, int axis, c
 /* ---- tuning knobs ---------------------------------------------------------------------------- */
 
 /* Environment variables read once per process, for measurements (bench/bench_scan_variants.py runs
- * one process per setting); unset or out of range: the defaults below.
+ * one process per setting); unset or out of range: the defaults below (rows of env.h's CF_KNOBS).
  *   CUFUNC_REDUCE_BLOCKS_PER_SM  blocks of 512 per multiprocessor of full reductions (1..64)
  *   CUFUNC_REDUCE_UNROLL         independent vector loads in flight per thread of full, row and
  *                                column reductions (1, 2, 4 or 8)
@@ -452,23 +452,17 @@ static pthread_once_t knob_once = PTHREAD_ONCE_INIT;
 static void read_knobs(void)
 {
     red_knobs *k = &knob_values;
-    k->blocks_per_sm = (int)cf_env_long("CUFUNC_REDUCE_BLOCKS_PER_SM", 0, 1, 64);
-    k->unroll = (int)cf_env_long("CUFUNC_REDUCE_UNROLL", 0, 1, 8);
-    if (k->unroll & (k->unroll - 1))
-        k->unroll = 0;
-    k->scan_block = (int)cf_env_long("CUFUNC_SCAN_BLOCK", 0, 64, 1024);
-    if (k->scan_block & (k->scan_block - 1))
-        k->scan_block = 0;
-    k->scan_items = (int)cf_env_long("CUFUNC_SCAN_ITEMS", 0, 1, 64);
-    k->scan_sleep = (int)cf_env_long("CUFUNC_SCAN_SLEEP", 0, 0, 10000);
-    k->scan_min_blocks = (int)cf_env_long("CUFUNC_SCAN_MIN_BLOCKS", 0, 1, 32);
-    k->cols_threads_per_sm = (int)cf_env_long("CUFUNC_REDUCE_COLS_THREADS_PER_SM", 0, 64, 65536);
-    k->gather = (int)cf_env_long("CUFUNC_REDUCE_GATHER", 0, 1, 32);
-    k->scan_lookback = (int)cf_env_long("CUFUNC_SCAN_LOOKBACK", 0, 1, 8);
-    if (k->scan_lookback & (k->scan_lookback - 1))
-        k->scan_lookback = 0;
-    k->scan_smem_items = (int)cf_env_long("CUFUNC_SCAN_SMEM_ITEMS", -1, 0, 48);
-    const char *o = getenv("CUFUNC_SCAN_ORDER");
+    k->blocks_per_sm = (int)cf_knob(CF_KNOB_REDUCE_BLOCKS_PER_SM);
+    k->unroll = (int)cf_knob(CF_KNOB_REDUCE_UNROLL);
+    k->scan_block = (int)cf_knob(CF_KNOB_SCAN_BLOCK);
+    k->scan_items = (int)cf_knob(CF_KNOB_SCAN_ITEMS);
+    k->scan_sleep = (int)cf_knob(CF_KNOB_SCAN_SLEEP);
+    k->scan_min_blocks = (int)cf_knob(CF_KNOB_SCAN_MIN_BLOCKS);
+    k->cols_threads_per_sm = (int)cf_knob(CF_KNOB_REDUCE_COLS_THREADS_PER_SM);
+    k->gather = (int)cf_knob(CF_KNOB_REDUCE_GATHER);
+    k->scan_lookback = (int)cf_knob(CF_KNOB_SCAN_LOOKBACK);
+    k->scan_smem_items = (int)cf_knob(CF_KNOB_SCAN_SMEM_ITEMS);
+    const char *o = cf_knob_text(CF_KNOB_SCAN_ORDER);
     k->scan_order = !o ? -1 : !strcmp(o, "block") ? 1 : !strcmp(o, "atomic") ? 0 : -1;
 }
 

@@ -23,9 +23,6 @@
 #include "threadpool.h"
 
 #define MAX_DEVICES 64
-#define DEFAULT_CHUNK_MB 8
-#define DEFAULT_BUFFERS 4
-#define DEFAULT_MIN_KB 1024
 #define MIN_CHUNK ((size_t)64 << 10)
 #define MAX_CHUNK ((size_t)1 << 30)
 
@@ -50,9 +47,9 @@ static device_state devices[MAX_DEVICES];
 
 static void read_env(cf_staging_config *c)
 {
-    c->chunk_bytes = (size_t)cf_env_long("CUFUNC_STAGING_CHUNK_MB", DEFAULT_CHUNK_MB, 1, 1024) << 20;
-    c->nbuffers = (int)cf_env_long("CUFUNC_STAGING_BUFFERS", DEFAULT_BUFFERS, 2, CF_STAGING_MAX_BUFFERS);
-    c->min_bytes = (size_t)cf_env_long("CUFUNC_STAGING_MIN_KB", DEFAULT_MIN_KB, 0, 1L << 30) << 10;
+    c->chunk_bytes = (size_t)cf_knob(CF_KNOB_STAGING_CHUNK_MB) << 20;
+    c->nbuffers = (int)cf_knob(CF_KNOB_STAGING_BUFFERS);
+    c->min_bytes = (size_t)cf_knob(CF_KNOB_STAGING_MIN_KB) << 10;
 }
 
 static void init_config(void) { read_env(&config); }

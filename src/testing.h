@@ -33,4 +33,9 @@ void cf_hostpipe_test_register_fault(int mode);
 #define CF_HOSTPIPE_PHASES 7
 void cf_hostpipe_test_phases(int64_t ns[CF_HOSTPIPE_PHASES]);
 
+/* The disk cache: from now on a writer of an entry stops halfway through its temporary file,
+ * creates the file `marker` and sleeps until killed (a test then kills it with SIGKILL and checks
+ * that no damaged entry is ever read). NULL or "" turns it off. */
+void cf_cache_test_pause_writes(const char *marker);
+
 #endif

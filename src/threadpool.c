@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "error.h"
 
 /* Below this a copy is not split: waking threads costs more than it saves. */
@@ -164,18 +165,7 @@ static void on_fork_child(void)
 static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
 
 /* $CUFUNC_COPY_THREADS when set to a valid count, else -1. */
-static int env_workers(void)
-{
-    const char *env = getenv("CUFUNC_COPY_THREADS");
-    if (env && *env) {
-        char *end;
-        errno = 0;
-        long v = strtol(env, &end, 10);
-        if (!errno && *end == '\0' && v >= 0 && v <= CF_THREADPOOL_MAX_WORKERS)
-            return (int)v;
-    }
-    return -1;
-}
+static int env_workers(void) { return (int)cf_knob(CF_KNOB_COPY_THREADS); }
 
 static int default_workers(void)
 {

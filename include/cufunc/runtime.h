@@ -205,6 +205,25 @@ CF_API cf_status cf_memcpy_dtod(cf_stream *s, uint64_t dst, uint64_t src, size_t
 /* Fill nbytes with a byte value. */
 CF_API cf_status cf_memset8(cf_stream *s, uint64_t dst, unsigned char value, size_t nbytes);
 
+/* ---- the environment ---------------------------------------------------------------------
+ * Every CUFUNC_* environment variable the library reads, in one table (what `python -m cufunc`
+ * prints): integer tuning knobs with their default and bounds (a value outside them, or not a
+ * number, keeps the default), and text settings (the cache folder, the loader paths). */
+typedef struct cf_knob_desc {
+    const char *name;    /* "CUFUNC_..." */
+    int is_text;         /* 1: a text setting (value, bounds unused) */
+    long value;          /* an integer knob's value in effect now */
+    long default_value;  /* out of [lowest, highest]: "automatic" (the engine chooses) */
+    long lowest, highest;
+    int rule;            /* 0: any integer in the bounds; 1: a power of two; 2: a multiple of 32 */
+    const char *text;    /* the variable's text as set, or NULL when unset */
+    const char *doc;     /* one line: what it changes */
+} cf_knob_desc;
+/* How many rows the table has. */
+CF_API int cf_knob_count(void);
+/* Row `index` (0 .. cf_knob_count() - 1); CF_ERR_INVALID for another index. */
+CF_API cf_status cf_knob_info(int index, cf_knob_desc *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -133,7 +133,17 @@ def run_without_gpu(core, reason, out):
     return 0
 
 
-def main(out=sys.stdout):
+def main(out=sys.stdout, argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if "--knobs" in argv:
+        if _env.core is None:
+            print("cufunc's C extension is not loaded: %s" % _env.core_error, file=out)
+            return 1
+        print("Every CUFUNC_* environment variable cufunc reads, with the value in effect:",
+              file=out)
+        for line in _env.format_knobs(_env.core.knobs()):
+            print(line, file=out)
+        return 0
     env = _env.environment()
     for line in _env.format_environment(env):
         print(line, file=out)

@@ -115,7 +115,29 @@ def environment():
         env["nvrtc_error"] = str(exc)
     env["cache_dir"] = core.cache_dir()
     env["templates_hash"] = core.templates_hash()
+    env["knobs_set"] = [k for k in core.knobs() if k["text"] is not None]
     return env
+
+
+def format_knobs(knobs):
+    """The table of CUFUNC_* variables (``_core.knobs()``) as lines of text: name, value in
+    effect (or the text as set), default and bounds, and what each changes."""
+    lines = []
+    for k in knobs:
+        if k["kind"] == "text":
+            now = "%r" % k["text"] if k["text"] is not None else "unset"
+            lines.append("  %-34s %-12s %s" % (k["name"], now, k["doc"]))
+        else:
+            auto = not (k["lowest"] <= k["default"] <= k["highest"])
+            default = "auto" if auto else str(k["default"])
+            now = "auto" if auto and k["value"] == k["default"] else str(k["value"])
+            rule = "" if k["kind"] == "int" else ", a %s" % k["kind"]
+            if k["text"] is not None and str(k["value"]) != k["text"].strip():
+                now += " (%r ignored: not in %d..%d%s)" % (k["text"], k["lowest"], k["highest"],
+                                                            rule)
+            lines.append("  %-34s %-12s %s [default %s, %d..%d%s]"
+                         % (k["name"], now, k["doc"], default, k["lowest"], k["highest"], rule))
+    return lines
 
 
 def format_environment(env):
@@ -145,4 +167,10 @@ def format_environment(env):
         lines.append("  kernel cache: in memory only (disk cache off: CUFUNC_CACHE=0 or the "
                      "folder is not writable)")
     lines.append("  templates:    sha256 %s" % env["templates_hash"])
+    if env.get("knobs_set"):
+        lines.append("  settings from the environment (`python -m cufunc --knobs` lists all):")
+        lines.extend(format_knobs(env["knobs_set"]))
+    else:
+        lines.append("  settings:     no CUFUNC_* variable set (`python -m cufunc --knobs` lists "
+                     "them)")
     return lines

@@ -50,6 +50,9 @@ for name in json.loads(sys.argv[2]):
     if name == "reconfigure":
         _core.cache_reconfigure()
         continue
+    if name.startswith("pause="):
+        _core._test_control("cache_write_pause", name[len("pause="):])
+        continue
     try:
         image, is_ptx, origin = _core.compile_source(src[name], arch=(9, 0), cache=True)
         out["results"].append({"name": name, "origin": origin, "ptx": bool(is_ptx),
@@ -449,8 +452,8 @@ def test_concurrent_writers(tmp_path, refs):
 
 def _paused_writer(cache_dir, marker):
     """A child that stops in the middle of writing a's entry (the test-only hook)."""
-    p = subprocess.Popen(child_cmd(["a"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=child_env(cache_dir, {"CUFUNC_TEST_CACHE_WRITE_PAUSE": str(marker)}))
+    p = subprocess.Popen(child_cmd(["pause=%s" % marker, "a"]), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=child_env(cache_dir))
     deadline = time.monotonic() + TIMEOUT
     while not marker.exists():
         if p.poll() is not None or time.monotonic() > deadline:
