@@ -36,6 +36,7 @@ cf_status cf_at_create(const char *source, const char *fn_name, const char *cons
         return st;
     }
     pthread_mutex_init(&at->lock, NULL);
+    cf_ktable_init(&at->table);
     *out = at;
     return CF_OK;
 }
@@ -140,31 +141,40 @@ cf_status cf_at_kernel_source(const cf_at *at, const cf_at_call *c, char **out)
     return CF_OK;
 }
 
+typedef struct at_build {
+    cf_at *at;
+    const cf_at_call *c;
+    int device;
+} at_build;
+
+/* cf_kbuild_fn of the ufunc.at engine; runs without its lock (the engine's function is fixed at
+ * creation). */
+static cf_status build_kernel(void *ctx, cf_function **fn, int64_t *aux)
+{
+    const at_build *b = ctx;
+    char *src = NULL;
+    cf_module *m = NULL;
+    cf_status st = cf_at_kernel_source(b->at, b->c, &src);
+    if (!st)
+        st = cf_loop_fn_load(&b->at->fn, b->device, src, &m);
+    if (!st)
+        st = cf_module_function(m, "cf_at", fn);
+    *aux = 0;
+    cf_free(src);
+    return st;
+}
+
+/* The kernel of a call: from the kernel cache, else built once (ktable.h). */
 static cf_status get_kernel(cf_at *at, const cf_at_call *c, int device, cf_function **out)
 {
     char key[128];
     spec_key(c, device, key, sizeof key);
-    pthread_mutex_lock(&at->lock);
-    const cf_kentry *k = cf_ktable_find(&at->table, key);
-    if (k) {
-        *out = k->fn;
-        pthread_mutex_unlock(&at->lock);
-        return CF_OK;
-    }
-    char *src = NULL;
-    cf_module *m = NULL;
-    cf_function *fn = NULL;
-    cf_status st = cf_at_kernel_source(at, c, &src);
+    at_build b = {at, c, device};
+    cf_kentry e;
+    cf_status st = cf_ktable_get(&at->table, &at->lock, key, strlen(key) + 1, 0, build_kernel, &b,
+                                 &e);
     if (!st)
-        st = cf_loop_fn_load(&at->fn, device, src, &m);
-    if (!st)
-        st = cf_module_function(m, "cf_at", &fn);
-    if (!st)
-        st = cf_ktable_insert(&at->table, key, fn, 0);
-    if (!st)
-        *out = fn;
-    pthread_mutex_unlock(&at->lock);
-    cf_free(src);
+        *out = e.fn;
     return st;
 }
 

@@ -126,6 +126,7 @@ cf_status cf_gufunc_create(const char *name, const char *layout, cf_gufunc **out
     for (int t = 0; t < CF_NDTYPES; t++)
         g->cast_loop[t] = -1;
     pthread_mutex_init(&g->lock, NULL);
+    cf_ktable_init(&g->table);
     *out = g;
     return CF_OK;
 fail:
@@ -883,10 +884,9 @@ static cf_dtype operand_dtype(const cf_operand *op)
  * gu_kernel.cuh, which describes them: the operand list CF_GU_OPS (index, kind, role, core ndim,
  * loop and memory types, whether a by-value element converts), the layout of each staged operand
  * (CF_GU_STAGE_<i>) and the launch's constants. */
-static cf_status generate(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
+static cf_status generate(const cf_gufunc *g, const gu_loop *l, const cf_gufunc_plan *p,
                           const cf_dtype *mem_dtype, char **out)
 {
-    const gu_loop *l = &g->loops[loop];
     int nops = p->nops, nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
     cf_strbuf b = {0};
     /* the runtime header first: a loop's source may use it without including it */
@@ -947,7 +947,7 @@ cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operand *ops,
         cf_dtype mem[GU_MAX_ARGS];
         for (int i = 0; i < p->nops; i++)
             mem[i] = operand_dtype(&ops[i]);
-        st = generate(g, loop, p, mem, source);
+        st = generate(g, &g->loops[loop], p, mem, source);
     }
     cf_free(p);
     return st;
@@ -955,6 +955,41 @@ cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operand *ops,
 
 /* ---- the kernel table --------------------------------------------------------------------- */
 
+typedef struct gu_build {
+    cf_gufunc *g;
+    int loop, device;
+    const cf_gufunc_plan *p;
+    const cf_dtype *mem_dtype;
+} gu_build;
+
+/* cf_kbuild_fn of the gufunc engine (aux: resident blocks on the whole device). Runs without the
+ * gufunc's lock; the loop is copied under it (add_loop may grow the array meanwhile). */
+static cf_status build_kernel(void *ctx, cf_function **fn, int64_t *aux)
+{
+    const gu_build *c = ctx;
+    pthread_mutex_lock(&c->g->lock);
+    gu_loop l = c->g->loops[c->loop];
+    pthread_mutex_unlock(&c->g->lock);
+    char *src = NULL;
+    cf_module *m = NULL;
+    cf_device_props props;
+    int per_sm = 0;
+    cf_status st = generate(c->g, &l, c->p, c->mem_dtype, &src);
+    if (!st)
+        st = cf_loop_fn_load(&l.fn, c->device, src, &m);
+    if (!st)
+        st = cf_module_function(m, "cf_gu", fn);
+    if (!st)
+        st = cf_function_max_active_blocks(*fn, c->p->block_threads, 0, &per_sm);
+    if (!st)
+        st = cf_device_props_get(c->device, &props);
+    if (!st)
+        *aux = (int64_t)props.multiprocessor_count * (per_sm > 0 ? per_sm : 1);
+    cf_free(src);
+    return st;
+}
+
+/* The kernel of a plan: from the kernel cache, else built once (ktable.h). */
 static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
                             const cf_dtype *mem_dtype, int device, cf_kentry *out)
 {
@@ -967,37 +1002,9 @@ static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
         cf_free(key.s);
         return CF_ERR_NOMEM;
     }
-    pthread_mutex_lock(&g->lock);
-    const cf_kentry *k = cf_ktable_find(&g->table, key.s);
-    if (k) {
-        *out = *k;
-        pthread_mutex_unlock(&g->lock);
-        cf_free(key.s);
-        return CF_OK;
-    }
-    char *src = NULL;
-    cf_module *m = NULL;
-    cf_function *fn = NULL;
-    cf_device_props props;
-    int per_sm = 0;
-    const gu_loop *l = &g->loops[loop];
-    cf_status st = generate(g, loop, p, mem_dtype, &src);
-    if (!st)
-        st = cf_loop_fn_load(&l->fn, device, src, &m);
-    if (!st)
-        st = cf_module_function(m, "cf_gu", &fn);
-    if (!st)
-        st = cf_function_max_active_blocks(fn, p->block_threads, 0, &per_sm);
-    if (!st)
-        st = cf_device_props_get(device, &props);
-    if (!st) {
-        int64_t resident = (int64_t)props.multiprocessor_count * (per_sm > 0 ? per_sm : 1);
-        st = cf_ktable_insert(&g->table, key.s, fn, resident);
-        if (!st)
-            *out = *cf_ktable_find(&g->table, key.s);
-    }
-    pthread_mutex_unlock(&g->lock);
-    cf_free(src);
+    gu_build c = {g, loop, device, p, mem_dtype};
+    cf_status st = cf_ktable_get(&g->table, &g->lock, key.s, strlen(key.s) + 1, 0, build_kernel,
+                                 &c, out);
     cf_free(key.s);
     return st;
 }

@@ -56,6 +56,7 @@ cf_status cf_reducer_create(const char *name, cf_reducer **out)
     if (!r->name)
         goto fail;
     pthread_mutex_init(&r->lock, NULL);
+    cf_ktable_init(&r->table);
     *out = r;
     return CF_OK;
 fail:
@@ -726,9 +727,8 @@ static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
              sp->lookback, sp->order, sp->knd, sp->rnd, sp->where, sp->index32);
 }
 
-static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
+static cf_status generate(const red_loop *l, const red_spec *sp, char **out)
 {
-    const red_loop *l = &r->loops[sp->loop];
     const char *acc = cf_dtype_ctype(sp->acc), *tin = cf_dtype_ctype(sp->in),
                *tout = cf_dtype_ctype(sp->out);
     const char *I = sp->index32 ? "unsigned" : "unsigned long long";
@@ -782,37 +782,43 @@ static cf_status generate(const cf_reducer *r, const red_spec *sp, char **out)
 
 /* ---- the kernel table ------------------------------------------------------------------------ */
 
+typedef struct red_build {
+    cf_reducer *r;
+    const red_spec *sp;
+    int device;
+} red_build;
+
+/* cf_kbuild_fn of the reductions (aux: resident blocks per multiprocessor). Runs without the
+ * reducer's lock; the loop is copied under it (a loop may be added meanwhile). */
+static cf_status build_kernel(void *ctx, cf_function **fn, int64_t *aux)
+{
+    const red_build *c = ctx;
+    pthread_mutex_lock(&c->r->lock);
+    red_loop l = c->r->loops[c->sp->loop];
+    pthread_mutex_unlock(&c->r->lock);
+    char *src = NULL;
+    cf_module *m = NULL;
+    int per_sm = 0;
+    cf_status st = generate(&l, c->sp, &src);
+    if (!st)
+        st = cf_loop_fn_load(&l.fn, c->device, src, &m);
+    if (!st)
+        st = cf_module_function(m, "cf_reduce", fn);
+    if (!st)
+        st = cf_function_max_active_blocks(*fn, c->sp->block, 0, &per_sm);
+    if (!st)
+        *aux = per_sm > 0 ? per_sm : 1;
+    cf_free(src);
+    return st;
+}
+
+/* The kernel of a spec: from the kernel cache, else built once (ktable.h). */
 static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, cf_kentry *out)
 {
     char key[256];
     spec_key(sp, device, key, sizeof key);
-    pthread_mutex_lock(&r->lock);
-    const cf_kentry *k = cf_ktable_find(&r->table, key);
-    if (k) {
-        *out = *k;
-        pthread_mutex_unlock(&r->lock);
-        return CF_OK;
-    }
-    char *src = NULL;
-    cf_module *m = NULL;
-    cf_function *fn = NULL;
-    int per_sm = 0;
-    const red_loop *l = &r->loops[sp->loop];
-    cf_status st = generate(r, sp, &src);
-    if (!st)
-        st = cf_loop_fn_load(&l->fn, device, src, &m);
-    if (!st)
-        st = cf_module_function(m, "cf_reduce", &fn);
-    if (!st)
-        st = cf_function_max_active_blocks(fn, sp->block, 0, &per_sm);
-    if (!st) {
-        st = cf_ktable_insert(&r->table, key, fn, per_sm > 0 ? per_sm : 1);
-        if (!st)
-            *out = *cf_ktable_find(&r->table, key);
-    }
-    pthread_mutex_unlock(&r->lock);
-    cf_free(src);
-    return st;
+    red_build c = {r, sp, device};
+    return cf_ktable_get(&r->table, &r->lock, key, strlen(key) + 1, 0, build_kernel, &c, out);
 }
 
 /* ---- per-stream scratch -------------------------------------------------------------------- */
@@ -1178,7 +1184,7 @@ cf_status cf_reduce_kernel_source(cf_reducer *r, int loop, const cf_array *in,
     if ((st = cf_reduce_geometry(&p, in->dtype, r->loops[loop].acc, in->data, 1, 0, &g)))
         return st;
     make_spec(r, loop, &p, &g, in->dtype, out->dtype, &sp);
-    return generate(r, &sp, source);
+    return generate(&r->loops[loop], &sp, source);
 }
 
 /* ---- conveniences for C programs (reduce.h) ------------------------------------------------ */

@@ -129,6 +129,7 @@ cf_status cf_ufunc_create(const char *name, int nin, int nout, cf_ufunc **out)
     static _Atomic uint64_t serials;
     u->serial = atomic_fetch_add(&serials, 1) + 1;
     pthread_mutex_init(&u->lock, NULL);
+    cf_ktable_init(&u->table);
     *out = u;
     return CF_OK;
 fail:
@@ -369,9 +370,8 @@ static void gen_body_macro(cf_strbuf *b, const char *name, const uf_spec *sp, co
  * CF_EW_OPS, the shape's parameters, the body of one element) and the header of its shape, which
  * is the kernel (elementwise.cuh describes the operand list; ew_flat.cuh, ew_strided.cuh,
  * ew_rowvec.cuh, ew_tile.cuh the kernels). */
-static cf_status generate(const cf_ufunc *u, const uf_spec *sp, char **out)
+static cf_status generate(const cf_ufunc *u, const uf_loop *l, const uf_spec *sp, char **out)
 {
-    const uf_loop *l = &u->loops[sp->loop];
     int nin = u->nin, nout = u->nout, w = sp->has_where ? nin + nout : -1;
     cf_strbuf b = {0};
     /* the runtime header first, so that a loop's source may use cf_float32, cf_cast, ... without
@@ -651,40 +651,39 @@ cf_status cf_ufunc_kernel_source(cf_ufunc *u, int loop, const cf_operand *ops,
         return CF_ERR_NOMEM;
     cf_status st = prepare(u, loop, ops, where, ndim, shape, L);
     if (!st)
-        st = generate(u, &L->spec, source);
+        st = generate(u, &u->loops[L->spec.loop], &L->spec, source);
     cf_free(L);
     return st;
 }
 
 /* ---- the kernel table --------------------------------------------------------------------- */
 
-/* The kernel for a spec (its device set) from the table, else generated, compiled (through the
- * compile cache) and entered; one lock acquisition either way. */
-static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, cf_kentry *out)
+typedef struct uf_build {
+    cf_ufunc *u;
+    const uf_spec *sp;
+} uf_build;
+
+/* cf_kbuild_fn of the element-wise engine: generate, compile (through the compile cache), load,
+ * and the grid cap (aux: resident blocks on the whole device; 0 for no cap). Runs without the
+ * ufunc's lock; the loop is copied under it (add_loop may grow the array meanwhile). */
+static cf_status build_kernel(void *ctx, cf_function **fn, int64_t *aux)
 {
-    pthread_mutex_lock(&u->lock);
-    const cf_kentry *k = cf_ktable_find_bytes(&u->table, sp, sizeof *sp);
-    if (k || only_ready) {
-        if (k)
-            *out = *k;
-        else
-            out->fn = NULL; /* not compiled yet: the caller asked not to compile */
-        pthread_mutex_unlock(&u->lock);
-        return CF_OK;
-    }
+    const uf_build *c = ctx;
+    const uf_spec *sp = c->sp;
+    pthread_mutex_lock(&c->u->lock);
+    uf_loop l = c->u->loops[sp->loop];
+    pthread_mutex_unlock(&c->u->lock);
     char *src = NULL;
     cf_module *m = NULL;
-    cf_function *fn = NULL;
     cf_device_props props;
     int per_sm = 0;
-    const uf_loop *l = &u->loops[sp->loop];
-    cf_status st = generate(u, sp, &src);
+    cf_status st = generate(c->u, &l, sp, &src);
     if (!st)
-        st = cf_loop_fn_load(&l->fn, sp->device, src, &m);
+        st = cf_loop_fn_load(&l.fn, sp->device, src, &m);
     if (!st)
-        st = cf_module_function(m, "cf_ew", &fn);
+        st = cf_module_function(m, "cf_ew", fn);
     if (!st)
-        st = cf_function_max_active_blocks(fn, sp->block, 0, &per_sm);
+        st = cf_function_max_active_blocks(*fn, sp->block, 0, &per_sm);
     if (!st)
         st = cf_device_props_get(sp->device, &props);
     if (!st) {
@@ -699,14 +698,17 @@ static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, cf_k
         if (cap > 0 && per_sm > cap)
             per_sm = cap;
         /* no cap: one pass over the data (grid-stride loops run once) */
-        int64_t resident = cap > 0 ? (int64_t)props.multiprocessor_count * per_sm : 0;
-        st = cf_ktable_insert_bytes(&u->table, sp, sizeof *sp, fn, resident);
-        if (!st)
-            *out = *cf_ktable_find_bytes(&u->table, sp, sizeof *sp);
+        *aux = cap > 0 ? (int64_t)props.multiprocessor_count * per_sm : 0;
     }
-    pthread_mutex_unlock(&u->lock);
     cf_free(src);
     return st;
+}
+
+/* The kernel for a spec (its device set): from the kernel cache, else built once (ktable.h). */
+static cf_status get_kernel(cf_ufunc *u, const uf_spec *sp, int only_ready, cf_kentry *out)
+{
+    uf_build c = {u, sp};
+    return cf_ktable_get(&u->table, &u->lock, sp, sizeof *sp, only_ready, build_kernel, &c, out);
 }
 
 /* ---- launch ------------------------------------------------------------------------------- */
@@ -1021,7 +1023,7 @@ cf_status cf_ufunc_compile(cf_ufunc *u, int loop, const cf_operand *ops, const c
     char *src = NULL, what[640];
     cf_status st = prepare(u, loop, ops, where, ndim, shape, L);
     if (!st)
-        st = generate(u, &L->spec, &src);
+        st = generate(u, &u->loops[L->spec.loop], &L->spec, &src);
     if (!st)
         st = cf_loop_fn_compile(&u->loops[loop].fn, src, cc_major, cc_minor,
                                 loop_what(u, loop, what, sizeof what), from);
