@@ -1,5 +1,6 @@
 /* hostpipe.c: ufunc launches on host arrays, streamed through overlapped chunks
- * (cf_ufunc_launch_host in include/cufunc/ufunc.h; the planner in hostpipe.h).
+ * (cf_ufunc_launch_host in include/cufunc/ufunc.h): the runtime. The planner, pure, is
+ * hostpipe_plan.c; the page-locked blocks of new host results, pinblocks.c.
  *
  * Why chunks: a host call moves its inputs in, computes, and moves its outputs out. Done whole,
  * those three phases run one after the other, and the link's two directions (PCIe is full duplex)
@@ -27,6 +28,7 @@
  * a running pipeline.
  */
 #include "hostpipe.h"
+#include "pinblocks.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,522 +49,9 @@
 
 #define MAX_DEVICES 64
 #define MAX_STREAMS CF_HOSTPIPE_MAX_STREAMS
-#define MIN_CHUNK ((size_t)1 << 10)
-#define MAX_CHUNK ((size_t)1 << 30)
-/* Pinned buffers grow in steps of this, so calls of slightly different sizes reuse them. */
-#define PINNED_STEP ((size_t)1 << 20)
-
-/* ==== the planner (pure) ===================================================================== */
-
-
-static size_t align_up(size_t n)
-{
-    return (n + CF_HOSTPIPE_ALIGN - 1) & ~(size_t)(CF_HOSTPIPE_ALIGN - 1);
-}
-
-/* Packed bytes of operand i over the axes from `from` on, one index of each axis before it. */
-static size_t inner_bytes(const cf_hostpipe_plan *p, int i, int from)
-{
-    size_t n = p->item[i];
-    for (int k = from; k < p->ndim; k++)
-        if (cf_hostpipe_stride(p, i, k) != 0)
-            n *= (size_t)p->coalesced.shape[k];
-    return n;
-}
-
-/* Whether operand i has stride 0 on every axis 0..j. */
-static int broadcast_upto(const cf_hostpipe_plan *p, int i, int j)
-{
-    for (int k = 0; k <= j; k++)
-        if (cf_hostpipe_stride(p, i, k) != 0)
-            return 0;
-    return 1;
-}
-
-static int is_output(const cf_hostpipe_plan *p, int i)
-{
-    return i >= p->nin && i < p->nin + p->nout;
-}
-
-static cf_status check_overlaps(int nin, int nout, const cf_array *const *arrays, int nops)
-{
-    for (int o = nin; o < nin + nout; o++)
-        for (int i = 0; i < nops; i++) {
-            const cf_array *a = arrays[i];
-            if (i == o || !a || !cf_array_may_overlap(arrays[o], a))
-                continue;
-            int other_out = i >= nin && i < nin + nout;
-            if (!other_out && cf_array_same_view(arrays[o], a))
-                continue; /* in place: chunk c reads and writes only its own elements */
-            return cf_error_set(CF_ERR_INVALID,
-                                "cf_ufunc_launch_host: output %d overlaps %s %d in another layout; "
-                                "copy one of them first",
-                                o - nin,
-                                other_out ? "output" : i == nin + nout ? "the mask" : "input",
-                                other_out ? i - nin : i);
-        }
-    return CF_OK;
-}
-
-cf_status cf_hostpipe_plan_make(cf_hostpipe_plan *p, int nin, int nout,
-                                const cf_array *const *arrays, int has_where, int ndim,
-                                const int64_t *shape, size_t chunk_bytes, int streams)
-{
-    int nops = nin + nout + (has_where ? 1 : 0);
-    if (!p || !arrays || nin < 1 || nout < 1 || nops > CF_HOSTPIPE_MAX_OPS || ndim < 0 ||
-        ndim > CF_MAX_DIMS || (ndim > 0 && !shape) || streams < 1)
-        return cf_error_set(CF_ERR_INVALID,
-                            "cf_hostpipe_plan_make: bad arguments (nin %d, nout %d, ndim %d)", nin,
-                            nout, ndim);
-    p->nin = nin;
-    p->nout = nout;
-    p->nops = nops;
-    memset(p->direct, 0, sizeof p->direct);
-    for (int i = 0; i < nops; i++) {
-        const cf_array *a = arrays[i];
-        if (!a) {
-            if (i >= nin)
-                return cf_error_set(CF_ERR_INVALID, "cf_hostpipe_plan_make: %s is not an array",
-                                    i < nin + nout ? "an output" : "the mask");
-            continue;
-        }
-        if (cf_dtype_size(a->dtype) == 0 || a->ndim < 0 || a->ndim > ndim)
-            return cf_error_set(CF_ERR_INVALID, "operand %d: bad dtype or ndim %d", i, a->ndim);
-        if (i >= nin && i < nin + nout && !cf_array_has_shape(a, ndim, shape))
-            return cf_error_set(CF_ERR_INVALID, "output %d does not have the loop's shape",
-                                i - nin);
-    }
-    cf_status st = check_overlaps(nin, nout, arrays, nops);
-    if (st)
-        return st;
-
-    /* Coalesce: outputs first (their memory order decides the axis order), inputs, mask. Only the
-     * used axes of each view are copied (a cf_array holds 64 of each). */
-    cf_array *list = cf_malloc(sizeof(cf_array) * (size_t)nops);
-    if (!list)
-        return cf_error_prefix("cf_ufunc_launch_host");
-    int np = 0;
-    for (int pass = 0; pass < 3; pass++)
-        for (int i = 0; i < nops; i++) {
-            int out = i >= nin && i < nin + nout, mask = i == nin + nout;
-            if ((pass == 0) != out || (pass == 2) != mask)
-                continue;
-            const cf_array *a = arrays[i];
-            p->pidx[i] = -1;
-            p->item[i] = 0;
-            if (!a)
-                continue;
-            cf_array *d = &list[np];
-            d->data = a->data;
-            d->dtype = a->dtype;
-            d->ndim = a->ndim;
-            d->device = a->device;
-            memcpy(d->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
-            memcpy(d->strides, a->strides, sizeof(int64_t) * (size_t)a->ndim);
-            p->item[i] = cf_dtype_size(a->dtype);
-            p->pidx[i] = np++;
-        }
-    st = cf_plan_elementwise(&p->coalesced, np, list, ndim, shape);
-    cf_free(list);
-    if (st)
-        return st;
-    p->size = p->coalesced.size;
-    p->ndim = p->coalesced.ndim;
-    if (p->ndim == 0) {
-        /* one element or none: one axis of that extent, every stride 0 */
-        p->ndim = 1;
-        p->coalesced.shape[0] = p->size;
-        for (int j = 0; j < np; j++)
-            p->coalesced.strides[j][0] = 0;
-    }
-    const int64_t *ext = p->coalesced.shape;
-    for (int o = nin; o < nin + nout; o++)
-        for (int k = 0; k < p->ndim; k++)
-            if (ext[k] > 1 && cf_hostpipe_stride(p, o, k) == 0)
-                return cf_error_set(CF_ERR_INVALID,
-                                    "output %d has a zero stride: its elements overlap", o - nin);
-
-    /* Roles, before the split is known: host or device. */
-    for (int i = 0; i < nops; i++)
-        p->role[i] = !arrays[i] ? CF_HP_SCALAR : arrays[i]->device >= 0 ? CF_HP_DEVICE
-                                                                       : CF_HP_STREAMED;
-
-    /* The chunk size aimed at. */
-    size_t target = chunk_bytes;
-    if (target == 0) {
-        size_t largest = 0;
-        for (int i = 0; i < nops; i++)
-            if (p->role[i] == CF_HP_STREAMED && inner_bytes(p, i, 0) > largest)
-                largest = inner_bytes(p, i, 0);
-        target = largest / (2 * (size_t)streams);
-        if (target > CF_HOSTPIPE_AUTO_CHUNK)
-            target = CF_HOSTPIPE_AUTO_CHUNK;
-        if (target < CF_HOSTPIPE_MIN_AUTO_CHUNK)
-            target = CF_HOSTPIPE_MIN_AUTO_CHUNK;
-    }
-
-    /* The split: the outermost axis one index of which (with everything inside it) fits the
-     * target for every operand that moves with the chunks there. */
-    size_t per_row = 0;
-    p->split = p->ndim - 1;
-    for (int j = 0; j < p->ndim; j++) {
-        size_t m = 0;
-        for (int i = 0; i < nops; i++)
-            if (p->role[i] == CF_HP_STREAMED && (is_output(p, i) || !broadcast_upto(p, i, j)) &&
-                inner_bytes(p, i, j + 1) > m)
-                m = inner_bytes(p, i, j + 1);
-        if (m <= target || j == p->ndim - 1) {
-            p->split = j;
-            per_row = m;
-            break;
-        }
-    }
-    int64_t extent = ext[p->split];
-    int64_t rows = per_row ? (int64_t)(target / per_row) : extent;
-    if (rows < 1)
-        rows = 1;
-    if (rows > extent)
-        rows = extent;
-    p->rows = rows;
-    int64_t outer = 1;
-    for (int k = 0; k < p->split; k++)
-        outer *= ext[k];
-    p->per_outer = rows > 0 ? (extent + rows - 1) / rows : 0;
-    p->nchunks = p->size == 0 ? 0 : outer * p->per_outer;
-
-    /* Roles after the split, and the slot size. */
-    p->nstreamed = p->nresident = 0;
-    p->slot_bytes = p->chunk_target = 0;
-    for (int i = 0; i < nops; i++) {
-        if (p->role[i] != CF_HP_STREAMED)
-            continue;
-        if (!is_output(p, i) && broadcast_upto(p, i, p->split)) {
-            p->role[i] = CF_HP_RESIDENT;
-            p->nresident++;
-            continue;
-        }
-        p->nstreamed++;
-        int64_t str[CF_MAX_DIMS], first;
-        size_t b = cf_hostpipe_slab(p, i, rows, str, &first);
-        p->slot_bytes += align_up(b);
-        if (b > p->chunk_target)
-            p->chunk_target = b;
-    }
-    return CF_OK;
-}
-
-void cf_hostpipe_chunk(const cf_hostpipe_plan *p, int64_t c, int64_t *rows, int64_t *offsets)
-{
-    int64_t outer = c / p->per_outer, q = c % p->per_outer;
-    int64_t r0 = q * p->rows, left = p->coalesced.shape[p->split] - r0;
-    *rows = left < p->rows ? left : p->rows;
-    int64_t idx[CF_MAX_DIMS];
-    for (int k = p->split - 1; k >= 0; k--) {
-        idx[k] = outer % p->coalesced.shape[k];
-        outer /= p->coalesced.shape[k];
-    }
-    for (int i = 0; i < p->nops; i++) {
-        int64_t off = r0 * cf_hostpipe_stride(p, i, p->split);
-        for (int k = 0; k < p->split; k++)
-            off += idx[k] * cf_hostpipe_stride(p, i, k);
-        offsets[i] = off;
-    }
-}
-
-size_t cf_hostpipe_slab(const cf_hostpipe_plan *p, int i, int64_t rows, int64_t *strides,
-                        int64_t *first)
-{
-    int n = p->ndim - p->split;
-    int order[CF_MAX_DIMS], m = 0;
-    *first = 0;
-    for (int a = 0; a < n; a++) {
-        strides[a] = 0;
-        if (cf_hostpipe_stride(p, i, p->split + a) == 0)
-            continue;
-        /* insertion by increasing |stride| (innermost first); on ties the later axis is inner */
-        int64_t s = cf_abs64(cf_hostpipe_stride(p, i, p->split + a));
-        int at = m++;
-        while (at > 0 && cf_abs64(cf_hostpipe_stride(p, i, p->split + order[at - 1])) > s) {
-            order[at] = order[at - 1];
-            at--;
-        }
-        order[at] = a;
-    }
-    int64_t b = (int64_t)p->item[i];
-    for (int t = 0; t < m; t++) {
-        int a = order[t];
-        int64_t e = a == 0 ? rows : p->coalesced.shape[p->split + a];
-        if (cf_hostpipe_stride(p, i, p->split + a) < 0) {
-            strides[a] = -b;
-            *first += (e - 1) * b;
-        } else {
-            strides[a] = b;
-        }
-        b *= e;
-    }
-    return (size_t)b;
-}
-
-void cf_hostpipe_lay_out(const cf_hostpipe_plan *p, int64_t c, int has_where,
-                         cf_hostpipe_layout *L)
-{
-    int64_t str[CF_MAX_DIMS];
-    cf_hostpipe_chunk(p, c, &L->rows, L->offsets);
-    /* packed inputs and mask first, then packed outputs: one contiguous range each way; then the
-     * direct operands (inputs and mask, outputs), each moved by its own DMA */
-    size_t end = 0;
-    for (int i = 0; i < p->nops; i++)
-        if (p->role[i] == CF_HP_STREAMED && !is_output(p, i) && !p->direct[i]) {
-            L->block[i] = align_up(end);
-            L->bytes[i] = cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
-            end = L->block[i] + L->bytes[i];
-        }
-    size_t in_end = end;
-    L->out_start = end = align_up(end);
-    for (int i = p->nin; i < p->nin + p->nout; i++)
-        if (p->role[i] == CF_HP_STREAMED && !p->direct[i]) {
-            L->block[i] = align_up(end);
-            L->bytes[i] = cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
-            end = L->block[i] + L->bytes[i];
-        }
-    L->out_end = end;
-    /* with a mask, masked elements keep the outputs' values: their blocks go in too */
-    L->h2d = has_where && end > L->out_start ? end : in_end;
-    L->direct_start = end = align_up(end);
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < p->nops; i++)
-            if (p->role[i] == CF_HP_STREAMED && p->direct[i] && is_output(p, i) == pass) {
-                L->block[i] = align_up(end);
-                L->bytes[i] = cf_hostpipe_slab(p, i, L->rows, str, &L->first[i]);
-                end = L->block[i] + L->bytes[i];
-            }
-    L->end = end;
-}
-
-void cf_hostpipe_set_direct(cf_hostpipe_plan *p, int i, int direct)
-{
-    if (i >= 0 && i < p->nops && p->role[i] == CF_HP_STREAMED)
-        p->direct[i] = direct ? 1 : 0;
-}
-
-int cf_hostpipe_in_place(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L, int i,
-                         const cf_array *host, char **start)
-{
-    int n = p->ndim - p->split;
-    int64_t packed[CF_MAX_DIMS], first;
-    cf_hostpipe_slab(p, i, L->rows, packed, &first);
-    for (int a = 0; a < n; a++) {
-        int64_t e = a == 0 ? L->rows : p->coalesced.shape[p->split + a];
-        if (e > 1 && cf_hostpipe_stride(p, i, p->split + a) != packed[a])
-            return 0;
-    }
-    *start = (char *)(uintptr_t)host->data + L->offsets[i] - first;
-    return 1;
-}
-
-/* ---- the host path's policy (pure) ------------------------------------------------------------ */
-
-int cf_hostpipe_ask_pinned(size_t span) { return span >= CF_HOSTPIPE_PINNED_QUERY_MIN; }
-
-int cf_hostpipe_operand_policy(size_t span, int dense, int pinned, size_t register_min)
-{
-    if (pinned)
-        return CF_HOST_PINNED;
-    if (register_min > 0 && dense && span >= register_min)
-        return CF_HOST_REGISTER;
-    return CF_HOST_STAGE;
-}
-
-int cf_hostpipe_copy_threads(int knob, int cpus)
-{
-    if (knob > 0)
-        return knob;
-    int n = cpus < CF_HOST_AUTO_THREADS ? cpus : CF_HOST_AUTO_THREADS;
-    return n < 1 ? 1 : n;
-}
-
-int cf_hostpipe_merge_spans(int n, uintptr_t *lo, uintptr_t *hi, size_t page)
-{
-    if (n <= 0)
-        return 0;
-    for (int k = 0; k < n; k++) {
-        lo[k] &= ~(uintptr_t)(page - 1);
-        hi[k] = (hi[k] + page - 1) & ~(uintptr_t)(page - 1);
-    }
-    for (int k = 1; k < n; k++) { /* insertion sort by lo: a call has at most 33 operands */
-        uintptr_t l = lo[k], h = hi[k];
-        int j = k;
-        for (; j > 0 && lo[j - 1] > l; j--) {
-            lo[j] = lo[j - 1];
-            hi[j] = hi[j - 1];
-        }
-        lo[j] = l;
-        hi[j] = h;
-    }
-    int m = 0;
-    for (int k = 1; k < n; k++) {
-        if (lo[k] <= hi[m]) {
-            if (hi[k] > hi[m])
-                hi[m] = hi[k];
-        } else {
-            m++;
-            lo[m] = lo[k];
-            hi[m] = hi[k];
-        }
-    }
-    return m + 1;
-}
-
-void cf_hostpipe_pack(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L, int i,
-                      const cf_array *host, void *slot, int to_host)
-{
-    int n = p->ndim - p->split;
-    int64_t packed[CF_MAX_DIMS], hs[CF_MAX_DIMS], shape[CF_MAX_DIMS], first;
-    cf_hostpipe_slab(p, i, L->rows, packed, &first);
-    for (int a = 0; a < n; a++) {
-        hs[a] = cf_hostpipe_stride(p, i, p->split + a);
-        shape[a] = a == 0 ? L->rows : p->coalesced.shape[p->split + a];
-    }
-    char *h = (char *)(uintptr_t)host->data + L->offsets[i];
-    char *b = (char *)slot + L->block[i] + first;
-    if (to_host)
-        cf_hostpipe_copy(h, hs, b, packed, n, shape, p->item[i]);
-    else
-        cf_hostpipe_copy(b, packed, h, hs, n, shape, p->item[i]);
-}
-
-void cf_hostpipe_views(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L,
-                       const cf_array *const *arrays, uint64_t slot, const uint64_t *resident,
-                       int device, cf_operand *ops, cf_array *where, int64_t *shape)
-{
-    int n = p->ndim - p->split;
-    for (int a = 0; a < n; a++)
-        shape[a] = a == 0 ? L->rows : p->coalesced.shape[p->split + a];
-    for (int i = 0; i < p->nops; i++) {
-        if (p->role[i] == CF_HP_SCALAR)
-            continue;
-        cf_array *v = i == p->nin + p->nout ? where : &ops[i].array;
-        int64_t first = 0;
-        if (i < p->nin + p->nout)
-            ops[i].is_scalar = 0;
-        v->dtype = arrays[i]->dtype;
-        v->ndim = n;
-        v->device = device;
-        memcpy(v->shape, shape, sizeof(int64_t) * (size_t)n);
-        switch (p->role[i]) {
-        case CF_HP_DEVICE:
-            v->data = arrays[i]->data + (uint64_t)L->offsets[i];
-            for (int a = 0; a < n; a++)
-                v->strides[a] = cf_hostpipe_stride(p, i, p->split + a);
-            break;
-        case CF_HP_RESIDENT:
-            cf_hostpipe_slab(p, i, L->rows, v->strides, &first);
-            v->data = resident[i] + (uint64_t)first;
-            break;
-        default:
-            cf_hostpipe_slab(p, i, L->rows, v->strides, &first);
-            v->data = slot + L->block[i] + (uint64_t)first;
-        }
-    }
-}
-
-/* Threads per pack/unpack copy (CUFUNC_HOST_THREADS through the configuration; 0: every worker
- * of the pool, until the first pipelined call sets it). */
-static _Atomic int copy_threads;
-
-static inline void copy_items(char *d, int64_t ds, const char *s, int64_t ss, int64_t n,
-                              size_t item)
-{
-    /* constant sizes let the compiler turn each memcpy into one load and one store */
-    switch (item) {
-#define ITEMS(N)                                                                                   \
-    case N:                                                                                        \
-        for (int64_t t = 0; t < n; t++, d += ds, s += ss)                                          \
-            memcpy(d, s, N);                                                                       \
-        return;
-        ITEMS(1) ITEMS(2) ITEMS(4) ITEMS(8) ITEMS(16)
-#undef ITEMS
-    default:
-        for (int64_t t = 0; t < n; t++, d += ds, s += ss)
-            memcpy(d, s, item);
-    }
-}
-
-void cf_hostpipe_copy(void *dst, const int64_t *dst_strides, const void *src,
-                      const int64_t *src_strides, int ndim, const int64_t *shape, size_t item)
-{
-    char *d = dst;
-    const char *s = src;
-    int64_t ext[CF_MAX_DIMS], ss[CF_MAX_DIMS], ds[CF_MAX_DIMS];
-    int n = 0;
-    for (int k = 0; k < ndim; k++) {
-        if (shape[k] == 0)
-            return;
-        int64_t a = src_strides[k], b = dst_strides[k];
-        if (shape[k] == 1 || (a == 0 && b == 0))
-            continue;
-        if (a < 0) { /* walk src upwards in memory: start both sides at the axis' far end */
-            s += a * (shape[k] - 1);
-            d += b * (shape[k] - 1);
-            a = -a;
-            b = -b;
-        }
-        /* insertion by decreasing src stride (outermost first), stable */
-        int at = n++;
-        while (at > 0 && ss[at - 1] < a) {
-            ext[at] = ext[at - 1];
-            ss[at] = ss[at - 1];
-            ds[at] = ds[at - 1];
-            at--;
-        }
-        ext[at] = shape[k];
-        ss[at] = a;
-        ds[at] = b;
-    }
-    if (n == 0) {
-        memcpy(d, s, item);
-        return;
-    }
-    /* merge an outer axis into the inner one where both sides step through the pair as one */
-    int w = n - 1;
-    for (int j = n - 2; j >= 0; j--) {
-        if (ss[j] == ss[w] * ext[w] && ds[j] == ds[w] * ext[w]) {
-            ext[w] *= ext[j];
-        } else {
-            w--;
-            ext[w] = ext[j];
-            ss[w] = ss[j];
-            ds[w] = ds[j];
-        }
-    }
-    int kept = n - w;
-    memmove(ext, ext + w, sizeof(int64_t) * (size_t)kept);
-    memmove(ss, ss + w, sizeof(int64_t) * (size_t)kept);
-    memmove(ds, ds + w, sizeof(int64_t) * (size_t)kept);
-    n = kept;
-
-    const int in = n - 1;
-    const int run = ss[in] == (int64_t)item && ds[in] == (int64_t)item;
-    int64_t idx[CF_MAX_DIMS] = {0};
-    for (;;) {
-        if (run)
-            cf_threadpool_memcpy_n(d, s, (size_t)ext[in] * item, atomic_load(&copy_threads));
-        else
-            copy_items(d, ds[in], s, ss[in], ext[in], item);
-        int k = in - 1;
-        for (; k >= 0; k--) {
-            s += ss[k];
-            d += ds[k];
-            if (++idx[k] < ext[k])
-                break;
-            s -= ss[k] * ext[k];
-            d -= ds[k] * ext[k];
-            idx[k] = 0;
-        }
-        if (k < 0)
-            return;
-    }
-}
+#define MIN_CHUNK CF_HOSTPIPE_MIN_CHUNK
+#define MAX_CHUNK CF_HOSTPIPE_MAX_CHUNK
+#define PINNED_STEP CF_PINBLOCK_STEP
 
 /* ==== configuration =========================================================================== */
 
@@ -572,13 +61,6 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static cf_hostpipe_config config;
 static cf_hostpipe_info last;
 static int64_t last_phases[CF_HOSTPIPE_PHASES]; /* config_lock; cf_hostpipe_test_phases */
-
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 /* Processors online, asked once: glibc's sysconf(_SC_NPROCESSORS_ONLN) opens and reads
  * /sys/devices/system/cpu/online on every call, a few microseconds a small call cannot spare. */
@@ -632,82 +114,7 @@ int cf_hostpipe_wanted(size_t host_bytes)
     return host_bytes > 0 && host_bytes >= c.min_bytes;
 }
 
-/* ==== page-locked blocks for new host results ================================================= */
-
-/* A block is one cuMemHostAlloc of a header page and the data; the header holds the data's
- * capacity, so a block given back needs no table. Freed blocks wait in `cache` (oldest first)
- * for a request they fit. The data starts page-aligned, as the DMAs like it. */
-#define RESULT_HEADER ((size_t)4096)
-#define RESULT_CACHE_SLOTS 64
-
-static pthread_mutex_t result_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *result_cache[RESULT_CACHE_SLOTS]; /* data pointers, oldest first */
-static int result_ncached;
-static size_t result_cached_bytes, result_outstanding;
-
-static size_t result_capacity(const char *data) { return *(const size_t *)(data - RESULT_HEADER); }
-
-/* The bytes a new block for `want` gets: whole PINNED_STEPs. */
-static size_t result_step_bytes(size_t want)
-{
-    return (want + PINNED_STEP - 1) / PINNED_STEP * PINNED_STEP;
-}
-
-/* A cached block of `cap` serves `want` when at most twice the block `want` would get itself
- * (comparing with `want` alone, a request under half a step never fitted the block made for it,
- * and every such call paid cuMemHostAlloc). */
-static int result_fits(size_t cap, size_t want)
-{
-    return cap >= want && cap / 2 <= result_step_bytes(want);
-}
-
-cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr)
-{
-    if (!ptr)
-        return cf_error_set(CF_ERR_INVALID, "cf_hostpipe_result_alloc: ptr is NULL");
-    *ptr = NULL;
-    size_t want = nbytes ? nbytes : 1;
-    pthread_mutex_lock(&result_lock);
-    for (int k = 0; k < result_ncached; k++) {
-        size_t cap = result_capacity(result_cache[k]);
-        if (result_fits(cap, want)) {
-            *ptr = result_cache[k];
-            memmove(&result_cache[k], &result_cache[k + 1],
-                    sizeof result_cache[0] * (size_t)(result_ncached - k - 1));
-            result_ncached--;
-            result_cached_bytes -= cap;
-            result_outstanding += cap;
-            pthread_mutex_unlock(&result_lock);
-            return CF_OK;
-        }
-    }
-    if (result_outstanding + want > CF_HOST_RESULT_OUTSTANDING_BYTES) {
-        pthread_mutex_unlock(&result_lock);
-        return cf_error_set(CF_ERR_NOMEM, "cf_hostpipe_result_alloc: %zu bytes of page-locked "
-                            "results are out already", result_outstanding);
-    }
-    result_outstanding += want; /* reserved before the slow allocation, outside the lock */
-    pthread_mutex_unlock(&result_lock);
-    size_t cap = result_step_bytes(want);
-    void *block = NULL;
-    cf_status st = cf_host_alloc_pinned(cap + RESULT_HEADER, &block);
-    pthread_mutex_lock(&result_lock);
-    result_outstanding -= want;
-    if (st == CF_OK)
-        result_outstanding += cap;
-    pthread_mutex_unlock(&result_lock);
-    if (st != CF_OK)
-        return st;
-    *(size_t *)block = cap;
-    *ptr = (char *)block + RESULT_HEADER;
-    return CF_OK;
-}
-
-/* Sizes (in PINNED_STEP units) of the last requests cf_hostpipe_result_wanted turned down or
- * granted, a ring under result_lock. */
-#define RESULT_RECENT 16
-static size_t result_recent[RESULT_RECENT];
-static int result_recent_next;
+/* ==== the policy of new host results (the blocks: pinblocks.c) ============================== */
 
 int cf_hostpipe_result_wanted(size_t nbytes)
 {
@@ -715,68 +122,7 @@ int cf_hostpipe_result_wanted(size_t nbytes)
     cf_hostpipe_get_config(&c);
     if (!c.result_pinned_min || nbytes < c.result_pinned_min)
         return 0;
-    size_t want = nbytes ? nbytes : 1;
-    size_t steps = result_step_bytes(want) / PINNED_STEP;
-    int yes = 0;
-    pthread_mutex_lock(&result_lock);
-    for (int k = 0; k < result_ncached && !yes; k++)
-        yes = result_fits(result_capacity(result_cache[k]), want);
-    for (int k = 0; k < RESULT_RECENT && !yes; k++)
-        yes = result_recent[k] == steps;
-    result_recent[result_recent_next] = steps;
-    result_recent_next = (result_recent_next + 1) % RESULT_RECENT;
-    pthread_mutex_unlock(&result_lock);
-    return yes;
-}
-
-void cf_hostpipe_result_free(void *ptr)
-{
-    if (!ptr)
-        return;
-    char *data = ptr, *evict[RESULT_CACHE_SLOTS + 1];
-    int nevict = 0;
-    size_t cap = result_capacity(data);
-    pthread_mutex_lock(&result_lock);
-    result_outstanding -= cap;
-    result_cache[result_ncached++] = data;
-    result_cached_bytes += cap;
-    while (result_ncached > 0 && (result_ncached == RESULT_CACHE_SLOTS ||
-                                  result_cached_bytes > CF_HOST_RESULT_CACHE_BYTES)) {
-        evict[nevict++] = result_cache[0];
-        result_cached_bytes -= result_capacity(result_cache[0]);
-        memmove(&result_cache[0], &result_cache[1],
-                sizeof result_cache[0] * (size_t)(result_ncached - 1));
-        result_ncached--;
-    }
-    pthread_mutex_unlock(&result_lock);
-    for (int k = 0; k < nevict; k++)
-        cf_host_free_pinned(evict[k] - RESULT_HEADER);
-}
-
-/* cf_hostpipe_configure: the cached result blocks freed (blocks handed out stay valid and come
- * back to the cache later) and the sizes seen forgotten, so a new setting starts clean. */
-static void result_forget(void)
-{
-    char *evict[RESULT_CACHE_SLOTS];
-    pthread_mutex_lock(&result_lock);
-    int n = result_ncached;
-    memcpy(evict, result_cache, sizeof evict[0] * (size_t)n);
-    result_ncached = 0;
-    result_cached_bytes = 0;
-    memset(result_recent, 0, sizeof result_recent);
-    pthread_mutex_unlock(&result_lock);
-    for (int k = 0; k < n; k++)
-        cf_host_free_pinned(evict[k] - RESULT_HEADER);
-}
-
-void cf_hostpipe_result_stats(size_t *outstanding, size_t *cached)
-{
-    pthread_mutex_lock(&result_lock);
-    if (outstanding)
-        *outstanding = result_outstanding;
-    if (cached)
-        *cached = result_cached_bytes;
-    pthread_mutex_unlock(&result_lock);
+    return cf_pinblocks_seen(nbytes);
 }
 
 /* ==== the pipeline ============================================================================ */
@@ -793,8 +139,6 @@ static device_pipe devices[MAX_DEVICES];
 static char *pinned[MAX_STREAMS];
 static size_t pinned_bytes[MAX_STREAMS];
 static _Atomic int64_t fail_at = -1;
-
-static void result_forget(void);
 
 static void release_pinned(void)
 {
@@ -834,7 +178,7 @@ cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg)
     pthread_mutex_lock(&pipe_lock);
     release_pinned();
     pthread_mutex_unlock(&pipe_lock);
-    result_forget();
+    cf_pinblocks_forget();
     return CF_OK;
 }
 
@@ -1044,13 +388,13 @@ static cf_status chunk_in(pipe_call *pc, const cf_hostpipe_layout *L, int has_wh
     cf_status st = CF_OK;
     char *start;
     for (int i = 0; i < p->nops; i++)
-        if (p->role[i] == CF_HP_STREAMED && (!is_output(p, i) || has_where) &&
+        if (p->role[i] == CF_HP_STREAMED && (!cf_hostpipe_is_output(p, i) || has_where) &&
             (!p->direct[i] || !cf_hostpipe_in_place(p, L, i, pc->arrays[i], &start)))
             cf_hostpipe_pack(p, L, i, pc->arrays[i], buf, 0);
     if (L->h2d)
         STEP(cf_drv.cuMemcpyHtoDAsync(slot, buf, L->h2d, h), "copying a chunk in");
     for (int i = 0; i < p->nops; i++)
-        if (p->role[i] == CF_HP_STREAMED && p->direct[i] && (!is_output(p, i) || has_where) &&
+        if (p->role[i] == CF_HP_STREAMED && p->direct[i] && (!cf_hostpipe_is_output(p, i) || has_where) &&
             L->bytes[i]) {
             const char *src = cf_hostpipe_in_place(p, L, i, pc->arrays[i], &start)
                                   ? start
@@ -1098,8 +442,8 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
     int64_t c = 0, issued = 0;
     cf_status st;
 
-    int64_t t = now_ns(), t1;
-    atomic_store(&copy_threads, cf_hostpipe_copy_threads(cfg->threads, cpus_online()));
+    int64_t t = cf_now_ns(), t1;
+    cf_hostpipe_set_copy_threads(cf_hostpipe_copy_threads(cfg->threads, cpus_online()));
     /* pinned first: allocating them may make another device's context current */
     if ((st = ensure_pinned(nslots, p->slot_bytes)) != CF_OK ||
         (st = cf_context_enter(device)) != CF_OK || (st = ensure_device(device, nslots)) != CF_OK)
@@ -1125,17 +469,17 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
             goto out;
     }
 
-    t1 = now_ns(), ph[1] += t1 - t, t = t1;
+    t1 = cf_now_ns(), ph[1] += t1 - t, t = t1;
     for (c = 0; c < p->nchunks; c++) {
         int k = (int)(c % nslots);
         CUstream h = cf_stream_cu(d->stream[k]);
         char *buf = pinned[k];
         if (c >= nslots) { /* the slot's previous chunk: wait for it, unpack its outputs */
             STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
-            t1 = now_ns(), ph[3] += t1 - t, t = t1;
+            t1 = cf_now_ns(), ph[3] += t1 - t, t = t1;
             cf_hostpipe_lay_out(p, c - nslots, has_where, &L);
             unpack_outputs(pc, &L, buf);
-            t1 = now_ns(), ph[4] += t1 - t, t = t1;
+            t1 = cf_now_ns(), ph[4] += t1 - t, t = t1;
         }
         cf_hostpipe_lay_out(p, c, has_where, &L);
         if ((st = chunk_in(pc, &L, has_where, buf, pc->slot[k], h)) != CF_OK)
@@ -1154,16 +498,16 @@ static cf_status run(pipe_call *pc, cf_ufunc *u, int loop, cf_stream *s, int dev
             goto out;
         STEP(cf_drv.cuEventRecord(d->done[k], h), "recording a chunk's event");
         issued = c + 1;
-        t1 = now_ns(), ph[2] += t1 - t, t = t1;
+        t1 = cf_now_ns(), ph[2] += t1 - t, t = t1;
     }
     /* drain, in chunk order */
     for (c = issued > nslots ? issued - nslots : 0; c < issued; c++) {
         int k = (int)(c % nslots);
         STEP(cf_drv.cuEventSynchronize(d->done[k]), "waiting for a chunk");
-        t1 = now_ns(), ph[3] += t1 - t, t = t1;
+        t1 = cf_now_ns(), ph[3] += t1 - t, t = t1;
         cf_hostpipe_lay_out(p, c, has_where, &L);
         unpack_outputs(pc, &L, pinned[k]);
-        t1 = now_ns(), ph[4] += t1 - t, t = t1;
+        t1 = cf_now_ns(), ph[4] += t1 - t, t = t1;
     }
 
 out:
@@ -1221,7 +565,7 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
     const int device = cf_stream_device(s);
     if (device < 0 || device >= MAX_DEVICES)
         return cf_error_set(CF_ERR_INVALID, "cf_ufunc_launch_host: s is not a live stream");
-    int64_t ph[CF_HOSTPIPE_PHASES] = {0}, t_entry = now_ns(), t_run;
+    int64_t ph[CF_HOSTPIPE_PHASES] = {0}, t_entry = cf_now_ns(), t_run;
     pipe_call *pc = cf_malloc(sizeof *pc);
     if (!pc)
         return cf_error_prefix("cf_ufunc_launch_host");
@@ -1263,11 +607,11 @@ cf_status cf_ufunc_launch_host(cf_ufunc *u, int loop, cf_stream *s, const cf_ope
         if ((st = cf_context_enter(device)) != CF_OK)
             goto out;
         pthread_mutex_lock(&pipe_lock);
-        t_run = now_ns();
+        t_run = cf_now_ns();
         ph[0] = t_run - t_entry;
         st = run(pc, u, loop, s, device, where != NULL, nslots, &cfg, ph);
         pthread_mutex_unlock(&pipe_lock);
-        ph[6] = now_ns() - t_entry;
+        ph[6] = cf_now_ns() - t_entry;
         ph[5] = ph[6] - ph[0] - ph[1] - ph[2] - ph[3] - ph[4];
         done.direct = pc->ndirect;
         done.registered = pc->nregistered;

@@ -34,6 +34,11 @@
 #define CF_HOSTPIPE_ALIGN 256
 /* The operands of one launch: nin + nout <= 32 (ufunc.h), and the mask. */
 #define CF_HOSTPIPE_MAX_OPS 33
+/* Whether operand i of the plan is an output. */
+#define cf_hostpipe_is_output(p, i) ((i) >= (p)->nin && (i) < (p)->nin + (p)->nout)
+/* Bounds of a set chunk size (cf_hostpipe_configure). */
+#define CF_HOSTPIPE_MIN_CHUNK ((size_t)1 << 10)
+#define CF_HOSTPIPE_MAX_CHUNK ((size_t)1 << 30)
 
 enum { CF_HP_SCALAR = 0, CF_HP_DEVICE = 1, CF_HP_STREAMED = 2, CF_HP_RESIDENT = 3 };
 
@@ -166,6 +171,8 @@ void cf_hostpipe_views(const cf_hostpipe_plan *p, const cf_hostpipe_layout *L,
  * bytes, any signs; the two blocks must not overlap). Axes are walked in src's memory order and
  * merged where both sides allow, so contiguous runs are single memcpy calls; long runs (and a
  * contiguous block as a whole) are spread over the copy threads (threadpool.h). */
+/* The threads each cf_hostpipe_copy uses (the calling thread among them; 0: all the pool's). */
+void cf_hostpipe_set_copy_threads(int n);
 void cf_hostpipe_copy(void *dst, const int64_t *dst_strides, const void *src,
                       const int64_t *src_strides, int ndim, const int64_t *shape, size_t item);
 

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
 #include "threadpool.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -71,34 +72,27 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long)t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
 /* Spin until the generation moves away from `seen` or shutdown starts, for at most `ns`. */
 static void spin_for_job(uint64_t seen, long ns)
 {
-    long deadline = now_ns() + ns;
+    int64_t deadline = cf_now_ns() + ns;
     for (unsigned i = 1;; i++) {
         if (atomic_load(&generation) != seen || atomic_load(&shutting_down))
             return;
         cpu_relax();
-        if ((i & 63) == 0 && now_ns() > deadline)
+        if ((i & 63) == 0 && cf_now_ns() > deadline)
             return;
     }
 }
 
 static void spin_for_done(long ns)
 {
-    long deadline = now_ns() + ns;
+    int64_t deadline = cf_now_ns() + ns;
     for (unsigned i = 1;; i++) {
         if (atomic_load(&parts_left) == 0)
             return;
         cpu_relax();
-        if ((i & 63) == 0 && now_ns() > deadline)
+        if ((i & 63) == 0 && cf_now_ns() > deadline)
             return;
     }
 }
