@@ -55,7 +55,8 @@ class DeviceFunction:
         from . import translate
         ret, args = self._resolve(signature)
         fm = self.options.get("fastmath", False) if fastmath is None else fastmath
-        return translate(self.py_func, args, ret, fastmath=bool(fm))
+        return translate(self.py_func, args, ret, fastmath=bool(fm),
+                         debug=bool(self.options.get("debug", False)))
 
     def inspect_cuda(self, signature=None):
         """The generated CUDA C for a signature (see translate())."""

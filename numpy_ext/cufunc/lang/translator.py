@@ -28,7 +28,7 @@ import numpy as np
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from . import calls, ir
+from . import calls, checks, ir, loops, views
 from . import emit
 from .cgen import c_ident, sanitize, tuple_struct_name
 from . import fold
@@ -56,8 +56,9 @@ _ZERO = Val(None, "0")   # the C literal 0, for (x != 0)
 class Unit:
     """State shared by one top-level translate(): translated functions, structs and tables."""
 
-    def __init__(self, fastmath):
+    def __init__(self, fastmath, debug=False):
         self.fastmath = fastmath
+        self.debug = debug       # assert statements checked (else compiled away)
         self.funcs = {}          # key -> FuncResult
         self.stack = []          # python functions being translated (recursion check)
         self.structs = {}        # name -> definition text
@@ -246,6 +247,7 @@ class FunctionTranslator:
         self.returns_none = False
         self.var_refs = {}
         self.used_ref_vars = set()
+        self.loop_else = []        # per enclosing loop: its else clause's break flag, or None
 
     def _emit_body(self):
         body = self.body
@@ -274,10 +276,8 @@ class FunctionTranslator:
             return
         if isinstance(self.tree, ast.Lambda):
             return
-        last = body[-1] if body else self.tree
-        raise self.err(last, "%s can reach the end of its body without returning a value (it "
-                       "would return None there), but it returns %s elsewhere"
-                       % (self.src.qualname, rt))
+        # Numba's Optional result: the None path gets checks.none_value's value
+        checks.none_value(self, body[-1] if body else self.tree, TS.concrete(rt))
 
     def _falls_through(self, stmts):
         for s in stmts:
@@ -540,7 +540,12 @@ class FunctionTranslator:
                                  % getattr(arr, "type", "this object"), UnsupportedError)
             if arr.type.readonly:
                 raise self._fail(tgt, "a captured NumPy array is a read-only constant table")
-            idx = self.indices(tgt, arr)
+            items = views.index_items(self, tgt, arr)
+            idx = views.element_indices(items, arr)
+            if idx is None:      # a view: every element of it
+                view = views.make_view(self, arr, items, tgt)
+                views.augassign(self, s, view, self.expr(s.value), fn, name, sym)
+                return
             # Evaluate array and indices once.
             pre = []
             s_arr, arr = self.ensure_simple_array(arr)
@@ -684,24 +689,27 @@ class FunctionTranslator:
         self.add(ir.If(branches, self.sub_block(orelse) if orelse else None))
 
     def stmt_While(self, s):
-        if s.orelse:
-            raise self.unsupported(s, "while ... else")
         if self.static_truth(s.test) is False:
+            self.stmts(s.orelse)
             return
+        loops.with_else(self, s, lambda: self._while(s))
+
+    def _while(self, s):
         cond = self.guard(self.cond, s.test)
         self.add(ir.While(cond, self.sub_block(s.body)))
 
     def stmt_For(self, s):
-        if s.orelse:
-            raise self.unsupported(s, "for ... else")
+        loops.with_else(self, s, lambda: self._for(s))
+
+    def _for(self, s):
         it = s.iter
         if not (isinstance(it, ast.Call) and isinstance(self.guard_static(it.func), StaticVal)
-                and self.guard_static(it.func).obj is range):
-            raise self.unsupported(it, "iterating over anything but range()")
+                and self.guard_static(it.func).obj is range) or \
+                not isinstance(s.target, ast.Name):
+            # arrays, enumerate, zip, tuples, unpacking targets: loops.py
+            return loops.for_loop(self, s)
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self._fail(it, "range() takes 1 to 3 positional arguments")
-        if not isinstance(s.target, ast.Name):
-            raise self.unsupported(s.target, "a for-loop target other than a single name")
         args = [self.guard(self.expr, a) for a in it.args]
         ok = all(a is not None for a in args)
         vals = []
@@ -749,7 +757,11 @@ class FunctionTranslator:
             return None
 
     def stmt_Break(self, s):
+        loops.before_break(self)
         self.add(ir.Break())
+
+    def stmt_Assert(self, s):
+        checks.stmt_assert(self, s)
 
     def stmt_Continue(self, s):
         self.add(ir.Continue())
@@ -760,8 +772,8 @@ class FunctionTranslator:
             if self.strict:
                 rt = self.final_return_type()
                 if rt != T.void:
-                    raise self.err(s, "%s returns None here but %s elsewhere"
-                                   % (self.src.qualname, rt))
+                    checks.none_value(self, s, TS.concrete(rt))
+                    return
             self.add(ir.Return(None))
             return
         v = self.expr(s.value)
@@ -1024,11 +1036,10 @@ class FunctionTranslator:
         return self.const_val(0, rt, node) if rt.kind != "f" else self.const_val(0.0, rt, node)
 
     def expr_Subscript(self, node):
-        if isinstance(node.slice, ast.Slice) or (isinstance(node.slice, ast.Tuple) and any(
-                isinstance(e, ast.Slice) for e in node.slice.elts)):
-            raise self.unsupported(node, "slicing")
         base = self.expr(node.value)
         if isinstance(base, TupleVal):
+            if isinstance(node.slice, ast.Slice):
+                raise self.unsupported(node, "slicing a tuple")
             idx = self.expr(node.slice)
             idx = self.scalar(idx, node.slice, "a tuple index")
             if not idx.is_const or idx.type.kind not in "iu":
@@ -1040,40 +1051,19 @@ class FunctionTranslator:
                 raise self._fail(node.slice, "tuple index %d out of range (length %d)" % (i, n))
             return self.with_setup(base.setup, base.items[i])
         if isinstance(base, Val) and isinstance(base.type, T.Array):
-            idx = self.indices(node, base)
-            return self.element(base, idx, node)
+            return views.subscript(self, node, base)     # an element or a view
         if isinstance(base, StaticVal):
             raise self._fail(node, "%s cannot be indexed" % base.name, UnsupportedError)
         raise self._fail(node, "a %s value cannot be indexed" % base.type)
 
     def indices(self, node, arr):
-        sl = node.slice
-        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        vals = []
-        for e in elts:
-            v = self.expr(e)
-            if isinstance(v, TupleVal):
-                vals.extend(self.with_setup(v.setup, x) if i == 0 else x
-                            for i, x in enumerate(v.items))
-                continue
-            vals.append(v)
-        nd = arr.type.ndim
-        if len(vals) != nd:
-            raise self._fail(node, "%d-d array indexed with %d index(es); index every "
-                             "dimension with an integer" % (nd, len(vals)),
-                             UnsupportedError if len(vals) < nd else TypingError)
-        out = []
-        for v, e in zip(vals, elts if len(elts) == len(vals) else [node.slice] * len(vals)):
-            v = self.scalar(v, e, "an array index")
-            if v.type.kind not in "iu":
-                raise self._fail(e, "array index must be an integer, not %s" % v.type)
-            if v.is_const and not -2 ** 63 <= int(v.const) < 2 ** 63:
-                # the one rule for integer constants: what is used must fit its C type (the
-                # constant is written into the index arithmetic as an int64 literal)
-                ic = int(v.const)
-                raise self._fail(e, int_range_message(ic, fits(ic), "an array index"))
-            out.append(v)
-        return out
+        """The index Vals of node (a Subscript) indexing one element of arr."""
+        items = views.index_items(self, node, arr)
+        idx = views.element_indices(items, arr)
+        if idx is None:
+            raise self._fail(node, "%d-d array indexed with %d index(es) where one element is "
+                             "needed" % (arr.type.ndim, len(items)), UnsupportedError)
+        return idx
 
     def element(self, arr, idx, node):
         """The element lvalue arr[idx...] (indices already checked)."""
@@ -1095,13 +1085,14 @@ class FunctionTranslator:
         if not (isinstance(arr, Val) and isinstance(arr.type, T.Array)):
             raise self._fail(target, "cannot assign to an item of this value",
                              UnsupportedError)
-        if isinstance(target.slice, ast.Slice) or (isinstance(target.slice, ast.Tuple) and any(
-                isinstance(e, ast.Slice) for e in target.slice.elts)):
-            raise self.unsupported(target, "slicing")
         if arr.type.readonly:
             raise self._fail(target, "a captured NumPy array is a read-only constant table "
                              "and cannot be assigned to")
-        idx = self.indices(target, arr)
+        items = views.index_items(self, target, arr)
+        idx = views.element_indices(items, arr)
+        if idx is None:      # a view: the value broadcast or copied into it
+            views.store(self, target, views.make_view(self, arr, items, target), value)
+            return
         value = self.scalar(value, target, "an array element")
         elem = self.element(arr, idx, target)
         v = self.cast(value, arr.type.dtype, target)
