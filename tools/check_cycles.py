@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fail when the source files of src/ call each other in a cycle.
+"""Fail when the source files of src/ call each other in a cycle, or the modules of a Python
+package import each other in a cycle.
 
 The file-level call graph comes from the object files, not from reading C: `nm` lists what each
 src/X.c.o defines and what it leaves undefined; X -> Y when X uses a symbol that Y defines.
@@ -11,7 +12,14 @@ one home, and homes depend on each other one way).
 OBJECT_DIR defaults to build/cmake/CMakeFiles/cufunc_objects.dir/src (build with cmake first:
 tools/test.sh runs this after ctest). Prints the edges, then "no call cycle between N files" and
 exits 0, or prints each cycle and exits 1. Exits 2 when there are no objects to read.
+
+    python3 tools/check_cycles.py --python PACKAGE_DIR
+
+reads the imports of every module under PACKAGE_DIR (numpy_ext/cufunc/lang), those inside
+functions included (an import deferred into a function still ties the two modules), and prints
+the cycles among them the same way.
 """
+import ast
 import os
 import subprocess
 import sys
@@ -94,18 +102,68 @@ def cycles(edges):
     return comps
 
 
-def main(argv):
-    obj_dir = argv[1] if len(argv) > 1 else DEFAULT_DIR
-    if not os.path.isdir(obj_dir) or not any(f.endswith(".o") for f in os.listdir(obj_dir)):
-        print(f"check_cycles: no object files in {obj_dir} (build with cmake first)")
-        return 2
-    edges = graph(obj_dir)
+def _dotted(path):
+    """The module name of a .py file: its directories up to the last one with an __init__.py."""
+    path = os.path.abspath(path)
+    parts = [os.path.splitext(os.path.basename(path))[0]]
+    d = os.path.dirname(path)
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        parts.insert(0, os.path.basename(d))
+        d = os.path.dirname(d)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def py_graph(pkg_dir):
+    """{module: {imported module: [line numbers]}} over the modules under pkg_dir."""
+    files = {}
+    for root, _, names in os.walk(pkg_dir):
+        for f in sorted(names):
+            if f.endswith(".py"):
+                path = os.path.join(root, f)
+                files[_dotted(path)] = path
+    mods = set(files)
+
+    def resolve(name):
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges = {m: {} for m in mods}
+    for mod, path in files.items():
+        is_pkg = os.path.basename(path) == "__init__.py"
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".")
+                    if not is_pkg:
+                        base = base[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    base = ".".join(base)
+                else:
+                    base = ""
+                head = ".".join(x for x in (base, node.module or "") if x)
+                targets = [head + "." + a.name for a in node.names]
+            for t in targets:
+                dst = resolve(t)
+                if dst and dst != mod:
+                    edges[mod].setdefault(dst, []).append(str(node.lineno))
+    return edges
+
+
+def report(edges, what):
     for src in sorted(edges):
         if edges[src]:
             print(f"{src} -> {', '.join(sorted(edges[src]))}")
     found = cycles(edges)
     if not found:
-        print(f"check_cycles: no call cycle between {len(edges)} files of src/")
+        print(f"check_cycles: no cycle between {len(edges)} {what}")
         return 0
     for comp in found:
         print("check_cycles: CYCLE between " + ", ".join(comp) + ":")
@@ -114,6 +172,19 @@ def main(argv):
                 if b in edges[a]:
                     print(f"    {a} -> {b} ({', '.join(sorted(edges[a][b])[:4])})")
     return 1
+
+
+def main(argv):
+    if len(argv) > 2 and argv[1] == "--python":
+        if not os.path.isdir(argv[2]):
+            print(f"check_cycles: no package directory {argv[2]}")
+            return 2
+        return report(py_graph(argv[2]), "modules of " + argv[2] + " (imports)")
+    obj_dir = argv[1] if len(argv) > 1 else DEFAULT_DIR
+    if not os.path.isdir(obj_dir) or not any(f.endswith(".o") for f in os.listdir(obj_dir)):
+        print(f"check_cycles: no object files in {obj_dir} (build with cmake first)")
+        return 2
+    return report(graph(obj_dir), "files of src/ (calls)")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ cmake --build build/cmake -j "$(nproc)"
 ctest --test-dir build/cmake --output-on-failure
 # No call cycle between the files of src/ (issue 14), read from the objects just built.
 "$PY" tools/check_cycles.py build/cmake/CMakeFiles/cufunc_objects.dir/src
+# No import cycle between the modules of the kernel language.
+"$PY" tools/check_cycles.py --python numpy_ext/cufunc/lang
 # ctest does not print a skipped test's output: say why each skipped (tests/c/check.h's SKIP lines,
 # the examples' "needs a GPU").
 awk '/^[0-9]+\/[0-9]+ Testing: /{t=$3} /SKIP: | needs a GPU| needs NVRTC/{sub(/^ +/, ""); print t ": " $0}' \

@@ -9,6 +9,7 @@ This package imports only NumPy and the standard library (not cufunc._core)."""
 from .. import types as _T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as _TS
+from . import device as _device
 from .device import DeviceFunction, jit, local
 from .source import SourceError, call_deep as _call_deep
 from .emit import emit_source as _emit_source
@@ -111,6 +112,9 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, debug=False
     out.device_array_types = [at for obj, at, cn in res.garrays]
     out.fastmath = bool(fastmath)
     return out
+
+
+_device._translate = translate
 
 
 def inspect_cuda(pyfunc, signature, fastmath=False):

@@ -660,8 +660,7 @@ def _inline(tr, pyfunc, vals, types, ret, node):
         chain = " -> ".join(f.__qualname__ for f in tr.unit.stack + [pyfunc])
         raise tr._fail(node, "recursion is not supported (%s)" % chain, UnsupportedError)
     try:
-        from .translator import translate_function
-        res = translate_function(tr.unit, pyfunc, types, ret)
+        res = tr.translate_callee(pyfunc, types, ret)
     except (TypingError, UnsupportedError) as e:
         if not tr.strict:
             raise _Bottom()

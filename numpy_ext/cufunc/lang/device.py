@@ -25,6 +25,11 @@ def _normalize_signatures(sig):
     return out
 
 
+# cufunc.lang.translate, registered by the package when it is imported (always before a
+# DeviceFunction can exist): this module stays below the translator, which reads DeviceFunction.
+_translate = None
+
+
 class DeviceFunction:
     """A Python function usable from kernel bodies, like Numba's cuda.jit(device=True).
 
@@ -52,11 +57,10 @@ class DeviceFunction:
     def translate(self, signature=None, fastmath=None):
         """The TranslationResult for a signature (a string, Signature or argument-type list);
         without one, the function's only declared signature."""
-        from . import translate
         ret, args = self._resolve(signature)
         fm = self.options.get("fastmath", False) if fastmath is None else fastmath
-        return translate(self.py_func, args, ret, fastmath=bool(fm),
-                         debug=bool(self.options.get("debug", False)))
+        return _translate(self.py_func, args, ret, fastmath=bool(fm),
+                          debug=bool(self.options.get("debug", False)))
 
     def inspect_cuda(self, signature=None):
         """The generated CUDA C for a signature (see translate())."""

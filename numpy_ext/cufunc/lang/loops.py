@@ -17,7 +17,7 @@ import ast
 from .. import types as T
 from ..errors import UnsupportedError
 from . import typesys as TS
-from . import ir
+from . import ir, views
 from .ir import StaticVal, TupleVal, Val
 
 
@@ -146,7 +146,6 @@ def iterable(tr, node):
         n = _length(tr, tr.extent(arr, 0))
         if arr.type.ndim == 1:
             return _Iter(n, lambda k: tr.element(arr, [k], node))
-        from . import views
         return _Iter(n, lambda k: views.make_view(tr, arr, [("i", k, node)], node))
     raise tr._fail(node, "cannot iterate over a %s value" % v.type)
 

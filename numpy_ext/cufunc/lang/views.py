@@ -19,6 +19,7 @@ import ast
 from .. import types as T
 from . import typesys as TS
 from . import ir
+from .fold import fits, int_range_message
 from .ir import StaticVal, TupleVal, Val
 
 
@@ -62,7 +63,6 @@ def check_index(tr, v, e):
     if v.is_const and not -2 ** 63 <= int(v.const) < 2 ** 63:
         # the one rule for integer constants: what is used must fit its C type (the
         # constant is written into the index arithmetic as an int64 literal)
-        from .fold import fits, int_range_message
         ic = int(v.const)
         raise tr._fail(e, int_range_message(ic, fits(ic), "an array index"))
     return v
