@@ -612,6 +612,116 @@ def test_view_types():
     assert "cf_array_ref<cf_float64, 1>" in src
 
 
+# ---------------------------------------------------------------------------------- more of
+# what Numba accepts in device code (host-run against CPython on NumPy scalars)
+
+WEIGHTS = (0.5, 1.5, 2.5, 4.0)
+
+
+def walrus(x):
+    if (y := x * 2) > 1:
+        return y
+    n = 0
+    while (n := n + 1) < 5:
+        x += n
+    return x
+
+
+def in_tuple(x):
+    return 1.0 if x in (1.0, 2.0, -3.5) else (2.0 if x not in (0.0, 4.0) else 3.0)
+
+
+def tuple_var_index(i):
+    return WEIGHTS[i % 4] + WEIGHTS[-(i % 4) - 1]
+
+
+def tuple_ops(x):
+    t = (x, x + 1, x + 2) + (x * 2,)
+    u = t[1:]
+    v = t[::-1]
+    same = (x, 1.0) == (x, 1.0)
+    diff = (x, 1.0) != (x, 2.0)
+    w = (x,) * 3
+    return u[0] + v[0] + len(w) + same + diff + len(t[5:])
+
+
+def numpy_twins(x):
+    return np.maximum(x, 1.0) + np.minimum(x, -2.0) + np.sign(x) + np.fmax(x, 0.5) + \
+        np.logical_and(x > 0, x < 3)
+
+
+def iter_shape(a, out):
+    k = 0
+    for n in a.shape:
+        k = k * 10 + n
+    out[0] = k
+    out[1] = len(a.T)
+    out[2] = a.T[1, 0]
+    out[3] = a.T.shape[0]
+
+
+CONST_TABLE = np.array([3.0, 1.0, 4.0, 1.0, 5.0])
+
+
+def const_table(out):
+    t = cuda.const.array_like(CONST_TABLE)
+    for i, v in enumerate(t):
+        out[i] = v * 2
+
+
+def test_scalar_constructs():
+    F, I = T.float64, T.int64
+    rng = np.random.default_rng(7)
+    xs = np.concatenate([[1.0, 2.0, -3.5, 0.0, 4.0, 0.25, -1.0], rng.uniform(-5, 5, 40)])
+    cases = [H.Case(walrus, [F], inputs=[xs]),
+             H.Case(in_tuple, [F], inputs=[xs]),
+             H.Case(tuple_var_index, [I], inputs=[np.arange(-9, 9)]),
+             H.Case(tuple_ops, [F], inputs=[xs]),
+             H.Case(numpy_twins, [F], inputs=[xs])]
+    failures = H.run_cases(cases)
+    assert not failures, "\n".join(failures)
+
+
+def test_array_constructs():
+    for func, argtypes, args in [(iter_shape, [A2, A1], [arr((3, 4)), np.zeros(4)]),
+                                 (const_table, [A1], [np.zeros(5)])]:
+        r = L.translate(func, argtypes)
+        lib = H.build_shared(r.source + _host_entry(0, r), "langarr1")
+        got = _copy_args(args)
+        cargs, keep = _ctypes_args(r, got)
+        lib.cfentry0.restype = None
+        lib.cfentry0(*cargs)
+        want = _copy_args(args)
+        func(*want)
+        np.testing.assert_array_equal(got[-1], want[-1], err_msg=func.__name__)
+
+
+def printing(x, i, b, z):
+    print("x =", x, "i:", i, b, z, "100%")
+
+
+def test_print_host():
+    """print() is the device's printf with Numba's formats (%f, integers in full, True/False);
+    a host build prints the same line."""
+    code = textwrap.dedent("""
+        import ctypes, sys, numpy as np
+        sys.path.insert(0, %r)
+        import test_lang_arrays as M, lang_harness as H, cufunc.lang as L, cufunc.types as T
+        r = L.translate(M.printing, [T.float32, T.int16, T.bool_, T.complex128])
+        lib = H.build_shared(r.source + M._host_entry(0, r), "langprint")
+        cargs, keep = M._ctypes_args(r, [1.5, -7, True, 1 - 2j])
+        lib.cfentry0.restype = None
+        lib.cfentry0(*cargs)
+    """ % os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "x = 1.500000 i: -7 True (1.000000-2.000000j) 100%\n", p.stdout
+    if H.nvrtc_available():
+        r = L.translate(printing, [T.float32, T.int16, T.bool_, T.complex128])
+        ok, log = H.nvrtc_compile(r.source + _device_entry(0, r), ("-std=c++17",))
+        assert ok, log
+
+
 # ---------------------------------------------------------------------------------- errors
 
 def e_fancy(a, b, out):

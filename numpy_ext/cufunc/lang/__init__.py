@@ -10,13 +10,13 @@ from .. import types as _T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as _TS
 from . import device as _device
-from .device import DeviceFunction, jit, local
+from .device import DeviceFunction, const, jit, local
 from .source import SourceError, call_deep as _call_deep
 from .emit import emit_source as _emit_source
 from .translator import Unit as _Unit
 from .translator import translate_function as _translate_function
 
-__all__ = ["translate", "jit", "local", "DeviceFunction", "TranslationResult", "inspect_cuda",
+__all__ = ["translate", "jit", "local", "const", "DeviceFunction", "TranslationResult", "inspect_cuda",
            "TypingError", "UnsupportedError", "SourceError"]
 
 

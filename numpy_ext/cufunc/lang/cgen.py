@@ -157,6 +157,14 @@ CF_LANG_FN long long cf_lang_range_item(long long start, long long k, long long 
 { return (long long)((unsigned long long)start + (unsigned long long)k * (unsigned long long)step); }
 /* The index into an axis of extent n that is broadcast (n == 1) against a loop counter k. */
 CF_LANG_FN long long cf_lang_bcast(long long k, long long n) { return n == 1 ? 0 : k; }
+/* a.T: the axes reversed. */
+template <typename T, int N> CF_LANG_FN cf_array_ref<T, N> cf_lang_transpose(cf_array_ref<T, N> a)
+{
+    cf_array_ref<T, N> r;
+    r.data = a.data;
+    for (int k = 0; k < N; k++) { r.shape[k] = a.shape[N - 1 - k]; r.strides[k] = a.strides[N - 1 - k]; }
+    return r;
+}
 /* A slice of an axis of n items, Python's meaning (PySlice_AdjustIndices): the first index,
  * and the number of items in *len. has: bit 0 when the start is given, bit 1 the stop. A zero
  * step (refused at compile time when constant) gives an empty slice. */

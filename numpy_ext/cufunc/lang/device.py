@@ -131,3 +131,18 @@ class _Local:
 
 
 local = _Local()
+
+
+class _Const:
+    """cuda.const: ``cuda.const.array_like(ary)`` in a body names a global NumPy array as a
+    constant table, which is what a captured global NumPy array already is (read-only). In plain
+    Python it returns the array."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def array_like(ary):
+        return ary
+
+
+const = _Const()

@@ -127,6 +127,14 @@ def subscript(tr, node, arr):
     return make_view(tr, arr, index_items(tr, node, arr), node)
 
 
+def transpose(tr, arr):
+    """arr.T: the same data with the axes reversed (shape and strides)."""
+    if arr.type.ndim == 1:
+        return arr
+    t = T.Array(arr.type.dtype, arr.type.ndim, "A", arr.type.readonly)
+    return ir.Call(t, "cf_lang_transpose", [arr])
+
+
 # ------------------------------------------------------------------------------ stores
 
 def each_element(tr, view, body):
