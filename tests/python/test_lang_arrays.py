@@ -894,6 +894,35 @@ def test_assert_debug_host_fails():
     assert "x must be >= 0" in p.stderr and "test_lang_arrays.py:%d" % line in p.stderr, p.stderr
 
 
+def test_decorators_pass_debug():
+    """vectorize/guvectorize(debug=True) check the body's asserts (the kernel compiles with
+    NVRTC); without debug the kernel has none. No GPU needed."""
+    from cufunc import _core, guvectorize, vectorize
+
+    def half(x):
+        assert x >= 0, "x must not be negative"
+        return x / 2
+
+    for debug in (False, True):
+        uf = vectorize(["float64(float64)"], debug=debug)(half)
+        src = uf.kernel_source(np.ones(4))
+        assert ('cf_lang_assert_fail("' in src) == debug
+        if debug:
+            image, _ = _core.compile_source(src, ("--fmad=false",), (9, 0))
+            assert len(image) > 0
+
+    def rows(a, out):
+        for i, row in enumerate(a):
+            assert len(row) > 0
+            out[i] = row[0]
+
+    gu = guvectorize(["void(float64[:, :], float64[:])"], "(m,n)->(m)", debug=True)(rows)
+    src = gu.kernel_source(np.ones((5, 3, 4)))
+    assert src.count('cf_lang_assert_fail("') == 1
+    image, _ = _core.compile_source(src, ("--fmad=false",), (9, 0))
+    assert len(image) > 0
+
+
 # ---------------------------------------------------------------------------------- GPU
 
 @gpu
