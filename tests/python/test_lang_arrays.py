@@ -650,6 +650,10 @@ def numpy_twins(x):
         np.logical_and(x > 0, x < 3)
 
 
+def round_digits(x):
+    return round(x, 2) + round(x, 0) + round(x, -1)
+
+
 def iter_shape(a, out):
     k = 0
     for n in a.shape:
@@ -677,7 +681,10 @@ def test_scalar_constructs():
              H.Case(in_tuple, [F], inputs=[xs]),
              H.Case(tuple_var_index, [I], inputs=[np.arange(-9, 9)]),
              H.Case(tuple_ops, [F], inputs=[xs]),
-             H.Case(numpy_twins, [F], inputs=[xs])]
+             H.Case(numpy_twins, [F], inputs=[xs]),
+             H.Case(round_digits, [F], inputs=[np.concatenate([xs * 1000, [2.675, 1.005,
+                                                                     0.125, -2.5, 1e300]])]),
+             H.Case(round_digits, [T.float32], inputs=[xs.astype(np.float32) * 100])]
     failures = H.run_cases(cases)
     assert not failures, "\n".join(failures)
 

@@ -247,8 +247,10 @@ def b_minmax(tr, node, name):
     return acc
 
 def b_round(tr, node, name):
+    if len(node.args) == 2:
+        return _round_digits(tr, node)
     if len(node.args) != 1:
-        raise tr._fail(node, "round() with ndigits is not supported", UnsupportedError)
+        raise tr._fail(node, "round() takes a number and an optional ndigits")
     (a,) = args(tr, node, 1, "round")
     a = real_arg(tr, a, node, "round")
     try:
@@ -263,6 +265,31 @@ def b_round(tr, node, name):
         return tr.cast(ir.Call(a.type if not isinstance(a.type, TS.Weak) else T.float64,
                                "cf_round", [a]), R, node, explicit=True)
     return tr.cast(a, R, node)
+
+def _round_digits(tr, node):
+    """round(x, ndigits) of a float: NumPy's np.round (what round() does on a NumPy float):
+    x * 10**n rounded half to even, divided by 10**n (for n < 0: x / 10**-n rounded, times
+    10**-n), in x's type. ndigits must be a constant."""
+    a, nd = args(tr, node, 2, "round")
+    a = real_arg(tr, a, node, "round")
+    if not (isinstance(nd, Val) and nd.is_const and nd.type.kind in "iub"):
+        raise tr._fail(node, "round(x, ndigits) needs a constant integer ndigits",
+                       UnsupportedError)
+    if a.type.kind != "f":
+        raise tr._fail(node, "round() of an integer with ndigits is not supported (round a "
+                       "float, or use (x // 10**k) * 10**k)", UnsupportedError)
+    n = int(nd.const)
+    if abs(n) > 300:
+        raise tr._fail(node, "round(): ndigits %d is out of range" % n)
+    R = T.float64 if isinstance(a.type, TS.Weak) else a.type
+    a = tr.cast(a, R, node)
+    f = tr.const_val(10.0 ** abs(n), TS.WEAK_FLOAT, node)
+    if n >= 0:
+        y = tr.binop(operator.mul, "mul", "*", a, f, node)
+        return tr.binop(operator.truediv, "truediv", "/", ir.Call(R, "cf_round", [y]), f, node)
+    y = tr.binop(operator.truediv, "truediv", "/", a, f, node)
+    return tr.binop(operator.mul, "mul", "*", ir.Call(R, "cf_round", [y]), f, node)
+
 
 def b_pow(tr, node, name):
     if len(node.args) != 2:
