@@ -283,7 +283,7 @@ EXPRESSIONS = [
     (e_unknown_call, [T.float32], "calling sum() is not supported"),
     (e_method_call, [T.float32], "method call .astype() is not supported"),
     (e_kwargs_call, [T.float32], "keyword arguments are not supported"),
-    (e_round_ndigits, [T.float32], "round() with ndigits is not supported"),
+    (e_round_ndigits, [T.int32], "round() of an integer with ndigits is not supported"),
     (e_pow3, [T.float32], "3-argument form is not supported"),
     (e_min_iterable, [T.float32], "iterables are not supported"),
     (e_range_value, [T.float32], "range() can only be used as the iterable of a for loop"),
