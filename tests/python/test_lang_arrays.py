@@ -309,6 +309,31 @@ def assert_ignored(a, out):
     out[0] = len(a)
 
 
+def raising(a, out):
+    for i, v in enumerate(a):
+        if v < 0:
+            raise ValueError("negative input")
+        out[i] = v
+
+
+def raising_ref(a, out):
+    for i, v in enumerate(a):
+        if v < 0:
+            return
+        out[i] = v
+
+
+def checked_sqrt(x):
+    if x < 0:
+        raise ValueError("negative")
+    return math.sqrt(x)
+
+
+def raising_caller(a, out):
+    for i in range(len(a)):
+        out[i] = checked_sqrt(a[i])
+
+
 def assert_ignored_ref(a, out):
     out[0] = len(a)
 
@@ -446,6 +471,7 @@ CASES = [
                                      np.zeros(1, np.int64)]),
     case(table_rows, [A1], [np.zeros(4)]),
     case(assert_ignored, [A1, A1], [arr(5), np.zeros(1)], ref=assert_ignored_ref),
+    case(raising, [A1, A1], [np.array([1.0, 2.0, -1.0, 3.0]), np.zeros(4)], ref=raising_ref),
     case(iter_tuple, [A2, A1], [arr((3, 4)), np.zeros(2)]),
     case(tuple_target_enum, [A1, A1], [arr(5), np.zeros(5)]),
     case(local_rows, [A1, A1], [arr(3), np.zeros(2)]),
@@ -458,6 +484,9 @@ OPTIONAL_CASES = [
      lambda a: np.where(a > 0, a * 2.0, np.nan)),
     (optional_int_user, [I1, I1], [np.array([1, -2, 0, 3], np.int64)],
      lambda a: np.where(a > 0, a + 1, 0)),
+    # a raise in a device function returns its None value to the caller
+    (raising_caller, [A1, A1], [np.array([4.0, -1.0, 2.25])],
+     lambda a: np.where(a >= 0, np.sqrt(np.abs(a)), np.nan)),
 ]
 
 
@@ -801,10 +830,6 @@ def e_assert_message(x, out):
     out[0] = x
 
 
-def e_raise(x, out):
-    raise ValueError("no")  # MARK
-
-
 def e_is_none(x):
     return maybe_double(x) is None  # MARK
 
@@ -828,7 +853,6 @@ ERRORS = [
     (e_zip_keywords, [A1, A1], "zip() takes no keyword arguments", UnsupportedError),
     (e_assert_message, [T.float64, A1], "the message of an assert must be a string",
      UnsupportedError),
-    (e_raise, [T.float64, A1], "raise is not supported", UnsupportedError),
     (e_is_none, [T.float64], "the operator 'is' is not supported", UnsupportedError),
 ]
 

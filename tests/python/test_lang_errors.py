@@ -67,10 +67,6 @@ def f_with(x):
     return x
 
 
-def f_raise(x):
-    raise ValueError("no")  # MARK
-
-
 def f_global(x):
     global G  # MARK
     return x
@@ -132,7 +128,6 @@ def f_attr_store(x):
 STATEMENTS = [
     (f_try, "try is not supported"),
     (f_with, "with is not supported"),
-    (f_raise, "raise is not supported"),
     (f_global, "global is not supported"),
     (f_del, "del is not supported"),
     (f_import, "import is not supported"),

@@ -81,13 +81,39 @@ def none_value(tr, node, rt):
     if tr.unit.debug:
         tr.add(_fail_call(tr, node, "%s returned None where a %s is needed"
                           % (tr.src.qualname, rt)))
+    tr.add(ir.Return(_none_const(tr, node, rt)))
+
+
+def _none_const(tr, node, rt):
+    """The value that stands for None in a function returning rt."""
     k = rt.kind
     if k == "f":
-        v = tr.const_val(math.nan, rt, node)
-    elif k == "c":
-        v = tr.const_val(complex(math.nan, math.nan), rt, node)
-    elif k == "b":
-        v = tr.const_val(False, rt, node)
-    else:
-        v = tr.const_val(0, rt, node)
-    tr.add(ir.Return(v))
+        return tr.const_val(math.nan, rt, node)
+    if k == "c":
+        return tr.const_val(complex(math.nan, math.nan), rt, node)
+    if k == "b":
+        return tr.const_val(False, rt, node)
+    return tr.const_val(0, rt, node)
+
+
+def stmt_raise(tr, s):
+    """raise: the function stops there, as Numba's does on CUDA without debug (an exception
+    raised in device code ends the thread's work; nothing reaches the host). A body returns
+    (what it wrote stays written), a function returning values returns its None value
+    (none_value's: NaN, 0, False). With debug=True it fails like an assert whose message is the
+    raise statement."""
+    what = "raise" if s.exc is None else "raise " + ast.unparse(s.exc)
+    if tr.unit.debug:
+        tr.add(_fail_call(tr, s, what))
+    if not tr.strict:
+        tr.add(ir.Return(None))
+        return
+    rt = tr.final_return_type()
+    if rt == T.void:
+        tr.add(ir.Return(None))
+        return
+    rt = TS.concrete(rt)
+    if isinstance(rt, T.Tuple):
+        raise tr.err(s, "%s raises here but returns a tuple %s elsewhere (a tuple function "
+                     "cannot stop without a value)" % (tr.src.qualname, rt), UnsupportedError)
+    tr.add(ir.Return(_none_const(tr, s, rt)))

@@ -326,6 +326,9 @@ class StmtsMixin:
     def stmt_Assert(self, s):
         checks.stmt_assert(self, s)
 
+    def stmt_Raise(self, s):
+        checks.stmt_raise(self, s)
+
     def stmt_Continue(self, s):
         self.add(ir.Continue())
 
