@@ -334,6 +334,18 @@ def raising_caller(a, out):
         out[i] = checked_sqrt(a[i])
 
 
+def vsum(v):
+    s = 0.0
+    for x in v:
+        s += x
+    return s
+
+
+def view_to_device_fn(a, out):
+    for i in range(a.shape[0]):
+        out[i] = vsum(a[i]) + vsum(a[i, ::2]) + vsum(a[:, i % a.shape[1]])
+
+
 def assert_ignored_ref(a, out):
     out[0] = len(a)
 
@@ -471,6 +483,7 @@ CASES = [
                                      np.zeros(1, np.int64)]),
     case(table_rows, [A1], [np.zeros(4)]),
     case(assert_ignored, [A1, A1], [arr(5), np.zeros(1)], ref=assert_ignored_ref),
+    case(view_to_device_fn, [A2, A1], [strided(arr((4, 5))), np.zeros(4)]),
     case(raising, [A1, A1], [np.array([1.0, 2.0, -1.0, 3.0]), np.zeros(4)], ref=raising_ref),
     case(iter_tuple, [A2, A1], [arr((3, 4)), np.zeros(2)]),
     case(tuple_target_enum, [A1, A1], [arr(5), np.zeros(5)]),
