@@ -13,6 +13,7 @@
 
 PyObject *cf_py_CudaSupportError;
 PyObject *cf_py_CudaAPIError;
+PyObject *cf_py_DeviceAssertionError;
 PyObject *cf_py_CompileError;
 
 /* ---- errors ---------------------------------------------------------------------------------- */
@@ -33,6 +34,7 @@ PyObject *cf_py_exception_for(cf_status st)
     case CF_ERR_IO: return PyExc_OSError;
     case CF_ERR_UNSUPPORTED: return PyExc_NotImplementedError;
     case CF_ERR_RANGE: return PyExc_IndexError;
+    case CF_ERR_ASSERT: return cf_py_DeviceAssertionError;
     default: return PyExc_RuntimeError;
     }
 }
@@ -491,8 +493,10 @@ static int load_exceptions(void)
     cf_py_CudaSupportError = PyObject_GetAttrString(errors, "CudaSupportError");
     cf_py_CudaAPIError = PyObject_GetAttrString(errors, "CudaAPIError");
     cf_py_CompileError = PyObject_GetAttrString(errors, "CompileError");
+    cf_py_DeviceAssertionError = PyObject_GetAttrString(errors, "DeviceAssertionError");
     Py_DECREF(errors);
-    if (!cf_py_CudaSupportError || !cf_py_CudaAPIError || !cf_py_CompileError)
+    if (!cf_py_CudaSupportError || !cf_py_CudaAPIError || !cf_py_CompileError ||
+        !cf_py_DeviceAssertionError)
         return -1;
     return 0;
 }
@@ -506,6 +510,7 @@ static int add_status_codes(PyObject *m)
         {"CF_ERR_NO_NVRTC", CF_ERR_NO_NVRTC}, {"CF_ERR_COMPILE", CF_ERR_COMPILE},
         {"CF_ERR_CUDA", CF_ERR_CUDA}, {"CF_ERR_FORK", CF_ERR_FORK}, {"CF_ERR_IO", CF_ERR_IO},
         {"CF_ERR_UNSUPPORTED", CF_ERR_UNSUPPORTED}, {"CF_ERR_RANGE", CF_ERR_RANGE},
+        {"CF_ERR_ASSERT", CF_ERR_ASSERT},
     };
     size_t i;
     for (i = 0; i < sizeof codes / sizeof codes[0]; i++)

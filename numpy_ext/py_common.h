@@ -40,6 +40,7 @@
 /* The exception classes of cufunc.errors, loaded at module init (borrowed, live until exit). */
 extern PyObject *cf_py_CudaSupportError;
 extern PyObject *cf_py_CudaAPIError;
+extern PyObject *cf_py_DeviceAssertionError;
 extern PyObject *cf_py_CompileError;
 
 /* The Python exception class for a status code (borrowed): see the brackets in status.h. */

@@ -104,13 +104,21 @@ static void allocation_dealloc(CfPyAllocation *self)
                 PyErr_Clear();
             st = cf_mem_free(s, self->ptr);
             cf_context_restore(); /* a collected array of another device (runtime.h) */
-            if (st != CF_OK && st != CF_ERR_FORK && !cf_py_is_finalizing()) {
+            /* Forgotten whatever the outcome: reporting hands `self` to the unraisable hook,
+             * which resurrects it for the report and deallocates it again; a pointer kept would
+             * be freed again, fail again (a sticky error fails every time) and recurse. */
+            self->ptr = 0;
+            /* After a failed device-side assert (CF_ERR_ASSERT) the context is gone and every
+             * free fails: the call that met it raised DeviceAssertionError, which says so. */
+            if (st != CF_OK && st != CF_ERR_FORK && st != CF_ERR_ASSERT &&
+                !cf_py_is_finalizing()) {
                 cf_py_raise(st, "freeing device memory");
                 PyErr_WriteUnraisable((PyObject *)self);
             }
         } else if (cf_py_is_finalizing()) {
             PyErr_Clear();
         } else {
+            self->ptr = 0; /* as above: the report must not make a second free attempt */
             PyErr_WriteUnraisable((PyObject *)self);
         }
     }

@@ -172,6 +172,14 @@ cf_status cf_cu_check(CUresult r, const char *what)
         cf_drv.cuGetErrorName(r, &ename);
     if (cf_drv.cuGetErrorString)
         cf_drv.cuGetErrorString(r, &estr);
+    if (r == CUDA_ERROR_ASSERT)
+        /* a kernel translated with debug=True failed an assert (lang/checks.py); the device
+         * printed the assertion, its line and the thread to standard output */
+        return cf_error_set(CF_ERR_ASSERT, "%s failed: a device-side assertion failed "
+                            "(CUDA_ERROR_ASSERT, CUresult %d; the device printed the assertion, "
+                            "its source line and the thread to standard output). CUDA leaves "
+                            "this process's context unusable: every later CUDA call fails, "
+                            "restart the process", what, (int)r);
     cf_status st = r == CUDA_ERROR_OUT_OF_MEMORY ? CF_ERR_DEVICE_NOMEM : CF_ERR_CUDA;
     return cf_error_set(st, "%s failed: %s (%s, CUresult %d)", what, ename ? ename : "unknown",
                         estr ? estr : "no description", (int)r);

@@ -100,6 +100,7 @@ const char *cf_status_name(cf_status status)
     case CF_ERR_IO: return "CF_ERR_IO";
     case CF_ERR_UNSUPPORTED: return "CF_ERR_UNSUPPORTED";
     case CF_ERR_RANGE: return "CF_ERR_RANGE";
+    case CF_ERR_ASSERT: return "CF_ERR_ASSERT";
     default: return "CF_ERR_UNKNOWN";
     }
 }

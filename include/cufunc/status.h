@@ -37,6 +37,8 @@ enum {
     CF_ERR_IO = -11,            /* a file-system operation failed (cache) [OSError] */
     CF_ERR_UNSUPPORTED = -12,   /* valid request that cufunc does not support [NotImplementedError] */
     CF_ERR_RANGE = -13,         /* an index or size out of range [IndexError / OverflowError] */
+    CF_ERR_ASSERT = -14,        /* a device-side assert failed (CUDA_ERROR_ASSERT): the CUDA context
+                                   is unusable from then on [AssertionError: DeviceAssertionError] */
 };
 
 /* The message of the last failure on this thread ("" if none). The pointer stays valid until the

@@ -26,7 +26,7 @@ __all__ = [
     "external_stream", "Stream",
     "to_device", "device_array", "device_array_like", "pinned_array", "pinned_array_like",
     "as_cuda_array", "is_cuda_array", "from_dlpack", "DeviceNDArray", "DeviceArray",
-    "RawKernel", "compile_source", "jit", "local", "Device", "vectorize", "guvectorize",
+    "RawKernel", "compile_source", "jit", "local", "const", "Device", "vectorize", "guvectorize",
     "reduce", "Reduce",
     "pinned", "mapped", "mapped_array", "mapped_array_like", "managed_array", "defer_cleanup",
     "event", "event_elapsed_time", "Event", "open_ipc_array", "IpcArrayHandle", "MappedNDArray",
@@ -521,7 +521,7 @@ def detect():
 
 def __getattr__(name):
     # Imported lazily: cufunc.lang imports this package's modules, and lang is optional here.
-    if name in ("jit", "local"):
+    if name in ("jit", "local", "const"):
         from . import lang
         value = getattr(lang, name)
         globals()[name] = value

@@ -132,7 +132,7 @@ class _Form:
                         "or arrays" % (self.name, i + 1, t))
 
 
-def _void_loop(pyfunc, form, argtypes, fastmath):
+def _void_loop(pyfunc, form, argtypes, fastmath, debug=False):
     """(types, arg_ndim, source, fn_name, options, captures) for a function writing its
     outputs."""
     seen, ndims = [], []
@@ -140,7 +140,7 @@ def _void_loop(pyfunc, form, argtypes, fastmath):
         st, nd = form.check_arg(i, t)
         seen.append(st)
         ndims.append(nd)
-    r = _translate(pyfunc, seen, None, fastmath=fastmath)
+    r = _translate(pyfunc, seen, None, fastmath=fastmath, debug=debug)
     if not isinstance(r.return_type, _T.Void):
         # Numba's words first (its TypeError says "guvectorized functions cannot return values"),
         # then what cufunc offers instead
@@ -154,7 +154,7 @@ def _void_loop(pyfunc, form, argtypes, fastmath):
     return (types, tuple(ndims), source, name, _compile_options(fastmath), captures)
 
 
-def _return_loop(pyfunc, form, in_types, out_types, fastmath):
+def _return_loop(pyfunc, form, in_types, out_types, fastmath, debug=False):
     """A loop for a function that returns its '()' outputs: the kernel calls a generated wrapper
     that stores the returned value(s) into one-element output views. out_types may be None
     (inferred from the returns)."""
@@ -166,7 +166,7 @@ def _return_loop(pyfunc, form, in_types, out_types, fastmath):
     ret = None
     if out_types is not None:
         ret = out_types[0] if len(out_types) == 1 else _T.Tuple(out_types)
-    r = _translate(pyfunc, seen, ret, fastmath=fastmath)
+    r = _translate(pyfunc, seen, ret, fastmath=fastmath, debug=debug)
     rt = r.return_type
     outs = list(rt.types) if isinstance(rt, _T.Tuple) else [rt]
     if isinstance(rt, _T.Void) or len(outs) != form.nout:
@@ -231,7 +231,7 @@ class GPUGUFunc(_core.GUFunc):
 _weak_arg_type = _loops.weak_arg_type
 
 
-def _make_compiler(pyfunc, form, fastmath):
+def _make_compiler(pyfunc, form, fastmath, debug=False):
     def compile_loop(in_types, out_types):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         dts = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
@@ -241,13 +241,14 @@ def _make_compiler(pyfunc, form, fastmath):
             ins.append(_T.Array(s, len(core)) if core else s)
         if form.kind == "return":
             given = [None if o is None else _T.from_dtype(o) for o in out_types]
-            return _return_loop(pyfunc, form, ins, None if None in given else given, fastmath)
+            return _return_loop(pyfunc, form, ins, None if None in given else given, fastmath,
+                                debug)
         default = np.result_type(*dts) if dts else np.dtype(np.float64)
         outs = []
         for o, core in zip(out_types, form.core_out):
             s = _T.from_dtype(default if o is None else o)
             outs.append(_T.Array(s, max(len(core), 1)))
-        return _void_loop(pyfunc, form, ins + outs, fastmath)
+        return _void_loop(pyfunc, form, ins + outs, fastmath, debug)
     return compile_loop
 
 
@@ -269,7 +270,7 @@ def _sig_types(sig):
     return _T.parse_signature(sig)
 
 
-def _build(pyfunc, ftylist, layout, fastmath):
+def _build(pyfunc, ftylist, layout, fastmath, debug=False):
     core_in, core_out = _parse_layout(layout)
     if not core_out:
         raise ValueError("guvectorize: the layout %s has no outputs" % layout)
@@ -288,7 +289,7 @@ def _build(pyfunc, ftylist, layout, fastmath):
                     "nothing: declare the outputs as arguments)"
                     % (form.name, layout, sig, len(args), "" if len(args) == 1 else "s",
                        " and a return type" if ret is not None else "", form.nin, form.nout))
-            specs.append(_void_loop(pyfunc, form, args, fastmath))
+            specs.append(_void_loop(pyfunc, form, args, fastmath, debug))
         else:
             outs = None
             if ret is not None:
@@ -299,10 +300,10 @@ def _build(pyfunc, ftylist, layout, fastmath):
                     "should have %d argument%s and %d return value%s"
                     % (form.name, layout, sig, form.nin, "" if form.nin == 1 else "s", form.nout,
                        "" if form.nout == 1 else "s"))
-            specs.append(_return_loop(pyfunc, form, args, outs, fastmath))
+            specs.append(_return_loop(pyfunc, form, args, outs, fastmath, debug))
     name = getattr(pyfunc, "__name__", "gufunc")
     doc = getattr(pyfunc, "__doc__", None)
-    compiler = None if ftylist else _make_compiler(pyfunc, form, fastmath)
+    compiler = None if ftylist else _make_compiler(pyfunc, form, fastmath, debug)
     gu = GPUGUFunc(name, layout, doc=doc, compiler=compiler)
     for spec in specs:
         gu.add_loop(*spec)
@@ -313,7 +314,8 @@ def _build(pyfunc, ftylist, layout, fastmath):
     return gu
 
 
-def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cache=True, **kws):
+def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cache=True,
+                debug=False, **kws):
     """Make a GPU generalized ufunc from a Python function (Numba's guvectorize, target='cuda').
 
     ftylist: the type list: signatures such as 'void(float32[:, :], float32[:, :], float32[:, :])',
@@ -321,6 +323,9 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     layout itself (``@guvectorize('(n)->()')``) to compile on first call per input types.
     signature: the layout, '(m,n),(n,p)->(m,p)' (also accepted as layout=).
     fastmath: allow contraction into FMAs and fast approximate math (--use_fast_math).
+    debug: check assert statements (else compiled away, as Numba does); a failed one stops the
+    kernel and the next synchronising call raises cufunc.errors.DeviceAssertionError (an
+    AssertionError; CUDA leaves the context unusable). docs/language-arrays.md.
     cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
     disk cache off), those of bodies reading captured device arrays too; accepted for Numba
     compatibility and changes nothing.
@@ -341,7 +346,7 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
         raise TypeError("guvectorize: writable_args is not supported: a cufunc gufunc writes "
                         "only its outputs (declare what it writes as an output)")
     _options.check("guvectorize", kws, named=("ftylist", "signature", "layout", "target",
-                                               "fastmath", "cache"),
+                                               "fastmath", "cache", "debug"),
                    accepted=("identity", "is_dynamic", "writable_args"))
     if target not in ("cuda", "gpu"):
         raise ValueError("cufunc.guvectorize supports target='cuda' only, not %r (for the CPU, "
@@ -359,5 +364,5 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     def wrap(pyfunc):
         if not callable(pyfunc):
             raise TypeError("guvectorize: %r is not a function" % (pyfunc,))
-        return _build(pyfunc, sigs, signature, fastmath)
+        return _build(pyfunc, sigs, signature, fastmath, bool(debug))
     return wrap

@@ -57,10 +57,10 @@ def _compile_options(fastmath):
     return ("--use_fast_math",) if fastmath else ("--fmad=false",)
 
 
-def _loop_from(pyfunc, argtypes, return_type, fastmath):
+def _loop_from(pyfunc, argtypes, return_type, fastmath, debug=False):
     """Translate one loop: (types, source, fn_name, options, captures) for UFunc.add_loop, and
     nout."""
-    r = _translate(pyfunc, argtypes, return_type, fastmath=fastmath)
+    r = _translate(pyfunc, argtypes, return_type, fastmath=fastmath, debug=debug)
     ret = r.return_type
     if isinstance(ret, _T.Void):
         raise TypeError("vectorize: %s returns nothing; a ufunc body must return a value "
@@ -116,12 +116,12 @@ class GPUUFunc(_core.UFunc):
 _weak_arg_type = _loops.weak_arg_type
 
 
-def _make_compiler(pyfunc, fastmath):
+def _make_compiler(pyfunc, fastmath, debug=False):
     def compile_loop(in_types, out_dtype):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         args = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
         ret = None if out_dtype is None else _T.from_dtype(out_dtype)
-        spec, _ = _loop_from(pyfunc, [_T.from_dtype(a) for a in args], ret, fastmath)
+        spec, _ = _loop_from(pyfunc, [_T.from_dtype(a) for a in args], ret, fastmath, debug)
         return spec
     return compile_loop
 
@@ -160,7 +160,7 @@ def _nargs(pyfunc):
     return len(params)
 
 
-def _build(pyfunc, signatures, identity, fastmath):
+def _build(pyfunc, signatures, identity, fastmath, debug=False):
     nin = _nargs(pyfunc)
     if nin < 1:
         raise TypeError("vectorize: %s takes no arguments" % pyfunc.__qualname__)
@@ -172,14 +172,14 @@ def _build(pyfunc, signatures, identity, fastmath):
         if len(args) != nin:
             raise TypeError("vectorize: signature %r has %d arguments, %s takes %d"
                             % (sig, len(args), pyfunc.__qualname__, nin))
-        spec, nout = _loop_from(pyfunc, args, ret, fastmath)
+        spec, nout = _loop_from(pyfunc, args, ret, fastmath, debug)
         specs.append(spec)
         nouts.add(nout)
     if len(nouts) > 1:
         raise TypeError("vectorize: the signatures of %s disagree on the number of outputs"
                         % pyfunc.__qualname__)
     nout = nouts.pop() if nouts else _count_outputs(pyfunc)
-    compiler = None if signatures else _make_compiler(pyfunc, fastmath)
+    compiler = None if signatures else _make_compiler(pyfunc, fastmath, debug)
     uf = GPUUFunc(name, nin, nout, identity=identity, doc=doc, compiler=compiler)
     for spec in specs:
         uf.add_loop(*spec)
@@ -193,7 +193,7 @@ _IDENTITIES = {"reorderable", None}
 
 
 def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=False, cache=True,
-              **kws):
+              debug=False, **kws):
     """Make a GPU ufunc from a Python scalar function (Numba's vectorize, target='cuda').
 
     ftylist_or_function: a list of signatures (strings such as 'float32(float32, float32)' or
@@ -201,6 +201,9 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     (bare ``@vectorize``). Without signatures, loops are made on first call per input types.
     identity: the value ufunc.reduce starts from (0, 1, 'reorderable' or None), as Numba.
     fastmath: allow contraction into FMAs and fast approximate math (CUDA's --use_fast_math).
+    debug: check assert statements (else compiled away, as Numba does); a failed one stops the
+    kernel and the next synchronising call raises cufunc.errors.DeviceAssertionError (an
+    AssertionError; CUDA leaves the context unusable). docs/language-arrays.md.
     cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
     disk cache off); the keyword is accepted for Numba compatibility and changes nothing. Bodies
     that read captured device arrays are cached too: the arrays' addresses are not part of the
@@ -209,7 +212,7 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     Python objects); nopython=False and forceobj=True are a TypeError. Any other keyword
     (Numba's CPU options nogil, parallel, ... included) is a TypeError that names it.
     """
-    _options.check("vectorize", kws, named=("target", "identity", "fastmath", "cache"))
+    _options.check("vectorize", kws, named=("target", "identity", "fastmath", "cache", "debug"))
     if target not in ("cuda", "gpu"):
         raise ValueError("cufunc.vectorize supports target='cuda' only, not %r (for the CPU, "
                          "use numba.vectorize or numpy.vectorize)" % (target,))
@@ -219,7 +222,7 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     def wrap(pyfunc, sigs):
         if not callable(pyfunc):
             raise TypeError("vectorize: %r is not a function" % (pyfunc,))
-        return _build(pyfunc, sigs, identity, fastmath)
+        return _build(pyfunc, sigs, identity, fastmath, bool(debug))
 
     if callable(ftylist_or_function) and not isinstance(ftylist_or_function,
                                                         (_T.Signature, _T.Type, str)):

@@ -10,13 +10,13 @@ from .. import types as _T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as _TS
 from . import device as _device
-from .device import DeviceFunction, jit, local
+from .device import DeviceFunction, const, jit, local
 from .source import SourceError, call_deep as _call_deep
 from .emit import emit_source as _emit_source
 from .translator import Unit as _Unit
 from .translator import translate_function as _translate_function
 
-__all__ = ["translate", "jit", "local", "DeviceFunction", "TranslationResult", "inspect_cuda",
+__all__ = ["translate", "jit", "local", "const", "DeviceFunction", "TranslationResult", "inspect_cuda",
            "TypingError", "UnsupportedError", "SourceError"]
 
 
@@ -52,7 +52,7 @@ def _arg_types(argtypes):
     return out
 
 
-def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
+def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, debug=False):
     """Translate ``pyfunc`` for the argument types ``argtypes`` into CUDA C.
 
     argtypes: cufunc types (or anything cufunc.types.to_type accepts): scalars, passed to the C
@@ -77,6 +77,9 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
     loaded. Nothing about these arrays but their dtype and ndim is in the source, so the compiled
     kernel can be cached on disk.
 
+    debug=True checks assert statements (else they are compiled away) and makes a None
+    returned where a number is needed fail the same way (lang/checks.py).
+
     Raises TypingError / UnsupportedError (pointing at the user's file and line) for programs
     outside the kernel language. The kernel must be compiled with --fmad=false unless
     fastmath=True (no contraction of a*b+c, as LANGUAGE.md requires).
@@ -94,7 +97,7 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
     if isinstance(ret, _T.Array):
         raise UnsupportedError("functions cannot return arrays (write into an output argument)")
     def run():
-        unit = _Unit(bool(fastmath))
+        unit = _Unit(bool(fastmath), bool(debug))
         return unit, _translate_function(unit, pyfunc, types, ret)
     # deep bodies (long sums, long elif chains) run with a deep stack; never a RecursionError
     unit, res = _call_deep(run, pyfunc)

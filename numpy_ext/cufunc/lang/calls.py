@@ -21,7 +21,7 @@ from .. import _loops
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from .cgen import tuple_struct_name
+from .cgen import c_string, tuple_struct_name
 from .fold import fits, int_range_message
 from . import ir
 from .ir import StaticVal, TupleVal, Val, _Bottom
@@ -92,15 +92,15 @@ def _math_table():
 _MATH = _math_table()
 
 
-def _numba_objects():
-    """numba.cuda.local.array and numba's type module, if numba is already imported (we never
-    import it ourselves)."""
+def _numba_objects(space="local", name="array"):
+    """numba.cuda.local.array (or another numba.cuda.<space>.<name>), if numba is already
+    imported (we never import it ourselves)."""
     nc = sys.modules.get("numba.cuda")
     out = []
     if nc is not None:
-        loc = getattr(nc, "local", None)
-        if loc is not None and hasattr(loc, "array"):
-            out.append(loc.array)
+        loc = getattr(nc, space, None)
+        if loc is not None and hasattr(loc, name):
+            out.append(getattr(loc, name))
     return out
 
 def _is_device_function(obj):
@@ -142,6 +142,8 @@ def call(tr, node):
     obj = fv.obj
     if any(obj is x for x in _local_array_objects()):
         return local_array(tr, node)
+    if any(obj is x for x in _const_array_objects()):
+        return const_array(tr, node)
     if node.keywords:
         raise tr._fail(node, "keyword arguments are not supported in calls to %s"
                          % fv.name, UnsupportedError)
@@ -170,6 +172,9 @@ def call(tr, node):
     kind = _cufunc_kind(obj)
     if kind is not None:
         return ufunc_call(tr, obj, kind, node)
+    tw = _numpy_twin(obj)
+    if tw is not None:
+        return ufunc_call(tr, tw, "ufunc", node)
     if obj is range:
         raise tr.err(node, "range() can only be used as the iterable of a for loop",
                        UnsupportedError)
@@ -242,8 +247,10 @@ def b_minmax(tr, node, name):
     return acc
 
 def b_round(tr, node, name):
+    if len(node.args) == 2:
+        return _round_digits(tr, node)
     if len(node.args) != 1:
-        raise tr._fail(node, "round() with ndigits is not supported", UnsupportedError)
+        raise tr._fail(node, "round() takes a number and an optional ndigits")
     (a,) = args(tr, node, 1, "round")
     a = real_arg(tr, a, node, "round")
     try:
@@ -258,6 +265,31 @@ def b_round(tr, node, name):
         return tr.cast(ir.Call(a.type if not isinstance(a.type, TS.Weak) else T.float64,
                                "cf_round", [a]), R, node, explicit=True)
     return tr.cast(a, R, node)
+
+def _round_digits(tr, node):
+    """round(x, ndigits) of a float: NumPy's np.round (what round() does on a NumPy float):
+    x * 10**n rounded half to even, divided by 10**n (for n < 0: x / 10**-n rounded, times
+    10**-n), in x's type. ndigits must be a constant."""
+    a, nd = args(tr, node, 2, "round")
+    a = real_arg(tr, a, node, "round")
+    if not (isinstance(nd, Val) and nd.is_const and nd.type.kind in "iub"):
+        raise tr._fail(node, "round(x, ndigits) needs a constant integer ndigits",
+                       UnsupportedError)
+    if a.type.kind != "f":
+        raise tr._fail(node, "round() of an integer with ndigits is not supported (round a "
+                       "float, or use (x // 10**k) * 10**k)", UnsupportedError)
+    n = int(nd.const)
+    if abs(n) > 300:
+        raise tr._fail(node, "round(): ndigits %d is out of range" % n)
+    R = T.float64 if isinstance(a.type, TS.Weak) else a.type
+    a = tr.cast(a, R, node)
+    f = tr.const_val(10.0 ** abs(n), TS.WEAK_FLOAT, node)
+    if n >= 0:
+        y = tr.binop(operator.mul, "mul", "*", a, f, node)
+        return tr.binop(operator.truediv, "truediv", "/", ir.Call(R, "cf_round", [y]), f, node)
+    y = tr.binop(operator.truediv, "truediv", "/", a, f, node)
+    return tr.binop(operator.mul, "mul", "*", ir.Call(R, "cf_round", [y]), f, node)
+
 
 def b_pow(tr, node, name):
     if len(node.args) != 2:
@@ -328,6 +360,41 @@ def b_len(tr, node, name):
     if isinstance(a, Val) and isinstance(a.type, T.Array):
         return tr.extent(a, 0)
     raise tr._fail(node, "len() of %s is not supported" % getattr(a, "type", "this"))
+
+def b_print(tr, node, name):
+    """print(values and string constants): the device's printf, formatted as Numba's CUDA
+    print formats (%f for floats, integers in full, True/False), items separated by spaces.
+    The output is printed by the driver when the kernel has run (at the next synchronising
+    call), in no particular order between threads."""
+    fmt, vals = [], []
+    for a in node.args:
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            fmt.append(a.value.replace("%", "%%"))
+            continue
+        v = tr.scalar(tr.expr(a), a, "an argument of print()")
+        t = TS.concrete(v.type)
+        k = t.kind
+        if k == "b":
+            fmt.append("%s")
+            vals.append(ir.Select(None, tr.truthy(v, a), Val(None, '"True"', simple=True),
+                                  Val(None, '"False"', simple=True)))
+        elif k == "i":
+            fmt.append("%lld")
+            vals.append(tr.cast(v, T.int64, a, explicit=True))
+        elif k == "u":
+            fmt.append("%llu")
+            vals.append(tr.cast(v, T.uint64, a, explicit=True))
+        elif k == "f":
+            fmt.append("%f")
+            vals.append(tr.cast(v, T.float64, a, explicit=True))
+        else:
+            st, sv = tr.ensure_simple(tr.cast(v, T.complex128, a, explicit=True))
+            fmt.append("(%f%+fj)")
+            vals.append(tr.with_setup(st, ir.Call(T.float64, "cf_real", [sv])))
+            vals.append(ir.Call(T.float64, "cf_imag", [sv]))
+    text = Val(None, c_string(" ".join(fmt) + "\n"), simple=True)
+    return ir.Call(T.void, "printf", [text] + vals)
+
 
 def b_unsupported(tr, node, name):
     raise tr.err(node, "calling %s() is not supported in kernel functions" % name,
@@ -709,6 +776,23 @@ def _cufunc_kind(obj):
     return None
 
 
+def _numpy_twin(obj):
+    """cufunc's GPU twin of a NumPy ufunc that the table of NumPy functions does not name
+    (np.maximum, np.sign, np.cbrt, ...), called in a body like a cufunc ufunc: NumPy's loop
+    choice, the twin's body inlined. None for anything else, or before cufunc._core is loaded
+    (the language never imports it; the twins need it)."""
+    if not isinstance(obj, np.ufunc) or sys.modules.get("cufunc._core") is None:
+        return None
+    import importlib
+    twins = importlib.import_module("cufunc._twins")
+    if not twins.has_twin(obj):
+        return None
+    try:
+        return twins.twin(obj)
+    except TypeError:
+        return None
+
+
 def _scalar_layout(layout):
     return re.fullmatch(r"\(\)(,\(\))*->\(\)(,\(\))*", layout.replace(" ", "")) is not None
 
@@ -844,7 +928,7 @@ _BUILTIN_HANDLERS = {
     id(abs): b_abs, id(min): b_minmax, id(max): b_minmax, id(round): b_round,
     id(pow): b_pow, id(divmod): b_divmod, id(int): b_int, id(float): b_float,
     id(bool): b_bool, id(complex): b_complex, id(len): b_len,
-    id(print): b_unsupported, id(sum): b_unsupported, id(map): b_unsupported,
+    id(print): b_print, id(sum): b_unsupported, id(map): b_unsupported,
     id(zip): b_unsupported, id(enumerate): b_unsupported, id(sorted): b_unsupported,
     id(iter): b_unsupported, id(next): b_unsupported, id(isinstance): b_unsupported,
     id(getattr): b_unsupported, id(list): b_unsupported, id(tuple): b_unsupported,
@@ -879,3 +963,19 @@ def _cast_target(obj):
 def _local_array_objects():
     from . import device
     return [device.local.array] + _numba_objects()
+
+
+def _const_array_objects():
+    from . import device
+    return [device.const.array_like] + _numba_objects("const", "array_like")
+
+
+def const_array(tr, node):
+    """cuda.const.array_like(ARY): ARY, a global NumPy array, is a constant table already."""
+    if node.keywords or len(node.args) != 1:
+        raise tr.err(node, "cuda.const.array_like(ary) takes exactly one array", UnsupportedError)
+    v = tr.expr(node.args[0])
+    if not (isinstance(v, Val) and isinstance(v.type, T.Array) and v.type.readonly):
+        raise tr.err(node, "cuda.const.array_like needs a global NumPy array (captured as a "
+                     "constant table)", UnsupportedError)
+    return v

@@ -6,7 +6,7 @@ import re
 import numpy as np
 
 
-__all__ = ["c_literal", "c_ident", "PRELUDE", "sanitize", "tuple_struct_name"]
+__all__ = ["c_literal", "c_ident", "c_string", "PRELUDE", "sanitize", "tuple_struct_name"]
 
 _CXX_KEYWORDS = set("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
@@ -73,6 +73,21 @@ def _float_text(f, single):
     return "(%s)" % s if s.startswith("-") else s
 
 
+def c_string(text):
+    """A C string literal of text (UTF-8; quotes, backslashes, control and non-ASCII bytes
+    escaped in octal, so no escape runs into a following digit)."""
+    out = []
+    for b in text.encode("utf-8"):
+        c = chr(b)
+        if c in '"\\?':
+            out.append("\\" + c)
+        elif 32 <= b < 127:
+            out.append(c)
+        else:
+            out.append("\\%03o" % b)
+    return '"%s"' % "".join(out)
+
+
 def c_literal(v, t):
     """The C literal of value v (already a value of type t) with exactly the C type t.cname."""
     k = t.kind
@@ -137,6 +152,56 @@ CF_LANG_FN unsigned long long cf_lang_range_len(long long start, long long stop,
         return start > stop ? ((unsigned long long)start - (unsigned long long)stop - 1ULL) / (0ULL - (unsigned long long)step) + 1ULL : 0ULL;
     return 0ULL;
 }
+/* Item k of range(start, stop, step) (uint64 arithmetic: C must not overflow int64). */
+CF_LANG_FN long long cf_lang_range_item(long long start, long long k, long long step)
+{ return (long long)((unsigned long long)start + (unsigned long long)k * (unsigned long long)step); }
+/* The index into an axis of extent n that is broadcast (n == 1) against a loop counter k. */
+CF_LANG_FN long long cf_lang_bcast(long long k, long long n) { return n == 1 ? 0 : k; }
+/* a.T: the axes reversed. */
+template <typename T, int N> CF_LANG_FN cf_array_ref<T, N> cf_lang_transpose(cf_array_ref<T, N> a)
+{
+    cf_array_ref<T, N> r;
+    r.data = a.data;
+    for (int k = 0; k < N; k++) { r.shape[k] = a.shape[N - 1 - k]; r.strides[k] = a.strides[N - 1 - k]; }
+    return r;
+}
+/* A slice of an axis of n items, Python's meaning (PySlice_AdjustIndices): the first index,
+ * and the number of items in *len. has: bit 0 when the start is given, bit 1 the stop. A zero
+ * step (refused at compile time when constant) gives an empty slice. */
+CF_LANG_FN long long cf_lang_slice(long long n, long long lo, long long hi, long long step,
+                                   int has, long long *len)
+{
+    if (step == 0) { *len = 0; return 0; }
+    long long start = step < 0 ? n - 1 : 0, stop = step < 0 ? -1 : n;
+    if (has & 1) {
+        start = lo;
+        if (start < 0) { start += n; if (start < 0) start = step < 0 ? -1 : 0; }
+        else if (start >= n) start = step < 0 ? n - 1 : n;
+    }
+    if (has & 2) {
+        stop = hi;
+        if (stop < 0) { stop += n; if (stop < 0) stop = step < 0 ? -1 : 0; }
+        else if (stop >= n) stop = step < 0 ? n - 1 : n;
+    }
+    if (step < 0)
+        *len = stop < start ? (long long)(((unsigned long long)start - (unsigned long long)stop - 1ULL) / (0ULL - (unsigned long long)step)) + 1 : 0;
+    else
+        *len = start < stop ? (long long)(((unsigned long long)stop - (unsigned long long)start - 1ULL) / (unsigned long long)step) + 1 : 0;
+    return start;
+}
+/* A failed assert of a function translated with debug=True. On the device: CUDA's device-side
+ * assert (the driver prints the message, file, line and thread, stops the kernel, and the next
+ * synchronising call returns CUDA_ERROR_ASSERT, which cufunc raises as AssertionError). On a
+ * host build: the same message on stderr, then abort(). */
+#if defined(__CUDACC__)
+CF_LANG_FN void cf_lang_assert_fail(const char *msg, const char *file, unsigned line, const char *fn)
+{ __assertfail(msg, file, line, fn, 1); }
+#else
+#include <cstdio>
+#include <cstdlib>
+inline void cf_lang_assert_fail(const char *msg, const char *file, unsigned line, const char *fn)
+{ std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, fn, msg); std::abort(); }
+#endif
 #endif
 """
 

@@ -59,7 +59,8 @@ class DeviceFunction:
         without one, the function's only declared signature."""
         ret, args = self._resolve(signature)
         fm = self.options.get("fastmath", False) if fastmath is None else fastmath
-        return _translate(self.py_func, args, ret, fastmath=bool(fm))
+        return _translate(self.py_func, args, ret, fastmath=bool(fm),
+                          debug=bool(self.options.get("debug", False)))
 
     def inspect_cuda(self, signature=None):
         """The generated CUDA C for a signature (see translate())."""
@@ -130,3 +131,18 @@ class _Local:
 
 
 local = _Local()
+
+
+class _Const:
+    """cuda.const: ``cuda.const.array_like(ary)`` in a body names a global NumPy array as a
+    constant table, which is what a captured global NumPy array already is (read-only). In plain
+    Python it returns the array."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def array_like(ary):
+        return ary
+
+
+const = _Const()

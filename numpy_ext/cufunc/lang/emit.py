@@ -16,25 +16,56 @@ def _index_c(i):
     return i.c if i.type.cname == "cf_int64" else "(cf_int64)(%s)" % i.c
 
 
+def _index_term(i, arr_c, k):
+    """index i of axis k of the strided array arr_c, negative indices counting from the end."""
+    if i.is_const:
+        ic = int(i.const)
+        if ic >= 0:
+            ci = "%dLL" % ic
+        else:
+            ci = "(%s.shape[%d] + %s)" % (arr_c, k, c_literal(ic, T.int64))
+    elif i.nonneg or i.type.kind == "u":
+        ci = _index_c(i)
+    else:
+        ci = "cf_lang_wrap(%s, %s.shape[%d])" % (i.c, arr_c, k)
+    return "%s * %s.strides[%d]" % (ci, arr_c, k)
+
+
 def _element(v):
     arr = v.arr
-    terms = []
-    for k, i in enumerate(v.idx):
-        if i.is_const:
-            ic = int(i.const)
-            if ic >= 0:
-                ci = "%dLL" % ic
-            else:
-                ci = "(%s.shape[%d] + %s)" % (arr.c, k, c_literal(ic, T.int64))
-        elif i.nonneg or i.type.kind == "u":
-            ci = _index_c(i)
-        else:
-            ci = "cf_lang_wrap(%s, %s.shape[%d])" % (i.c, arr.c, k)
-        terms.append("%s * %s.strides[%d]" % (ci, arr.c, k))
+    terms = [_index_term(i, arr.c, k) for k, i in enumerate(v.idx)]
     c = "(*(%s *)(%s.data + %s))" % (v.type.cname, arr.c, " + ".join(terms))
     if v.setup is not None:
         c = "(*(%s, &%s))" % (v.setup.c, c)
     return c
+
+
+def _view(v):
+    """(name.shape[m] = ..., name.strides[m] = ..., name.data = ..., name): the view built in
+    its temporary, axis by axis, then used as a value."""
+    a, name = v.arr.c, v.name
+    seq, terms = [], []
+    m = 0
+    for k, p in enumerate(v.parts):
+        if p[0] == "i":
+            terms.append(_index_term(p[1], a, k))
+            continue
+        _, lo, hi, step, start, again = p
+        if lo is None and hi is None and step is None:
+            seq.append("%s.shape[%d] = %s.shape[%d]" % (name, m, a, k))
+            seq.append("%s.strides[%d] = %s.strides[%d]" % (name, m, a, k))
+        else:
+            has = (lo is not None) | ((hi is not None) << 1)
+            seq.append("%s = cf_lang_slice(%s.shape[%d], %s, %s, %s, %d, &%s.shape[%d])"
+                       % (start, a, k, "0LL" if lo is None else lo.c,
+                          "0LL" if hi is None else hi.c, "1LL" if step is None else step.c,
+                          has, name, m))
+            seq.append("%s.strides[%d] = %s.strides[%d]%s"
+                       % (name, m, a, k, "" if again is None else " * " + again.c))
+            terms.append("%s * %s.strides[%d]" % (start, a, k))
+        m += 1
+    seq.append("%s.data = %s.data%s" % (name, a, "".join(" + " + t for t in terms)))
+    return "(%s, %s)" % (", ".join(seq), name)
 
 
 def _c_strides(shape, itemsize):
@@ -98,6 +129,7 @@ ir.RENDER.update({
     ir.Element: _element,
     ir.RefElement: _ref_element,
     ir.ArrayDesc: _array_desc,
+    ir.View: _view,
     ir.Extent: lambda v: "%s.shape[%d]" % (v.arr.c, v.k),
     ir.AddrOf: lambda v: "&" + v.name,
     ir.Field: lambda v: "%s.f%d" % (v.struct, v.i),

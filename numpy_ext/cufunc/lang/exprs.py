@@ -13,10 +13,10 @@ import numpy as np
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from . import calls, ir
+from . import calls, ir, tuples, views
 from . import fold
 from .fold import fits, int_range_message
-from .ir import StaticVal, TupleVal, Val
+from .ir import StaticVal, TupleVal, Val, _Bottom
 from .names import _is_value_object
 
 _BINOPS = {
@@ -87,8 +87,10 @@ class ExprsMixin:
                     return self.const_val(int(np.prod([e.const for e in ext])), TS.WEAK_INT,
                                           node)
                 return ir.Infix(TS.WEAK_INT, "*", ext, nonneg=True)
+            if attr == "T":
+                return views.transpose(self, base)
             raise self._fail(node, "array attribute '.%s' is not supported (only shape, size, "
-                             "ndim)" % attr, UnsupportedError)
+                             "ndim, T)" % attr, UnsupportedError)
         if isinstance(base, Val) and isinstance(base.type, T.Scalar):
             if attr in ("real", "imag"):
                 return self.real_imag(base, attr, node)
@@ -122,56 +124,23 @@ class ExprsMixin:
         return self.const_val(0, rt, node) if rt.kind != "f" else self.const_val(0.0, rt, node)
 
     def expr_Subscript(self, node):
-        if isinstance(node.slice, ast.Slice) or (isinstance(node.slice, ast.Tuple) and any(
-                isinstance(e, ast.Slice) for e in node.slice.elts)):
-            raise self.unsupported(node, "slicing")
         base = self.expr(node.value)
         if isinstance(base, TupleVal):
-            idx = self.expr(node.slice)
-            idx = self.scalar(idx, node.slice, "a tuple index")
-            if not idx.is_const or idx.type.kind not in "iu":
-                raise self._fail(node.slice, "a tuple index must be a constant integer",
-                                 UnsupportedError)
-            i = int(idx.const)
-            n = len(base.items)
-            if not -n <= i < n:
-                raise self._fail(node.slice, "tuple index %d out of range (length %d)" % (i, n))
-            return self.with_setup(base.setup, base.items[i])
+            return tuples.subscript(self, node, base)
         if isinstance(base, Val) and isinstance(base.type, T.Array):
-            idx = self.indices(node, base)
-            return self.element(base, idx, node)
+            return views.subscript(self, node, base)     # an element or a view
         if isinstance(base, StaticVal):
             raise self._fail(node, "%s cannot be indexed" % base.name, UnsupportedError)
         raise self._fail(node, "a %s value cannot be indexed" % base.type)
 
     def indices(self, node, arr):
-        sl = node.slice
-        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        vals = []
-        for e in elts:
-            v = self.expr(e)
-            if isinstance(v, TupleVal):
-                vals.extend(self.with_setup(v.setup, x) if i == 0 else x
-                            for i, x in enumerate(v.items))
-                continue
-            vals.append(v)
-        nd = arr.type.ndim
-        if len(vals) != nd:
-            raise self._fail(node, "%d-d array indexed with %d index(es); index every "
-                             "dimension with an integer" % (nd, len(vals)),
-                             UnsupportedError if len(vals) < nd else TypingError)
-        out = []
-        for v, e in zip(vals, elts if len(elts) == len(vals) else [node.slice] * len(vals)):
-            v = self.scalar(v, e, "an array index")
-            if v.type.kind not in "iu":
-                raise self._fail(e, "array index must be an integer, not %s" % v.type)
-            if v.is_const and not -2 ** 63 <= int(v.const) < 2 ** 63:
-                # the one rule for integer constants: what is used must fit its C type (the
-                # constant is written into the index arithmetic as an int64 literal)
-                ic = int(v.const)
-                raise self._fail(e, int_range_message(ic, fits(ic), "an array index"))
-            out.append(v)
-        return out
+        """The index Vals of node (a Subscript) indexing one element of arr."""
+        items = views.index_items(self, node, arr)
+        idx = views.element_indices(items, arr)
+        if idx is None:
+            raise self._fail(node, "%d-d array indexed with %d index(es) where one element is "
+                             "needed" % (arr.type.ndim, len(items)), UnsupportedError)
+        return idx
 
     def element(self, arr, idx, node):
         """The element lvalue arr[idx...] (indices already checked)."""
@@ -193,13 +162,14 @@ class ExprsMixin:
         if not (isinstance(arr, Val) and isinstance(arr.type, T.Array)):
             raise self._fail(target, "cannot assign to an item of this value",
                              UnsupportedError)
-        if isinstance(target.slice, ast.Slice) or (isinstance(target.slice, ast.Tuple) and any(
-                isinstance(e, ast.Slice) for e in target.slice.elts)):
-            raise self.unsupported(target, "slicing")
         if arr.type.readonly:
             raise self._fail(target, "a captured NumPy array is a read-only constant table "
                              "and cannot be assigned to")
-        idx = self.indices(target, arr)
+        items = views.index_items(self, target, arr)
+        idx = views.element_indices(items, arr)
+        if idx is None:      # a view: the value broadcast or copied into it
+            views.store(self, target, views.make_view(self, arr, items, target), value)
+            return
         value = self.scalar(value, target, "an array element")
         elem = self.element(arr, idx, target)
         v = self.cast(value, arr.type.dtype, target)
@@ -228,6 +198,9 @@ class ExprsMixin:
         fn, sym, name = entry
         a = self.expr(node.left)
         b = self.expr(node.right)
+        t = tuples.binop(self, name, a, b, node)     # t + u, t * 3
+        if t is not None:
+            return t
         return self.binop(fn, name, sym, a, b, node)
 
     def binop(self, fn, name, sym, a, b, node, rtype=None):
@@ -383,17 +356,24 @@ class ExprsMixin:
         return c
 
     def expr_Compare(self, node):
+        first = None
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.In,
+                                                           ast.NotIn)):
+            first = self.expr(node.left), self.expr(node.comparators[0])
+            t = tuples.compare(self, node.ops[0], first[0], first[1], node)   # tuples, 'in'
+            if t is not None:
+                return t
         for op in node.ops:
             if type(op) not in _CMPOPS:
                 raise self.unsupported(node, "the operator '%s'" % {
                     ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
                     ast.NotIn: "not in"}.get(type(op), type(op).__name__))
-        left = self.expr(node.left)
+        left = self.expr(node.left) if first is None else first[0]
         parts = []
         rt = None
         consts = True
         for i, (op, rnode) in enumerate(zip(node.ops, node.comparators)):
-            right = self.expr(rnode)
+            right = self.expr(rnode) if first is None else first[1]
             right = self.scalar(right, rnode, "an operand of a comparison")
             if i < len(node.ops) - 1 and not right.simple:
                 name = self.temp(right.type)
@@ -494,6 +474,25 @@ class ExprsMixin:
         return TupleVal([Val(t, tn, simple=True) for t, tn in zip(types, temps)], setup)
 
     # calls ------------------------------------------------------------------
+    def expr_NamedExpr(self, node):
+        """(name := value): the variable set inside the expression (a while condition, a
+        short-circuit operand: no statement before it could do that); scalars only."""
+        name = node.target.id
+        v = self.scalar(self.expr(node.value), node, "the value of :=")
+        old = self.var_types.get(name)
+        if self.strict:
+            t = old
+        else:
+            try:
+                t = self._join(old, v.type, node)
+            except (TypingError, _Bottom):
+                raise _Bottom()
+            self.var_types[name] = t
+        if not isinstance(t, T.Scalar):
+            raise self._fail(node, "variable '%s' is assigned values of types %s and %s, which "
+                             "cannot be unified" % (name, old, v.type))
+        return ir.SetTemp(t, self.var_c(name), self.cast(v, t, node))
+
     def expr_Call(self, node):
         return calls.call(self, node)
 
@@ -505,6 +504,6 @@ _EXPR_NAMES = {
     "SetComp": "a set comprehension", "DictComp": "a dict comprehension",
     "GeneratorExp": "a generator expression", "Yield": "yield", "YieldFrom": "yield from",
     "Await": "await", "JoinedStr": "an f-string", "FormattedValue": "an f-string",
-    "NamedExpr": "the walrus operator :=", "Starred": "starred expressions",
+"Starred": "starred expressions",
     "Slice": "slicing",
 }

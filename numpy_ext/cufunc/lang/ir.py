@@ -112,6 +112,12 @@ RefElement = _node("RefElement", ("storage", "shape", "idx"),
                    "storage[idx...] of a table or local array (constant C-order shape).")
 ArrayDesc = _node("ArrayDesc", ("storage", "shape"),
                   "The cf_array_ref of a table or local array (C order).")
+View = _node("View", ("arr", "parts", "name"),
+             "A view of the strided array arr (simple) built in the C variable `name` (a "
+             "cf_array_ref temporary): parts holds one entry per axis of arr: ('i', index) "
+             "removes the axis, ('s', lo, hi, step, start, step2) keeps it sliced (lo/hi/step: "
+             "Vals or None for omitted; start: the C name of an int64 temporary for the first "
+             "index; step2: the step's second use, for the stride).")
 Extent = _node("Extent", ("arr", "k"), "arr.shape[k] of a strided array.")
 AddrOf = _node("AddrOf", ("name",), "&name: the address of a temporary (an output argument).")
 Field = _node("Field", ("struct", "i"),

@@ -12,7 +12,7 @@ import numpy as np
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from . import ir
+from . import checks, ir, loops, views
 from . import emit
 from .cgen import c_ident, tuple_struct_name
 from .ir import StaticVal, TupleVal, Val, _Bottom
@@ -103,7 +103,12 @@ class StmtsMixin:
                                  % getattr(arr, "type", "this object"), UnsupportedError)
             if arr.type.readonly:
                 raise self._fail(tgt, "a captured NumPy array is a read-only constant table")
-            idx = self.indices(tgt, arr)
+            items = views.index_items(self, tgt, arr)
+            idx = views.element_indices(items, arr)
+            if idx is None:      # a view: every element of it
+                view = views.make_view(self, arr, items, tgt)
+                views.augassign(self, s, view, self.expr(s.value), fn, name, sym)
+                return
             # Evaluate array and indices once.
             pre = []
             s_arr, arr = self.ensure_simple_array(arr)
@@ -247,24 +252,27 @@ class StmtsMixin:
         self.add(ir.If(branches, self.sub_block(orelse) if orelse else None))
 
     def stmt_While(self, s):
-        if s.orelse:
-            raise self.unsupported(s, "while ... else")
         if self.static_truth(s.test) is False:
+            self.stmts(s.orelse)
             return
+        loops.with_else(self, s, lambda: self._while(s))
+
+    def _while(self, s):
         cond = self.guard(self.cond, s.test)
         self.add(ir.While(cond, self.sub_block(s.body)))
 
     def stmt_For(self, s):
-        if s.orelse:
-            raise self.unsupported(s, "for ... else")
+        loops.with_else(self, s, lambda: self._for(s))
+
+    def _for(self, s):
         it = s.iter
         if not (isinstance(it, ast.Call) and isinstance(self.guard_static(it.func), StaticVal)
-                and self.guard_static(it.func).obj is range):
-            raise self.unsupported(it, "iterating over anything but range()")
+                and self.guard_static(it.func).obj is range) or \
+                not isinstance(s.target, ast.Name):
+            # arrays, enumerate, zip, tuples, unpacking targets: loops.py
+            return loops.for_loop(self, s)
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self._fail(it, "range() takes 1 to 3 positional arguments")
-        if not isinstance(s.target, ast.Name):
-            raise self.unsupported(s.target, "a for-loop target other than a single name")
         args = [self.guard(self.expr, a) for a in it.args]
         ok = all(a is not None for a in args)
         vals = []
@@ -312,7 +320,14 @@ class StmtsMixin:
             return None
 
     def stmt_Break(self, s):
+        loops.before_break(self)
         self.add(ir.Break())
+
+    def stmt_Assert(self, s):
+        checks.stmt_assert(self, s)
+
+    def stmt_Raise(self, s):
+        checks.stmt_raise(self, s)
 
     def stmt_Continue(self, s):
         self.add(ir.Continue())
@@ -323,8 +338,8 @@ class StmtsMixin:
             if self.strict:
                 rt = self.final_return_type()
                 if rt != T.void:
-                    raise self.err(s, "%s returns None here but %s elsewhere"
-                                   % (self.src.qualname, rt))
+                    checks.none_value(self, s, TS.concrete(rt))
+                    return
             self.add(ir.Return(None))
             return
         v = self.expr(s.value)

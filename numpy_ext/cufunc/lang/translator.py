@@ -28,7 +28,7 @@ import numpy as np
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as TS
-from . import ir
+from . import checks, ir
 from . import emit
 from . import fold
 from .fold import fits, int_range_message
@@ -44,8 +44,9 @@ _ZERO = Val(None, "0")   # the C literal 0, for (x != 0)
 class Unit:
     """State shared by one top-level translate(): translated functions, structs and tables."""
 
-    def __init__(self, fastmath):
+    def __init__(self, fastmath, debug=False):
         self.fastmath = fastmath
+        self.debug = debug       # assert statements checked (else compiled away)
         self.funcs = {}          # key -> FuncResult
         self.stack = []          # python functions being translated (recursion check)
         self.structs = {}        # name -> definition text
@@ -214,6 +215,7 @@ class FunctionTranslator(StmtsMixin, ExprsMixin, NamesMixin):
         self.returns_none = False
         self.var_refs = {}
         self.used_ref_vars = set()
+        self.loop_else = []        # per enclosing loop: its else clause's break flag, or None
 
     def _emit_body(self):
         body = self.body
@@ -242,10 +244,8 @@ class FunctionTranslator(StmtsMixin, ExprsMixin, NamesMixin):
             return
         if isinstance(self.tree, ast.Lambda):
             return
-        last = body[-1] if body else self.tree
-        raise self.err(last, "%s can reach the end of its body without returning a value (it "
-                       "would return None there), but it returns %s elsewhere"
-                       % (self.src.qualname, rt))
+        # Numba's Optional result: the None path gets checks.none_value's value
+        checks.none_value(self, body[-1] if body else self.tree, TS.concrete(rt))
 
     def _falls_through(self, stmts):
         for s in stmts:
