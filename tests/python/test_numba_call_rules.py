@@ -23,6 +23,8 @@ from cufunc.guvectorize import GPUGUFunc
 from cufunc.vectorize import GPUUFunc
 
 gpu = pytest.mark.gpu
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack   # numba-cuda 0.30 still names it (removed in NumPy 2.x)
 deviceufunc = pytest.importorskip("numba.cuda.deviceufunc",
                                   reason="numba (the reference of Numba's rules) not installed")
 

@@ -18,8 +18,8 @@ ufunc; Numba's CPU-only options, which do not change results, are accepted and i
 ``jit`` / ``njit`` functions are plain Python on the host and device functions in bodies.
 """
 from .. import types as _T
-from .. import guvectorize as _guvectorize
-from .. import vectorize as _vectorize
+from ..guvectorize import guvectorize as _guvectorize
+from ..vectorize import vectorize as _vectorize
 from . import cuda, errors, types
 from . import core  # noqa: F401 - numba.core.errors / numba.core.types
 from .types import (  # noqa: F401 - Numba's type objects and aliases
@@ -56,14 +56,14 @@ def vectorize(ftylist_or_function=(), target="cpu", **kws):
     docstring for targets). Options as cufunc.vectorize takes them (identity, fastmath, cache,
     nopython)."""
     kws = _gpu_options("vectorize", target, kws)
-    return _vectorize.vectorize(ftylist_or_function, target="cuda", typing="numba", **kws)
+    return _vectorize(ftylist_or_function, target="cuda", typing="numba", **kws)
 
 
 def guvectorize(*args, target="cpu", **kws):
     """Numba's ``guvectorize(ftylist, signature, ...)`` (or ``guvectorize(layout)``): a GPU
     gufunc (cufunc.guvectorize with typing='numba')."""
     kws = _gpu_options("guvectorize", target, kws)
-    return _guvectorize.guvectorize(*args, target="cuda", typing="numba", **kws)
+    return _guvectorize(*args, target="cuda", typing="numba", **kws)
 
 
 def jit(signature_or_function=None, **options):

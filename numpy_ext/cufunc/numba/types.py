@@ -71,16 +71,17 @@ def typeof(value):
     """The type Numba gives a value (``numba.typeof``): a NumPy array's Array type (layout 'C'
     when C-contiguous), a NumPy scalar's dtype, Python bool/int/float/complex as boolean, int64,
     float64, complex128; device arrays by their ``__cuda_array_interface__``."""
+    import builtins
     import numpy as np
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (builtins.bool, np.bool_)):
         return boolean
     if isinstance(value, np.generic):
         return _T.from_dtype(value.dtype)
-    if isinstance(value, int):
+    if isinstance(value, builtins.int):
         return int64
-    if isinstance(value, float):
+    if isinstance(value, builtins.float):
         return float64
-    if isinstance(value, complex):
+    if isinstance(value, builtins.complex):
         return complex128
     if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
         dt = np.dtype(value.dtype)
