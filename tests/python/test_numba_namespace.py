@@ -45,6 +45,27 @@ def test_both_import_forms():
         warnings.simplefilter("ignore", category=cn.core.errors.NumbaPerformanceWarning)
 
 
+def test_import_never_asks_for_a_numba_cuda_name():
+    """numba-cuda's import hook (_numba_cuda_redirector) takes every module name containing
+    "numba.cuda" and recursed without end on cufunc.numba.cuda: a hook that fails on such names
+    must not be reached by importing cufunc.numba (it is not, on a machine with numba-cuda)."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "class Trap:\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if 'numba.cuda' in name and not name.startswith('numba'):\n"
+            "            raise RuntimeError('asked for ' + name)\n"
+            "sys.meta_path.insert(0, Trap())\n"
+            "import cufunc.numba as numba\n"
+            "import cufunc.numba.cuda\n"
+            "from cufunc.numba import cuda\n"
+            "assert cuda is numba.cuda is sys.modules['cufunc.numba.cuda']\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
 @pytest.mark.parametrize("name", TYPE_NAMES + ["none", "void"])
 def test_type_objects_and_aliases_are_numbas(name):
     ours, theirs = getattr(cn, name), getattr(numba, name)

@@ -20,8 +20,17 @@ ufunc; Numba's CPU-only options, which do not change results, are accepted and i
 from .. import types as _T
 from ..guvectorize import guvectorize as _guvectorize
 from ..vectorize import vectorize as _vectorize
-from . import cuda, errors, types
+import sys as _sys
+
+from . import _cuda as cuda
+from . import errors, types
 from . import core  # noqa: F401 - numba.core.errors / numba.core.types
+
+# The cuda namespace lives in _cuda.py and is registered as cufunc.numba.cuda: numba-cuda installs
+# an import hook (_numba_cuda_redirector) that takes over every module whose name contains
+# "numba.cuda" and recurses without end on one that is not Numba's, so that name must never reach
+# the import machinery; found in sys.modules, `import cufunc.numba.cuda` works as usual.
+_sys.modules[__name__ + ".cuda"] = cuda
 from .types import (  # noqa: F401 - Numba's type objects and aliases
     b1, bool_, boolean, byte, c8, c16, char, complex64, complex128, double, f2, f4, f8,
     float16, float32, float64, float_, from_dtype, half, i1, i2, i4, i8, int8, int16, int32,

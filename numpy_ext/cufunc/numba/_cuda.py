@@ -1,4 +1,5 @@
-"""``numba.cuda`` as cufunc.numba spells it: the host API of cufunc.cuda (devices, streams,
+"""``numba.cuda`` as cufunc.numba spells it (imported as cufunc.numba.cuda; the file has another
+name because of numba-cuda's import hook, see __init__.py): the host API of cufunc.cuda (devices, streams,
 events, device arrays, pinned/mapped/managed memory, IPC) under Numba's names and call rules, and
 the device-side names cufunc compiles: ``jit(device=True)`` device functions, ``reduce`` /
 ``Reduce`` and ``local.array``, all translated with Numba's typing rules.
