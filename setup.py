@@ -92,7 +92,7 @@ core = Extension(
 
 setup(
     package_dir={"": "numpy_ext"},
-    packages=["cufunc", "cufunc.lang"],
+    packages=["cufunc", "cufunc.lang", "cufunc.numba", "cufunc.numba.core"],
     libraries=[core_lib],
     ext_modules=[core],
     cmdclass={"build_clib": BuildClib, "build_ext": BuildExt},

@@ -331,3 +331,14 @@ void cf_py_args_nep50(cf_py_arg *in, int n)
             in[i].weak = 0; /* dtype is already int64, float64 or complex128 */
     }
 }
+
+void cf_py_args_numba(cf_py_arg *in, int n)
+{
+    for (int i = 0; i < n; i++) {
+        cf_py_arg *a = &in[i];
+        int scalar = a->kind == CF_PY_ARG_SCALAR && a->value != NULL &&
+                     (a->pyscalar || PyBool_Check(a->value) || PyArray_IsScalar(a->value, Number));
+        a->weak = scalar;
+        a->pyscalar |= scalar;
+    }
+}

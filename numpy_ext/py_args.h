@@ -78,4 +78,11 @@ int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const ch
  * inputs and before resolving the loop, in every engine. */
 void cf_py_args_nep50(cf_py_arg *in, int n);
 
+/* Numba's rule instead (cufunc.numba's functions, numba-cuda's ufunc mechanism): every Python
+ * scalar and NumPy number scalar is a scalar, marked weak (the loop search's "scalar" flag under
+ * CF_LOOP_RULE_NUMBA), with its own dtype (int64, float64, complex128, bool; a NumPy scalar's);
+ * its value is converted to the loop's type as Numba converts it (np.array([v], dtype)). 0-d
+ * arrays and np.bool_ are arrays to Numba: strong. */
+void cf_py_args_numba(cf_py_arg *in, int n);
+
 #endif

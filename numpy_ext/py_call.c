@@ -265,7 +265,10 @@ int cf_py_call_classify_inputs(cf_py_call *c, PyObject *const *inputs)
         c->any_device |= c->in[i].kind == CF_PY_ARG_DEVICE;
         c->any_host |= c->in[i].kind == CF_PY_ARG_HOST;
     }
-    cf_py_args_nep50(c->in, c->nin);
+    if (c->numba)
+        cf_py_args_numba(c->in, c->nin);
+    else
+        cf_py_args_nep50(c->in, c->nin);
     step_mark(ST_CLASSIFY);
     return 0;
 }
@@ -441,6 +444,20 @@ static int copy_overlapping(cf_py_call *c)
 
 /* ---- step 10: deliver ----------------------------------------------------------------------- */
 
+/* A given host out= o filled from the device result res[o] (NumPy casts to its dtype); returns the
+ * out= object. out[o].keep is the array, or the gufunc's view of it with its core axes last, as
+ * the result has them. The copy waits for the launch (copy_to_host synchronises). */
+static PyObject *copy_into_host_out(cf_py_call *c, int o)
+{
+    PyObject *h = PyObject_CallMethod(c->res[o], "copy_to_host", NULL);
+    if (h == NULL)
+        return NULL;
+    PyObject *into = c->out[o].keep ? c->out[o].keep : c->outs[o];
+    int rc = PyArray_CopyInto((PyArrayObject *)into, (PyArrayObject *)h);
+    Py_DECREF(h);
+    return rc < 0 ? NULL : Py_NewRef(c->outs[o]);
+}
+
 /* Result o as the caller gets it (new reference). `wrapper` (may be NULL) turns a fresh device
  * result into the caller's array type. */
 static PyObject *deliver_one(cf_py_call *c, int o, PyObject *wrapper)
@@ -448,6 +465,8 @@ static PyObject *deliver_one(cf_py_call *c, int o, PyObject *wrapper)
     const cf_py_engine *e = c->engine;
     if (c->outs[o] != NULL && c->out[o].kind == CF_PY_ARG_DEVICE)
         return Py_NewRef(c->outs[o]); /* out= wins: the object given, whatever the inputs */
+    if (!c->host_result && c->outs[o] != NULL && c->out[o].kind == CF_PY_ARG_HOST && c->res[o])
+        return copy_into_host_out(c, o); /* device inputs, a NumPy out=: Numba's behaviour */
     if (!c->host_result) {
         if (c->outs[o] != NULL) /* a given device output that was not a device view: none */
             return Py_NewRef(c->outs[o]);
@@ -464,17 +483,11 @@ static PyObject *deliver_one(cf_py_call *c, int o, PyObject *wrapper)
         Py_DECREF(r);
         return w;
     }
+    if (c->outs[o] != NULL)
+        return copy_into_host_out(c, o);
     PyObject *h = PyObject_CallMethod(c->res[o], "copy_to_host", NULL);
     if (h == NULL)
         return NULL;
-    if (c->outs[o] != NULL) {
-        /* into the given host array (NumPy casts to its dtype); out[o].keep is the array, or the
-         * gufunc's view of it with its core axes last, as the result has them */
-        PyObject *into = c->out[o].keep ? c->out[o].keep : c->outs[o];
-        int rc = PyArray_CopyInto((PyArrayObject *)into, (PyArrayObject *)h);
-        Py_DECREF(h);
-        return rc < 0 ? NULL : Py_NewRef(c->outs[o]);
-    }
     if (e->present && (h = e->present(c, o, h, 1)) == NULL)
         return NULL;
     /* a 0-d result comes back as a NumPy scalar, as from NumPy */
@@ -544,6 +557,7 @@ void cf_py_call_init(cf_py_call *c, const cf_py_engine *engine, void *self, void
     c->have_where = 0;
     c->any_device = c->any_host = c->host_out = 0;
     c->host_result = c->scalar_results = 0;
+    c->numba = 0;
     c->reshaped = 0;
     c->pl.resolved = NULL;
     c->result = NULL;
@@ -784,7 +798,27 @@ int cf_py_func_head_init(CfPyFuncHead *f, int nin, int nout, PyObject *name, PyO
     f->doc = Py_NewRef(doc);
     f->compiler = Py_NewRef(compiler);
     f->loops = PyList_New(0);
+    f->numba = 0;
     return f->loops ? 0 : -1;
+}
+
+int cf_py_parse_rules(PyObject *rules, const char *what)
+{
+    if (rules == NULL || rules == Py_None)
+        return 0;
+    if (PyUnicode_Check(rules)) {
+        if (PyUnicode_CompareWithASCIIString(rules, "numpy") == 0)
+            return 0;
+        if (PyUnicode_CompareWithASCIIString(rules, "numba") == 0)
+            return 1;
+    }
+    PyErr_Format(PyExc_ValueError, "%s: rules must be 'numpy' or 'numba', not %R", what, rules);
+    return -1;
+}
+
+PyObject *cf_py_func_get_rules(PyObject *self, void *c)
+{
+    return PyUnicode_FromString(((CfPyFuncHead *)self)->numba ? "numba" : "numpy");
 }
 
 int cf_py_func_traverse(PyObject *self, visitproc visit, void *arg)

@@ -105,6 +105,8 @@ struct cf_py_call {
     int any_device, any_host, host_out; /* where the operands are (set by prepare) */
     int host_result;      /* results are copied back to NumPy (set by prepare) */
     int scalar_results;   /* fresh 0-d host results come back as NumPy scalars (set by prepare) */
+    int numba;            /* the called function's Numba call rules (set by prepare, before
+                           * classifying: cf_py_call_classify_inputs reads it) */
     int reshaped;         /* outer: the in[] views have extent-1 axes their host arrays lack */
     cf_py_place pl;
     PyObject *res[CF_PY_MAX_ARGS]; /* owned: the device arrays of outputs not given on the device */
@@ -129,7 +131,8 @@ PyObject *cf_py_call_run(cf_py_call *c);
 void cf_py_call_clear(cf_py_call *c);
 
 /* Step 1 helper: classify the c->nin inputs into c->in (counting them in nin_done, for the
- * cleanup), note whether any is on the device or the host, and apply the NEP 50 rule. */
+ * cleanup), note whether any is on the device or the host, and apply the NEP 50 rule (Numba's
+ * scalar rule when c->numba: cf_py_args_numba). */
 int cf_py_call_classify_inputs(cf_py_call *c, PyObject *const *inputs);
 /* Step 1 helper: classify given output o (c->outs[o] != NULL) into c->out[o]: a device view
  * (any_device), or a writable NumPy array (host_out; kept in out[o].keep). `argname` names it in
@@ -190,7 +193,10 @@ static inline PyObject *cf_py_pack_results(PyObject *const *objs, int n)
         unsigned char key[2 * CF_PY_MAX_ARGS + 1];                                                \
         int loop;                                                                                 \
     } cache[CF_PY_LOOP_CACHE];                                                                    \
-    int cache_next;
+    int cache_next;                                                                               \
+    /* Numba's call rules (cufunc.numba, set at construction: rules="numba"): the loop choice and \
+     * the conversion of scalars of numba-cuda's ufunc mechanism (cf_loop_rule, cufunc/ufunc.h) */\
+    int numba;
 typedef struct {
     CF_PY_FUNC_HEAD
 } CfPyFuncHead;
@@ -241,6 +247,9 @@ static inline void cf_py_func_loops_changed(CfPyFuncHead *f)
  * NumPy's 'ff->f' spelling of loops from their types. */
 int cf_py_func_head_init(CfPyFuncHead *f, int nin, int nout, PyObject *name, PyObject *doc,
                          PyObject *compiler);
+/* The constructors' rules= argument: "numpy" (or NULL/None) 0, "numba" 1; -1 with TypeError. */
+int cf_py_parse_rules(PyObject *rules, const char *what);
+PyObject *cf_py_func_get_rules(PyObject *self, void *c);
 int cf_py_func_traverse(PyObject *self, visitproc visit, void *arg);
 int cf_py_func_clear(PyObject *self);
 void cf_py_func_dealloc_head(PyObject *self);
@@ -263,6 +272,8 @@ PyObject *cf_py_func_get_compiler(PyObject *self, void *c);
     {"__name__", cf_py_func_get_name, NULL, "the " what "'s name", NULL},                         \
     {"__doc__", cf_py_func_get_doc, cf_py_func_set_doc, "the " what "'s docstring", NULL},        \
     {"compiler", cf_py_func_get_compiler, NULL, "the loop compiler of a dynamic " what ", or None",\
+     NULL},                                                                                       \
+    {"rules", cf_py_func_get_rules, NULL, "the call rules: 'numpy', or 'numba' (cufunc.numba)",    \
      NULL}
 
 #endif

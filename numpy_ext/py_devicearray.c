@@ -2025,6 +2025,9 @@ static PySequenceMethods da_as_sequence = {
     .sq_item = (ssizeargfunc)da_item,
 };
 
+/* object.__hash__: by identity */
+static Py_hash_t da_hash(PyObject *self) { return PyBaseObject_Type.tp_hash(self); }
+
 PyTypeObject CfPyDeviceArray_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "cufunc._core.DeviceArray",
@@ -2033,11 +2036,12 @@ PyTypeObject CfPyDeviceArray_Type = {
     .tp_repr = (reprfunc)da_repr,
     .tp_as_sequence = &da_as_sequence,
     .tp_as_mapping = &da_as_mapping,
-    /* operators and comparisons through the GPU twins of NumPy's ufuncs (py_twins.c); unhashable,
-     * as a NumPy array, since == is element-wise */
+    /* operators and comparisons through the GPU twins of NumPy's ufuncs (py_twins.c); == stays
+     * element-wise, but the hash is the identity's, as Numba's device arrays have it (dict keys,
+     * sets: a lookup finds the same object by identity before == is asked) */
     .tp_as_number = &cf_py_twins_as_number,
     .tp_richcompare = cf_py_twins_richcompare,
-    .tp_hash = PyObject_HashNotImplemented,
+    .tp_hash = da_hash,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "An array in GPU memory (cuda.DeviceNDArray): a strided view that keeps its memory "
               "alive. Made by cuda.to_device, cuda.device_array, cuda.as_cuda_array, "

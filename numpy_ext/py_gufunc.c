@@ -37,8 +37,11 @@ static int resolve(CfPyGUFunc *self, const cf_py_arg *args, const int *out_dt, i
     size_t klen = 2 * (size_t)self->nin;
     if ((*loop = cf_py_cache_find(head, key, klen)) >= 0)
         return 0;
-    cf_status st = cf_gufunc_resolve(self->gu, in, weak, loop);
     int dynamic = cf_py_func_dynamic(head);
+    cf_loop_rule rule = self->numba ? CF_LOOP_RULE_NUMBA : CF_LOOP_RULE_NUMPY;
+    if (self->numba && dynamic)
+        memset(weak, 0, sizeof weak); /* Numba types a scalar by its own dtype (np.asarray's) */
+    cf_status st = cf_gufunc_resolve_rule(self->gu, in, weak, rule, loop);
     if (st == CF_OK && dynamic) {
         /* a dynamic gufunc compiles a loop for new input dtypes rather than casting to an older
          * loop's (weak scalars match by kind, as NEP 50 has them) */
@@ -56,7 +59,7 @@ static int resolve(CfPyGUFunc *self, const cf_py_arg *args, const int *out_dt, i
         PyObject *ot = it ? cf_py_type_objects(self->nout, outs, NULL) : NULL;
         if (cf_py_func_compile(head, it, ot, add_loop_from) < 0)
             return -1;
-        st = cf_gufunc_resolve(self->gu, in, weak, loop);
+        st = cf_gufunc_resolve_rule(self->gu, in, weak, rule, loop);
     }
     if (st != CF_OK)
         return cf_py_fail(st, NULL);
@@ -289,12 +292,8 @@ static int gu_classify(cf_py_call *c, int *out_dt)
                              nin + o + 1, nin + p + 1);
                 return -1;
             }
-    if (c->host_out && c->any_device) {
-        PyErr_Format(PyExc_TypeError, "gufunc '%s': out= is a host (NumPy) array but an input or "
-                     "output is on the device; pass device arrays as out=, or copy to the host",
-                     c->name);
-        return -1;
-    }
+    /* a host out= beside device operands: computed on the device, then copied into it (as Numba
+     * does; cf_py_call_deliver) */
     return 0;
 }
 
@@ -400,6 +399,55 @@ static int numba_scalar_cast(CfPyGUFunc *self, cf_py_call *c)
     return 0;
 }
 
+/* Numba's gufunc schedule (numba-cuda's GUFuncEngine.schedule): the loop dimensions are the outer
+ * shape of the first input with the most iterations, and inputs whose outer shape is (1,) are
+ * "pinned" to every iteration. NumPy's broadcasting agrees except when that outer shape is ():
+ * then NumPy's loop shape is (1,), Numba's (), so a '()' argument given as a one-element array
+ * beside a core-shaped one, `(n),()->(n)` with shapes (4,), (1,), makes an (n,) result. Those
+ * inputs lose their leading 1 here, before cf_gufunc_bind. */
+static int numba_schedule(CfPyGUFunc *self, cf_py_call *c)
+{
+    const cf_layout *L = cf_gufunc_layout(self->gu);
+    int64_t best = -1;
+    int first = -1;
+    for (int i = 0; i < c->nin; i++) {
+        const cf_py_arg *a = &c->in[i];
+        int outer = a->kind == CF_PY_ARG_SCALAR ? 0 : a->view.ndim - L->ndims[i];
+        int64_t n = 1;
+        for (int k = 0; k < outer; k++)
+            n *= a->view.shape[k];
+        if (outer >= 0 && n > best) {
+            best = n;
+            first = i;
+        }
+    }
+    if (first < 0 || c->in[first].kind != CF_PY_ARG_SCALAR &&
+                         c->in[first].view.ndim != L->ndims[first])
+        return 0; /* the loop dimensions are not (): NumPy's broadcasting gives Numba's shape */
+    for (int i = 0; i < c->nin; i++) {
+        cf_py_arg *a = &c->in[i];
+        if (a->kind == CF_PY_ARG_SCALAR || a->view.ndim != L->ndims[i] + 1 || a->view.shape[0] != 1)
+            continue;
+        if (a->kind == CF_PY_ARG_HOST) {
+            npy_intp dims[CF_MAX_DIMS];
+            for (int k = 1; k < a->view.ndim; k++)
+                dims[k - 1] = (npy_intp)a->view.shape[k];
+            PyArray_Dims pd = {dims, a->view.ndim - 1};
+            PyObject *v = PyArray_Newshape((PyArrayObject *)a->keep, &pd, NPY_ANYORDER);
+            if (v == NULL)
+                return -1;
+            Py_SETREF(a->keep, v);
+            cf_py_arg_host_view(a, (PyArrayObject *)v);
+        } else {
+            memmove(a->view.shape, a->view.shape + 1, sizeof(int64_t) * (size_t)(a->view.ndim - 1));
+            memmove(a->view.strides, a->view.strides + 1,
+                    sizeof(int64_t) * (size_t)(a->view.ndim - 1));
+            a->view.ndim--;
+        }
+    }
+    return 0;
+}
+
 /* Steps 1-3: classify, axes, loop, casting checks, shapes (cf_gufunc_bind). Needs no GPU for host
  * and scalar arguments. Results are DeviceArrays when anything is on the device. */
 static int gu_prepare(cf_py_call *c)
@@ -409,10 +457,14 @@ static int gu_prepare(cf_py_call *c)
     const int nin = c->nin, nout = c->nout, nops = nin + nout;
     int out_dt[GU_PY_MAX_ARGS];
     memset(S->has_out, 0, sizeof S->has_out);
+    c->numba = self->numba;
     if (gu_classify(c, out_dt) < 0 || gu_apply_axes(c) < 0)
         return -1;
+    if (c->numba && numba_schedule(self, c) < 0)
+        return -1;
     c->host_result = !c->any_device;
-    c->scalar_results = 1; /* a 0-d result comes back as a NumPy scalar, as from NumPy's gufuncs */
+    /* a 0-d result comes back as a NumPy scalar, as from NumPy's gufuncs (Numba: a 0-d array) */
+    c->scalar_results = !c->numba;
 
     /* the loop; casting of inputs and given outputs */
     cf_casting casting;
@@ -421,8 +473,8 @@ static int gu_prepare(cf_py_call *c)
     if (resolve(self, c->in, out_dt, &S->loop) < 0) {
         PyObject *et, *ev, *tb;
         int r;
-        if (!PyErr_ExceptionMatches(PyExc_TypeError))
-            return -1;
+        if (self->numba || !PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1; /* Numba's rule already converts scalars (cf_gufunc_resolve_rule) */
         PyErr_Fetch(&et, &ev, &tb);
         r = numba_scalar_cast(self, c);
         if (r <= 0) {
@@ -442,7 +494,8 @@ static int gu_prepare(cf_py_call *c)
             return -1;
     }
     cf_gufunc_loop_types(self->gu, S->loop, S->types, S->arg_ndim);
-    for (int i = 0; i < nin; i++)
+    /* Numba converts the inputs to the loop's types whatever they are (astype) */
+    for (int i = 0; i < nin && !c->numba; i++)
         if (!c->in[i].weak && !cf_can_cast(c->in[i].dtype, S->types[i], casting)) {
             PyErr_Format(PyExc_TypeError, "Cannot cast gufunc '%s' input %d from dtype('%s') to "
                          "dtype('%s') with casting rule '%s'", c->name, i,
@@ -673,6 +726,36 @@ done:
     return r;
 }
 
+/* The loop a call with these arguments takes: its types, inputs then outputs, as np.dtypes (the
+ * call's own steps 1-3; no GPU for host and scalar arguments). */
+static PyObject *gufunc_resolve_types(CfPyGUFunc *self, PyObject *args, PyObject *kwargs)
+{
+    gu_call g;
+    if (parse_call(self, args, kwargs, &g) < 0)
+        return NULL;
+    const char *name = PyUnicode_AsUTF8(self->name);
+    if (name == NULL)
+        return NULL;
+    cf_py_call c;
+    gu_state S;
+    S.call = &g;
+    cf_py_call_init(&c, &GU_ENGINE, self, &S, name, "gufunc", self->nin, self->nout, g.outs,
+                    g.stream);
+    PyObject *r = NULL;
+    if (gu_prepare(&c) == 0) {
+        r = PyTuple_New(self->nin + self->nout);
+        for (int i = 0; r && i < self->nin + self->nout; i++) {
+            PyObject *d = (PyObject *)cf_py_descr_from_dtype(S.types[i]);
+            if (d == NULL)
+                Py_CLEAR(r);
+            else
+                PyTuple_SET_ITEM(r, i, d);
+        }
+    }
+    cf_py_call_clear(&c);
+    return r;
+}
+
 /* ---- construction and loops ------------------------------------------------------------------- */
 
 /* spec = (types, arg_ndim, source, fn_name[, options[, captures]]); captures: the loop's captured
@@ -758,10 +841,13 @@ static PyObject *gufunc_add_loop(CfPyGUFunc *self, PyObject *args)
 
 static PyObject *gufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"name", "signature", "doc", "compiler", NULL};
-    PyObject *name, *sigobj, *doc = Py_None, *compiler = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO|OO:GUFunc", kw, &name, &sigobj, &doc,
-                                     &compiler))
+    static char *kw[] = {"name", "signature", "doc", "compiler", "rules", NULL};
+    PyObject *name, *sigobj, *doc = Py_None, *compiler = Py_None, *rules = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO|OO$O:GUFunc", kw, &name, &sigobj, &doc,
+                                     &compiler, &rules))
+        return NULL;
+    int numba = cf_py_parse_rules(rules, "GUFunc");
+    if (numba < 0)
         return NULL;
     cf_layout check; /* a bad layout raises SignatureError, as guvectorize's does */
     if (cf_py_parse_layout_text(sigobj, &check) < 0)
@@ -789,6 +875,7 @@ static PyObject *gufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         Py_DECREF(self);
         return NULL;
     }
+    self->numba = numba;
     return (PyObject *)self;
 }
 
@@ -839,6 +926,9 @@ static PyMethodDef gufunc_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "kernel_source(*args, **kwargs): the CUDA C of the kernel a call with these arguments "
      "launches."},
+    {"resolve", (PyCFunction)(void (*)(void))gufunc_resolve_types, METH_VARARGS | METH_KEYWORDS,
+     "resolve(*args, **kwargs): the types (np.dtype, inputs then outputs) of the loop a call with "
+     "these arguments takes, under the gufunc's rules (NumPy's or Numba's)."},
     {NULL},
 };
 

@@ -72,13 +72,16 @@ static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_cas
     if ((*loop = cached_loop(self, key)) >= 0)
         return 0;
     int dynamic = cf_py_func_dynamic(head);
+    cf_loop_rule rule = self->numba ? CF_LOOP_RULE_NUMBA : CF_LOOP_RULE_NUMPY;
+    if (self->numba && dynamic)
+        memset(weak, 0, sizeof weak); /* Numba types a scalar by its own dtype (np.asarray's) */
     for (int attempt = 0; attempt < 2; attempt++) {
         int found = -1;
         if (out_dtype < 0) {
             /* a ufunc that compiles on demand gets a loop of its own for new input types, as
              * its body means for them, rather than a cast into an earlier loop */
             cf_status rs = dynamic ? cf_ufunc_find_exact(self->uf, in, weak, &found)
-                                   : cf_ufunc_resolve(self->uf, in, weak, &found);
+                                   : cf_ufunc_resolve_rule(self->uf, in, weak, rule, &found);
             if (rs != CF_OK)
                 found = -1;
         } else {
@@ -98,7 +101,7 @@ static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_cas
                                add_loop_from) < 0)
             return -1;
     }
-    cf_status st = cf_ufunc_resolve(self->uf, in, weak, loop);
+    cf_status st = cf_ufunc_resolve_rule(self->uf, in, weak, rule, loop);
     if (st == CF_OK && out_dtype >= 0) {
         PyErr_Format(PyExc_TypeError, "ufunc '%U' has no loop producing %s for these inputs",
                      self->name, cf_dtype_name((cf_dtype)out_dtype));
@@ -154,12 +157,8 @@ static int uf_classify(cf_py_call *c)
         if (c->outs[o] != NULL && cf_py_call_classify_out(c, o, cf_py_out_name(o), NULL) < 0)
             return -1;
     }
-    if (c->host_out && c->any_device) {
-        PyErr_Format(PyExc_TypeError, "ufunc '%s': out= is a host (NumPy) array but an input is "
-                     "on the device; pass a device array as out=, or copy the input to the host",
-                     c->name);
-        return -1;
-    }
+    /* a host out= beside device inputs: computed on the device, then copied into it (as Numba
+     * does; cf_py_call_deliver) */
     if (u->where == NULL || u->where == Py_True)
         return 0;
     /* where=False (or a false scalar): nothing is written; outputs are still allocated */
@@ -280,6 +279,15 @@ static int uf_plan(cf_py_call *c)
         ndims[nshapes] = c->where.view.ndim;
         shapes[nshapes++] = c->where.view.shape;
     }
+    /* Numba makes each scalar a one-element array: a call on scalars alone gives shape (1,) */
+    static const int64_t one[1] = {1};
+    int all_scalar = 1;
+    for (int i = 0; i < nin; i++)
+        all_scalar &= c->in[i].kind == CF_PY_ARG_SCALAR;
+    if (c->numba && all_scalar) {
+        ndims[nshapes] = 1;
+        shapes[nshapes++] = one;
+    }
     cf_status st = cf_broadcast_shapes(nshapes, ndims, shapes, &S->ndim, S->shape);
     if (st != CF_OK)
         return cf_py_fail(st, NULL);
@@ -301,12 +309,13 @@ static int uf_plan(cf_py_call *c)
  * else copied back, a NumPy scalar when every input was a scalar, as NumPy does. */
 static int uf_prepare(cf_py_call *c)
 {
+    c->numba = ((CfPyUFunc *)c->self)->numba;
     if (uf_classify(c) < 0 || uf_resolve(c) < 0 || uf_plan(c) < 0)
         return -1;
     int all_scalar = !c->any_device && !c->any_host && !c->host_out &&
                      (c->have_where != 1 || c->where.kind == CF_PY_ARG_SCALAR);
     c->host_result = !(c->any_device || (!c->host_out && !c->any_host && !all_scalar));
-    c->scalar_results = all_scalar;
+    c->scalar_results = all_scalar && !c->numba;
     return 0;
 }
 
@@ -821,11 +830,14 @@ static PyObject *ufunc_add_loop(CfPyUFunc *self, PyObject *args)
 
 static PyObject *ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"name", "nin", "nout", "identity", "doc", "compiler", NULL};
-    PyObject *name, *identity = Py_None, *doc = Py_None, *compiler = Py_None;
+    static char *kw[] = {"name", "nin", "nout", "identity", "doc", "compiler", "rules", NULL};
+    PyObject *name, *identity = Py_None, *doc = Py_None, *compiler = Py_None, *rules = NULL;
     int nin, nout;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Uii|OOO:UFunc", kw, &name, &nin, &nout,
-                                     &identity, &doc, &compiler))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Uii|OOO$O:UFunc", kw, &name, &nin, &nout,
+                                     &identity, &doc, &compiler, &rules))
+        return NULL;
+    int numba = cf_py_parse_rules(rules, "UFunc");
+    if (numba < 0)
         return NULL;
     if (compiler != Py_None && !PyCallable_Check(compiler)) {
         PyErr_SetString(PyExc_TypeError, "UFunc: compiler must be callable or None");
@@ -845,6 +857,7 @@ static PyObject *ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         Py_DECREF(self);
         return NULL;
     }
+    self->numba = numba;
     return (PyObject *)self;
 }
 
@@ -896,20 +909,56 @@ static PyObject *get_types(CfPyUFunc *self, void *c)
 
 /* The generated kernel source of a call with these arguments (host arrays are described as if on
  * the device, contiguous); for inspection. No GPU needed when the inputs are host objects. */
+/* The inputs of a call (classified into in[], *n of them) and the loop it takes, as the call
+ * resolves them (no GPU for host objects). 0 or -1; in[0..*n) to clear either way. */
+static int resolve_call(CfPyUFunc *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames, cf_py_arg *in, int *n, int *loop)
+{
+    uf_call c;
+    *n = 0;
+    if (parse_call(self, args, nargs, kwnames, &c, 0) < 0)
+        return -1;
+    for (; *n < self->nin; (*n)++)
+        if (cf_py_arg_classify(c.inputs[*n], &in[*n], cf_py_arg_name(*n)) < 0)
+            return -1;
+    if (self->numba)
+        cf_py_args_numba(in, *n);
+    else
+        cf_py_args_nep50(in, *n);
+    return resolve(self, in, -1, CF_CAST_SAME_KIND, loop);
+}
+
+/* The loop a call with these inputs takes: its types, inputs then outputs, as np.dtypes. */
+static PyObject *ufunc_resolve(CfPyUFunc *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    cf_py_arg in[UF_MAX_ARGS];
+    int n, loop;
+    PyObject *r = NULL;
+    if (resolve_call(self, args, nargs, kwnames, in, &n, &loop) == 0) {
+        cf_dtype types[2 * UF_MAX_ARGS];
+        cf_ufunc_loop_types(self->uf, loop, types);
+        r = PyTuple_New(self->nin + self->nout);
+        for (int i = 0; r && i < self->nin + self->nout; i++) {
+            PyObject *d = descr_obj(types[i]);
+            if (d == NULL)
+                Py_CLEAR(r);
+            else
+                PyTuple_SET_ITEM(r, i, d);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        cf_py_arg_clear(&in[i]);
+    return r;
+}
+
 static PyObject *ufunc_kernel_source(CfPyUFunc *self, PyObject *const *args, Py_ssize_t nargs,
                                      PyObject *kwnames)
 {
-    uf_call c;
-    if (parse_call(self, args, nargs, kwnames, &c, 0) < 0)
-        return NULL;
     cf_py_arg in[UF_MAX_ARGS];
     int n = 0, loop;
     PyObject *r = NULL;
-    for (; n < self->nin; n++)
-        if (cf_py_arg_classify(c.inputs[n], &in[n], cf_py_arg_name(n)) < 0)
-            goto done;
-    cf_py_args_nep50(in, n); /* as the call does */
-    if (resolve(self, in, -1, CF_CAST_SAME_KIND, &loop) < 0)
+    if (resolve_call(self, args, nargs, kwnames, in, &n, &loop) < 0)
         goto done;
     cf_dtype types[UF_MAX_ARGS];
     cf_ufunc_loop_types(self->uf, loop, types);
@@ -977,6 +1026,10 @@ static PyMethodDef ufunc_methods[] = {
      "vectorize); captures: (symbol, device array, label) for each captured device array."},
     {"kernel_source", (PyCFunction)(void (*)(void))ufunc_kernel_source, METH_FASTCALL | METH_KEYWORDS,
      "kernel_source(*inputs): the CUDA C of the kernel a call with these inputs launches."},
+    {"resolve", (PyCFunction)(void (*)(void))ufunc_resolve, METH_FASTCALL | METH_KEYWORDS,
+     "resolve(*inputs): the types (np.dtype, inputs then outputs) of the loop a call with these "
+     "inputs takes, under the ufunc's rules (NumPy's or Numba's); no GPU needed for host "
+     "inputs."},
     {NULL},
 };
 

@@ -248,8 +248,8 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
 /* ---- loop resolution ---------------------------------------------------------------------- */
 
 
-cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsigned char *weak,
-                            int *loop)
+cf_status cf_gufunc_resolve_rule(const cf_gufunc *g, const cf_dtype *in,
+                                 const unsigned char *weak, cf_loop_rule rule, int *loop)
 {
     if (!g || !in || !loop)
         return cf_error_set(CF_ERR_INVALID, "cf_gufunc_resolve: NULL argument");
@@ -257,12 +257,19 @@ cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsign
         if (!cf_dtype_valid(in[i]))
             return cf_error_set(CF_ERR_TYPE, "cf_gufunc_resolve: input %d has an invalid dtype",
                                 i + 1);
+    int mode = rule == CF_LOOP_RULE_NUMBA ? CF_LOOPS_NUMBA_GUFUNC : CF_LOOPS_NUMPY;
     if (g->nloops &&
         (*loop = cf_loops_find(g->loops[0].types, sizeof g->loops[0], g->nloops, g->nin, in, weak,
-                               2)) >= 0)
+                               2, mode)) >= 0)
         return CF_OK;
-    return cf_loops_no_match("gufunc", g->name, g->nloops ? g->loops[0].types : NULL,
+    return cf_loops_no_match(mode, "gufunc", g->name, g->nloops ? g->loops[0].types : NULL,
                              sizeof(gu_loop), g->nloops, g->nin, g->nout, in, weak);
+}
+
+cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsigned char *weak,
+                            int *loop)
+{
+    return cf_gufunc_resolve_rule(g, in, weak, CF_LOOP_RULE_NUMPY, loop);
 }
 
 /* ---- shapes ------------------------------------------------------------------------------- */

@@ -183,36 +183,67 @@ static const cf_dtype *row(const cf_dtype *types, size_t stride, int l)
     return (const cf_dtype *)((const char *)types + (size_t)l * stride);
 }
 
-int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, const cf_dtype *in,
-                  const unsigned char *weak, int passes)
+/* Whether input i (dtype `in`, weak/scalar flag `w`) takes loop type `t` in pass `pass` of rule
+ * `mode` (loopfn.h). */
+static int input_takes(int mode, int pass, cf_dtype in, int w, cf_dtype t)
 {
-    for (int pass = 0; pass < passes; pass++)
+    switch (mode) {
+    case CF_LOOPS_NUMBA_UFUNC:
+        return in == t || (pass == 1 && w);
+    case CF_LOOPS_NUMBA_GUFUNC:
+        return in == t || (pass == 1 && cf_can_cast_safe(t, in));
+    default:
+        if (w)
+            return cf_weak_reaches(in, t);
+        return pass == 0 ? in == t : cf_can_cast_safe(in, t);
+    }
+}
+
+int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, const cf_dtype *in,
+                  const unsigned char *weak, int passes, int mode)
+{
+    for (int pass = 0; pass < passes; pass++) {
+        int found = -1;
         for (int l = 0; l < nloops; l++) {
             const cf_dtype *t = row(types, stride, l);
             int ok = 1;
-            for (int i = 0; i < nin && ok; i++) {
-                if (weak && weak[i])
-                    ok = cf_weak_reaches(in[i], t[i]);
-                else
-                    ok = pass == 0 ? in[i] == t[i] : cf_can_cast_safe(in[i], t[i]);
-            }
-            if (ok)
+            for (int i = 0; i < nin && ok; i++)
+                ok = input_takes(mode, pass, in[i], weak && weak[i], t[i]);
+            if (!ok)
+                continue;
+            /* Numba's ufunc rule: loops that differ only in the scalars' types are ambiguous */
+            if (mode != CF_LOOPS_NUMBA_UFUNC || pass == 0)
                 return l;
+            if (found >= 0)
+                return -2;
+            found = l;
         }
+        if (found >= 0)
+            return found;
+    }
     return -1;
 }
 
-cf_status cf_loops_no_match(const char *what, const char *name, const cf_dtype *types,
+cf_status cf_loops_no_match(int mode, const char *what, const char *name, const cf_dtype *types,
                             size_t stride, int nloops, int nin, int nout, const cf_dtype *in,
                             const unsigned char *weak)
 {
     cf_strbuf m = {0};
+    const int numba = mode != CF_LOOPS_NUMPY;
     cf_strbuf_printf(&m, "%s '%s' not supported for the input types (", what, name);
     for (int i = 0; i < nin; i++)
-        cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "", weak && weak[i] ? "Python " : "",
+        cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "",
+                         weak && weak[i] ? (numba ? "scalar " : "Python ") : "",
                          cf_dtype_name(in[i]));
-    cf_strbuf_printf(&m, "), and the inputs could not be safely coerced to any supported types "
-                         "according to the casting rule 'safe'; its loops are:");
+    if (mode == CF_LOOPS_NUMBA_UFUNC)
+        cf_strbuf_printf(&m, "): under Numba's rules array inputs must have a loop's types "
+                             "exactly (casting='no'; scalars are converted); its loops are:");
+    else if (mode == CF_LOOPS_NUMBA_GUFUNC)
+        cf_strbuf_printf(&m, "): under Numba's rules an input matches a loop whose type casts "
+                             "safely to the input's type; its loops are:");
+    else
+        cf_strbuf_printf(&m, "), and the inputs could not be safely coerced to any supported "
+                             "types according to the casting rule 'safe'; its loops are:");
     for (int l = 0; l < nloops; l++) {
         const cf_dtype *t = row(types, stride, l);
         cf_strbuf_printf(&m, " (");

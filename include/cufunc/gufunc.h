@@ -76,6 +76,10 @@ CF_API cf_status cf_gufunc_loop_types(const cf_gufunc *g, int loop, cf_dtype *ty
 CF_API cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in_types,
                                    const unsigned char *weak, int *loop);
 
+/* cf_gufunc_resolve under a rule (cf_loop_rule, cufunc/ufunc.h: Numba's for cufunc.numba). */
+CF_API cf_status cf_gufunc_resolve_rule(const cf_gufunc *g, const cf_dtype *in_types,
+                                        const unsigned char *weak, cf_loop_rule rule, int *loop);
+
 /* ---- shapes --------------------------------------------------------------------------------- */
 
 /* The outcome of binding a call's operands to the layout. */

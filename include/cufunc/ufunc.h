@@ -71,6 +71,17 @@ CF_API cf_status cf_ufunc_loop_types(const cf_ufunc *u, int loop, cf_dtype *type
  * listing the input dtypes and the loops. */
 CF_API cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in_types,
                                   const unsigned char *weak, int *loop);
+/* How a call picks its loop. CF_LOOP_RULE_NUMPY: cf_ufunc_resolve's rule (NumPy's). NUMBA: the
+ * rule of Numba's CUDA ufuncs (cufunc.numba): weak[i] then marks any scalar input (a Python or
+ * NumPy scalar, by its own dtype); a loop all of whose types equal the inputs' first, else the
+ * loop whose types equal the array inputs' (scalars match any type, and are converted to it by
+ * the caller), which must be the only one (several: CF_ERR_TYPE, ambiguous). For a gufunc
+ * (cf_gufunc_resolve_rule) Numba's rule is: an exact match, else the first loop whose type for
+ * each input casts safely to the input's dtype (the caller converts the inputs to the loop's
+ * types). */
+typedef enum { CF_LOOP_RULE_NUMPY = 0, CF_LOOP_RULE_NUMBA = 1 } cf_loop_rule;
+CF_API cf_status cf_ufunc_resolve_rule(const cf_ufunc *u, const cf_dtype *in_types,
+                                       const unsigned char *weak, cf_loop_rule rule, int *loop);
 /* Only the first pass of cf_ufunc_resolve: a loop taking exactly these input dtypes (weak scalars
  * matching by kind). Ufuncs that compile loops on demand use this, so that new input types get a
  * loop of their own rather than a cast into an earlier one. CF_ERR_TYPE when there is none. */

@@ -20,11 +20,18 @@ complex; its dtype is int64, float64 or complex128; a Python bool is a strong bo
    on demand), the first loop every strong input reaches by "safe" casting and every weak input
    by kind. A weak input reaches a loop type of its kind or a higher one (never bool); it then
    takes that type, and a value out of its range is NumPy's OverflowError.
+
+Functions with Numba's call rules (``rules='numba'``, what cufunc.numba makes) choose as
+numba-cuda does (``rule=`` of find(): src/loopfn.c's CF_LOOPS_NUMBA_UFUNC / _GUFUNC; which inputs
+are scalars: numba_scalars, py_args.c's ``cf_py_args_numba``).
 """
 import numpy as np
 
-__all__ = ["nep50", "weak_reaches", "find", "no_match_message", "weak_arg_type",
-           "gufunc_scalar_fallback"]
+__all__ = ["nep50", "numba_scalars", "weak_reaches", "find", "no_match_message", "weak_arg_type",
+           "gufunc_scalar_fallback", "RULES"]
+
+# find()'s rules: NumPy's, numba-cuda's ufunc mechanism, numba-cuda's gufunc loop search
+RULES = ("numpy", "numba-ufunc", "numba-gufunc")
 
 # cf_dtype_kind_order
 _KIND_ORDER = {"b": 0, "u": 1, "i": 2, "f": 3, "c": 4}
@@ -62,26 +69,44 @@ def nep50(in_dtypes, weak):
     return tuple(out)
 
 
-def find(loops, nin, in_dtypes, weak=None, passes=2):
-    """cf_loops_find: the index of the loop (a dtype tuple, inputs first) the inputs take, or -1.
-    passes=1: exact matches only (a ufunc that compiles loops on demand makes a new loop rather
-    than casting into an older one)."""
+def numba_scalars(values):
+    """cf_py_args_numba: which call arguments Numba takes as scalars (converted to the loop's
+    type): Python bool/int/float/complex and NumPy number scalars; not np.bool_ nor 0-d arrays,
+    which are arrays to Numba."""
+    return tuple(isinstance(v, (bool, int, float, complex, np.number)) for v in values)
+
+
+def _takes(rule, p, dt, w, t):
+    if rule == "numba-ufunc":
+        return dt == t or (p == 1 and w)
+    if rule == "numba-gufunc":
+        return dt == t or (p == 1 and bool(np.can_cast(t, dt, "safe")))
+    if w:
+        return weak_reaches(dt, t)
+    return dt == t if p == 0 else bool(np.can_cast(dt, t, "safe"))
+
+
+def find(loops, nin, in_dtypes, weak=None, passes=2, rule="numpy"):
+    """cf_loops_find: the index of the loop (a dtype tuple, inputs first) the inputs take, or -1
+    (-2: ambiguous, under Numba's ufunc rule). passes=1: exact matches only (a ufunc that
+    compiles loops on demand makes a new loop rather than casting into an older one). rule: one
+    of RULES; under the Numba rules weak[k] marks a scalar (numba_scalars)."""
+    if rule not in RULES:
+        raise ValueError("rule must be one of %s, not %r" % (RULES, rule))
     in_dtypes = [np.dtype(t) for t in in_dtypes]
     for p in range(passes):
+        found = -1
         for i, lp in enumerate(loops):
-            ok = True
-            for k in range(nin):
-                t = np.dtype(lp[k])
-                if weak is not None and weak[k]:
-                    ok = weak_reaches(in_dtypes[k], t)
-                elif p == 0:
-                    ok = in_dtypes[k] == t
-                else:
-                    ok = bool(np.can_cast(in_dtypes[k], t, "safe"))
-                if not ok:
-                    break
-            if ok:
+            if not all(_takes(rule, p, in_dtypes[k], weak is not None and weak[k],
+                              np.dtype(lp[k])) for k in range(nin)):
+                continue
+            if rule != "numba-ufunc" or p == 0:
                 return i
+            if found >= 0:
+                return -2   # several loops differ only in the scalars' types
+            found = i
+        if found >= 0:
+            return found
     return -1
 
 

@@ -10,7 +10,7 @@ import warnings
 
 from .errors import RedundantOptionWarning
 
-__all__ = ["check"]
+__all__ = ["check", "check_typing", "translate_options", "call_rules", "TYPINGS"]
 
 
 def check(where, options, named=(), accepted=(), stacklevel=3):
@@ -36,3 +36,28 @@ def check(where, options, named=(), accepted=(), stacklevel=3):
     if "nopython" in options:
         warnings.warn("%s: nopython=True is redundant: cufunc always compiles without Python "
                       "objects" % where, RedundantOptionWarning, stacklevel=stacklevel)
+
+
+TYPINGS = ("numpy", "numba")
+
+
+def check_typing(where, typing):
+    """The decorators' typing= keyword: "numpy" (the kernel language's NumPy 2 meaning,
+    LANGUAGE.md) or "numba" (Numba's typing rules and its call rules: what cufunc.numba makes).
+    Returns it; ValueError otherwise."""
+    if typing not in TYPINGS:
+        raise ValueError("%s: typing must be 'numpy' or 'numba', not %r" % (where, typing))
+    return typing
+
+
+def translate_options(typing):
+    """The keywords that carry a typing policy to cufunc.lang.translate. NumPy's typing is
+    translate's default, so it is not spelled out: a "numpy" translation is the call it always
+    was."""
+    return {} if typing == "numpy" else {"typing": typing}
+
+
+def call_rules(typing):
+    """The rules= of the UFunc/GUFunc a decorator makes: Numba's typing comes with Numba's call
+    rules (its loop choice and scalar conversion, numba-cuda's ufunc mechanism)."""
+    return "numba" if typing == "numba" else "numpy"

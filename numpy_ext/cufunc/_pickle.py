@@ -96,7 +96,8 @@ def reduce_reducer(obj):
     if token is None:
         token = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_counter))
     files, where = _sources(obj.functor)
-    return _remake, ("reduce", token, (obj.functor,), files, where)
+    return _remake, ("reduce", token, (obj.functor, getattr(obj, "typing", "numpy")), files,
+                     where)
 
 
 def _sources(fn):

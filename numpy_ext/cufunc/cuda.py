@@ -519,9 +519,32 @@ def detect():
 
 # ---- the kernel language's device-side names, provided by cufunc.lang ----------------------------
 
+def jit(signature_or_function=None, device=False, typing="numpy", **options):
+    """Device functions (``cuda.jit(device=True)``), as cufunc.lang.jit makes them, translated
+    with the typing policy `typing` when a body calls them: "numpy" (the default) or "numba"
+    (Numba's typing rules: what cufunc.numba.cuda.jit makes). The policy is the function's
+    ``typing`` attribute."""
+    from . import _options, lang
+    _options.check_typing("cuda.jit", typing)
+    # nopython/forceobj checked here, after the other options, so that the warning names the
+    # caller's line
+    modes = {k: options.pop(k) for k in ("nopython", "forceobj") if k in options}
+    made = lang.jit(signature_or_function, device=device, **options)
+    _options.check("cuda.jit", modes)
+    if isinstance(made, lang.DeviceFunction):
+        made.typing = typing
+        return made
+
+    def decorate(func):
+        fn = made(func)
+        fn.typing = typing
+        return fn
+    return decorate
+
+
 def __getattr__(name):
     # Imported lazily: cufunc.lang imports this package's modules, and lang is optional here.
-    if name in ("jit", "local", "const"):
+    if name in ("local", "const"):
         from . import lang
         value = getattr(lang, name)
         globals()[name] = value

@@ -132,7 +132,7 @@ class _Form:
                         "or arrays" % (self.name, i + 1, t))
 
 
-def _void_loop(pyfunc, form, argtypes, fastmath, debug=False):
+def _void_loop(pyfunc, form, argtypes, fastmath, typing="numpy", debug=False):
     """(types, arg_ndim, source, fn_name, options, captures) for a function writing its
     outputs."""
     seen, ndims = [], []
@@ -140,7 +140,8 @@ def _void_loop(pyfunc, form, argtypes, fastmath, debug=False):
         st, nd = form.check_arg(i, t)
         seen.append(st)
         ndims.append(nd)
-    r = _translate(pyfunc, seen, None, fastmath=fastmath, debug=debug)
+    r = _translate(pyfunc, seen, None, fastmath=fastmath, debug=debug,
+                   **_options.translate_options(typing))
     if not isinstance(r.return_type, _T.Void):
         # Numba's words first (its TypeError says "guvectorized functions cannot return values"),
         # then what cufunc offers instead
@@ -154,7 +155,7 @@ def _void_loop(pyfunc, form, argtypes, fastmath, debug=False):
     return (types, tuple(ndims), source, name, _compile_options(fastmath), captures)
 
 
-def _return_loop(pyfunc, form, in_types, out_types, fastmath, debug=False):
+def _return_loop(pyfunc, form, in_types, out_types, fastmath, typing="numpy", debug=False):
     """A loop for a function that returns its '()' outputs: the kernel calls a generated wrapper
     that stores the returned value(s) into one-element output views. out_types may be None
     (inferred from the returns)."""
@@ -166,7 +167,8 @@ def _return_loop(pyfunc, form, in_types, out_types, fastmath, debug=False):
     ret = None
     if out_types is not None:
         ret = out_types[0] if len(out_types) == 1 else _T.Tuple(out_types)
-    r = _translate(pyfunc, seen, ret, fastmath=fastmath, debug=debug)
+    r = _translate(pyfunc, seen, ret, fastmath=fastmath, debug=debug,
+                   **_options.translate_options(typing))
     rt = r.return_type
     outs = list(rt.types) if isinstance(rt, _T.Tuple) else [rt]
     if isinstance(rt, _T.Void) or len(outs) != form.nout:
@@ -231,7 +233,7 @@ class GPUGUFunc(_core.GUFunc):
 _weak_arg_type = _loops.weak_arg_type
 
 
-def _make_compiler(pyfunc, form, fastmath, debug=False):
+def _make_compiler(pyfunc, form, fastmath, typing, debug=False):
     def compile_loop(in_types, out_types):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         dts = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
@@ -242,13 +244,13 @@ def _make_compiler(pyfunc, form, fastmath, debug=False):
         if form.kind == "return":
             given = [None if o is None else _T.from_dtype(o) for o in out_types]
             return _return_loop(pyfunc, form, ins, None if None in given else given, fastmath,
-                                debug)
+                                typing, debug)
         default = np.result_type(*dts) if dts else np.dtype(np.float64)
         outs = []
         for o, core in zip(out_types, form.core_out):
             s = _T.from_dtype(default if o is None else o)
             outs.append(_T.Array(s, max(len(core), 1)))
-        return _void_loop(pyfunc, form, ins + outs, fastmath, debug)
+        return _void_loop(pyfunc, form, ins + outs, fastmath, typing, debug)
     return compile_loop
 
 
@@ -270,7 +272,7 @@ def _sig_types(sig):
     return _T.parse_signature(sig)
 
 
-def _build(pyfunc, ftylist, layout, fastmath, debug=False):
+def _build(pyfunc, ftylist, layout, fastmath, typing="numpy", debug=False):
     core_in, core_out = _parse_layout(layout)
     if not core_out:
         raise ValueError("guvectorize: the layout %s has no outputs" % layout)
@@ -289,7 +291,7 @@ def _build(pyfunc, ftylist, layout, fastmath, debug=False):
                     "nothing: declare the outputs as arguments)"
                     % (form.name, layout, sig, len(args), "" if len(args) == 1 else "s",
                        " and a return type" if ret is not None else "", form.nin, form.nout))
-            specs.append(_void_loop(pyfunc, form, args, fastmath, debug))
+            specs.append(_void_loop(pyfunc, form, args, fastmath, typing, debug))
         else:
             outs = None
             if ret is not None:
@@ -300,22 +302,23 @@ def _build(pyfunc, ftylist, layout, fastmath, debug=False):
                     "should have %d argument%s and %d return value%s"
                     % (form.name, layout, sig, form.nin, "" if form.nin == 1 else "s", form.nout,
                        "" if form.nout == 1 else "s"))
-            specs.append(_return_loop(pyfunc, form, args, outs, fastmath, debug))
+            specs.append(_return_loop(pyfunc, form, args, outs, fastmath, typing, debug))
     name = getattr(pyfunc, "__name__", "gufunc")
     doc = getattr(pyfunc, "__doc__", None)
-    compiler = None if ftylist else _make_compiler(pyfunc, form, fastmath, debug)
-    gu = GPUGUFunc(name, layout, doc=doc, compiler=compiler)
+    compiler = None if ftylist else _make_compiler(pyfunc, form, fastmath, typing, debug)
+    gu = GPUGUFunc(name, layout, doc=doc, compiler=compiler, rules=_options.call_rules(typing))
     for spec in specs:
         gu.add_loop(*spec)
     gu.py_func = pyfunc
-    gu._cf_remake = (pyfunc, list(ftylist), layout, fastmath)  # what pickling sends
+    gu.typing = typing
+    gu._cf_remake = (pyfunc, list(ftylist), layout, fastmath, typing)  # what pickling sends
     gu.__doc__ = doc  # the instance's, over the class docstring
     functools.update_wrapper(gu, pyfunc, assigned=("__module__", "__qualname__"), updated=())
     return gu
 
 
 def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cache=True,
-                debug=False, **kws):
+                typing="numpy", debug=False, **kws):
     """Make a GPU generalized ufunc from a Python function (Numba's guvectorize, target='cuda').
 
     ftylist: the type list: signatures such as 'void(float32[:, :], float32[:, :], float32[:, :])',
@@ -329,6 +332,10 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
     disk cache off), those of bodies reading captured device arrays too; accepted for Numba
     compatibility and changes nothing.
+
+    typing: "numpy" (the default: the kernel language's NumPy 2 meaning) or "numba" (Numba's
+    typing rules and its call rules: loop choice, scalar conversion, '()' arguments given as
+    one-element arrays; what cufunc.numba.guvectorize makes, docs/numba.md).
 
     Numba's other options: identity is accepted and ignored (a gufunc has no reduce here, so no
     use for one); is_dynamic is accepted and ignored (a gufunc made without a type list already
@@ -346,8 +353,9 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
         raise TypeError("guvectorize: writable_args is not supported: a cufunc gufunc writes "
                         "only its outputs (declare what it writes as an output)")
     _options.check("guvectorize", kws, named=("ftylist", "signature", "layout", "target",
-                                               "fastmath", "cache", "debug"),
+                                               "fastmath", "cache", "typing", "debug"),
                    accepted=("identity", "is_dynamic", "writable_args"))
+    _options.check_typing("guvectorize", typing)
     if target not in ("cuda", "gpu"):
         raise ValueError("cufunc.guvectorize supports target='cuda' only, not %r (for the CPU, "
                          "use numba.guvectorize)" % (target,))
@@ -364,5 +372,5 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     def wrap(pyfunc):
         if not callable(pyfunc):
             raise TypeError("guvectorize: %r is not a function" % (pyfunc,))
-        return _build(pyfunc, sigs, signature, fastmath, bool(debug))
+        return _build(pyfunc, sigs, signature, fastmath, typing, bool(debug))
     return wrap

@@ -74,12 +74,12 @@ def _check_binary(functor):
     return py
 
 
-def _make_compiler(pyfunc):
+def _make_compiler(pyfunc, typing="numpy"):
     def compile_loop(dtype):
         from .lang import translate
         from .lang.captures import loop_function
         t = _T.from_dtype(dtype)
-        r = translate(pyfunc, [t, t], t)
+        r = translate(pyfunc, [t, t], t, **_options.translate_options(typing))
         source, name, captures = loop_function(r, getattr(pyfunc, "__qualname__", "reduce"))
         # LANGUAGE.md: no contraction of a*b+c into a fused multiply-add
         return (source, name, ("--fmad=false",), captures)
@@ -105,11 +105,13 @@ class Reduce(_Base):
     ``Reduce(functor)`` checks that functor takes two arguments; it is translated per dtype on
     first use. Call it as ``r(arr, size=None, res=None, init=0, stream=0)``.
 
-    Numba's Reduce takes no options, nor does this one: nopython=True is accepted with a
-    RedundantOptionWarning, any other keyword is a TypeError naming it."""
+    typing: "numpy" (the default) or "numba" (Numba's typing rules: what cufunc.numba.cuda.Reduce
+    makes). Numba's Reduce takes no options, nor does this one otherwise: nopython=True is
+    accepted with a RedundantOptionWarning, any other keyword is a TypeError naming it."""
 
-    def __new__(cls, functor, **options):
-        _options.check("cuda.Reduce", options)
+    def __new__(cls, functor, typing="numpy", **options):
+        _options.check("cuda.Reduce", options, named=("typing",))
+        _options.check_typing("cuda.Reduce", typing)
         py = _check_binary(functor)
         name = getattr(py, "__name__", "reduce")
         if name == "<lambda>":
@@ -117,12 +119,13 @@ class Reduce(_Base):
         if _core is None:
             self = _Base.__new__(cls)
         else:
-            self = _Base.__new__(cls, name, _make_compiler(py))
+            self = _Base.__new__(cls, name, _make_compiler(py, typing))
         return self
 
-    def __init__(self, functor, **options):
+    def __init__(self, functor, typing="numpy", **options):
         # options: checked in __new__
         self.functor = functor
+        self.typing = typing
         self.py_func = _check_binary(functor)
         self.__doc__ = getattr(self.py_func, "__doc__", None)
 
@@ -139,12 +142,12 @@ class Reduce(_Base):
         return _pickle.reduce_reducer(self)
 
 
-def reduce(functor, **options):
-    """cuda.reduce: ``Reduce(functor)``, usable as a decorator::
+def reduce(functor, typing="numpy", **options):
+    """cuda.reduce: ``Reduce(functor, typing=typing)``, usable as a decorator::
 
         @cuda.reduce
         def max_reduce(a, b):
             return a if a > b else b
     """
-    _options.check("cuda.reduce", options)   # warns here, at the user's line, not in Reduce
-    return Reduce(functor)
+    _options.check("cuda.reduce", options, named=("typing",))   # warns here, at the user's line
+    return Reduce(functor, typing=typing)

@@ -57,10 +57,11 @@ def _compile_options(fastmath):
     return ("--use_fast_math",) if fastmath else ("--fmad=false",)
 
 
-def _loop_from(pyfunc, argtypes, return_type, fastmath, debug=False):
+def _loop_from(pyfunc, argtypes, return_type, fastmath, typing="numpy", debug=False):
     """Translate one loop: (types, source, fn_name, options, captures) for UFunc.add_loop, and
     nout."""
-    r = _translate(pyfunc, argtypes, return_type, fastmath=fastmath, debug=debug)
+    r = _translate(pyfunc, argtypes, return_type, fastmath=fastmath, debug=debug,
+                   **_options.translate_options(typing))
     ret = r.return_type
     if isinstance(ret, _T.Void):
         raise TypeError("vectorize: %s returns nothing; a ufunc body must return a value "
@@ -116,12 +117,13 @@ class GPUUFunc(_core.UFunc):
 _weak_arg_type = _loops.weak_arg_type
 
 
-def _make_compiler(pyfunc, fastmath, debug=False):
+def _make_compiler(pyfunc, fastmath, typing, debug=False):
     def compile_loop(in_types, out_dtype):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         args = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
         ret = None if out_dtype is None else _T.from_dtype(out_dtype)
-        spec, _ = _loop_from(pyfunc, [_T.from_dtype(a) for a in args], ret, fastmath, debug)
+        spec, _ = _loop_from(pyfunc, [_T.from_dtype(a) for a in args], ret, fastmath, typing,
+                             debug)
         return spec
     return compile_loop
 
@@ -160,7 +162,7 @@ def _nargs(pyfunc):
     return len(params)
 
 
-def _build(pyfunc, signatures, identity, fastmath, debug=False):
+def _build(pyfunc, signatures, identity, fastmath, typing="numpy", debug=False):
     nin = _nargs(pyfunc)
     if nin < 1:
         raise TypeError("vectorize: %s takes no arguments" % pyfunc.__qualname__)
@@ -172,19 +174,22 @@ def _build(pyfunc, signatures, identity, fastmath, debug=False):
         if len(args) != nin:
             raise TypeError("vectorize: signature %r has %d arguments, %s takes %d"
                             % (sig, len(args), pyfunc.__qualname__, nin))
-        spec, nout = _loop_from(pyfunc, args, ret, fastmath, debug)
+        spec, nout = _loop_from(pyfunc, args, ret, fastmath, typing, debug)
         specs.append(spec)
         nouts.add(nout)
     if len(nouts) > 1:
         raise TypeError("vectorize: the signatures of %s disagree on the number of outputs"
                         % pyfunc.__qualname__)
     nout = nouts.pop() if nouts else _count_outputs(pyfunc)
-    compiler = None if signatures else _make_compiler(pyfunc, fastmath, debug)
-    uf = GPUUFunc(name, nin, nout, identity=identity, doc=doc, compiler=compiler)
+    compiler = None if signatures else _make_compiler(pyfunc, fastmath, typing, debug)
+    uf = GPUUFunc(name, nin, nout, identity=identity, doc=doc, compiler=compiler,
+                  rules=_options.call_rules(typing))
     for spec in specs:
         uf.add_loop(*spec)
     uf.py_func = pyfunc
-    uf._cf_remake = (pyfunc, list(signatures), identity, fastmath)  # what pickling sends
+    uf.typing = typing
+    # what pickling sends
+    uf._cf_remake = (pyfunc, list(signatures), identity, fastmath, typing)
     functools.update_wrapper(uf, pyfunc, assigned=("__module__", "__qualname__"), updated=())
     return uf
 
@@ -193,7 +198,7 @@ _IDENTITIES = {"reorderable", None}
 
 
 def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=False, cache=True,
-              debug=False, **kws):
+              typing="numpy", debug=False, **kws):
     """Make a GPU ufunc from a Python scalar function (Numba's vectorize, target='cuda').
 
     ftylist_or_function: a list of signatures (strings such as 'float32(float32, float32)' or
@@ -208,11 +213,16 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     disk cache off); the keyword is accepted for Numba compatibility and changes nothing. Bodies
     that read captured device arrays are cached too: the arrays' addresses are not part of the
     source.
+    typing: "numpy" (the default: the kernel language's NumPy 2 meaning, LANGUAGE.md) or "numba"
+    (Numba's typing rules, and Numba's call rules: its loop choice and scalar conversion; what
+    cufunc.numba.vectorize makes, docs/numba.md).
     nopython=True is accepted with a RedundantOptionWarning (cufunc always compiles without
     Python objects); nopython=False and forceobj=True are a TypeError. Any other keyword
     (Numba's CPU options nogil, parallel, ... included) is a TypeError that names it.
     """
-    _options.check("vectorize", kws, named=("target", "identity", "fastmath", "cache", "debug"))
+    _options.check("vectorize", kws, named=("target", "identity", "fastmath", "cache", "typing",
+                                            "debug"))
+    _options.check_typing("vectorize", typing)
     if target not in ("cuda", "gpu"):
         raise ValueError("cufunc.vectorize supports target='cuda' only, not %r (for the CPU, "
                          "use numba.vectorize or numpy.vectorize)" % (target,))
@@ -222,7 +232,7 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     def wrap(pyfunc, sigs):
         if not callable(pyfunc):
             raise TypeError("vectorize: %r is not a function" % (pyfunc,))
-        return _build(pyfunc, sigs, identity, fastmath, bool(debug))
+        return _build(pyfunc, sigs, identity, fastmath, typing, bool(debug))
 
     if callable(ftylist_or_function) and not isinstance(ftylist_or_function,
                                                         (_T.Signature, _T.Type, str)):
