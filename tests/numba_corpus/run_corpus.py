@@ -404,7 +404,15 @@ def run_mode(mode, paths, repeat=20, budget_s=1.0, timeout_s=600, env=None, one_
 def _ms(seconds):
     if seconds is None:
         return "-"
-    return "%.1f" % (seconds * 1e3) if seconds < 10 else "%.0f" % (seconds * 1e3)
+    ms = seconds * 1e3
+    return "%.2f" % ms if ms < 10 else "%.1f" % ms if ms < 1000 else "%.0f" % ms
+
+
+def _ratio(numba_s, cufunc_s):
+    """Numba's time over cufunc's (above 1: cufunc is faster)."""
+    if not numba_s or not cufunc_s:
+        return "-"
+    return "%.2fx" % (numba_s / cufunc_s)
 
 
 def compare_modes(paths, ref_runs, got_runs):
@@ -435,16 +443,18 @@ def compare_modes(paths, ref_runs, got_runs):
 
 
 def format_table(rows):
-    head = ("| # | program | source | uses | Numba first (ms) | Numba steady (ms) | "
-            "cufunc first (ms) | cufunc steady (ms) | results |\n"
-            "|---|---|---|---|---:|---:|---:|---:|---|\n")
+    head = ("| # | program | source | uses | first call, ms: Numba / cufunc (speed-up) | "
+            "steady call, ms: Numba / cufunc (speed-up) | results |\n"
+            "|---|---|---|---|---:|---:|---|\n")
     lines = []
     for row in rows:
         num, _, short = row["program"].partition("_")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s / %s (%s) | %s / %s (%s) | %s |" % (
             num, short, row["source"].replace("|", "/"), ", ".join(row["uses"]),
-            _ms(row["numba_first_s"]), _ms(row["numba_steady_s"]),
-            _ms(row["cufunc_first_s"]), _ms(row["cufunc_steady_s"]), row["agreement"]))
+            _ms(row["numba_first_s"]), _ms(row["cufunc_first_s"]),
+            _ratio(row["numba_first_s"], row["cufunc_first_s"]),
+            _ms(row["numba_steady_s"]), _ms(row["cufunc_steady_s"]),
+            _ratio(row["numba_steady_s"], row["cufunc_steady_s"]), row["agreement"]))
     return head + "\n".join(lines) + "\n"
 
 
@@ -482,6 +492,26 @@ def _jsonable(rows, runs):
             "runs": {mode: {n: clean(r) for n, r in recs.items()} for mode, recs in runs.items()}}
 
 
+def save_records(folder, mode, records):
+    """One pickle per program and mode (results included), rewritten as records arrive."""
+    os.makedirs(os.path.join(folder, mode), exist_ok=True)
+    for name, rec in records.items():
+        with open(os.path.join(folder, mode, name + ".pkl"), "wb") as f:
+            pickle.dump(rec, f)
+
+
+def load_saved(folder, mode):
+    out = {}
+    base = os.path.join(folder, mode)
+    if os.path.isdir(base):
+        for fname in sorted(os.listdir(base)):
+            if fname.endswith(".pkl"):
+                with open(os.path.join(base, fname), "rb") as f:
+                    rec = pickle.load(f)
+                out[rec["program"]] = rec
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=MODES + ("both",), default="both")
@@ -494,6 +524,11 @@ def main(argv=None):
     ap.add_argument("--write-readme", action="store_true",
                     help="replace the table in tests/numba_corpus/README.md")
     ap.add_argument("--note", default="", help="the line above the table (date, card, commit)")
+    ap.add_argument("--pair", default="numba,cufunc",
+                    help="reference and compared modes (default numba,cufunc; "
+                         "numba-cpu,numba-cpu exercises the runner without a GPU)")
+    ap.add_argument("--save", help="keep every record (results included) under this folder")
+    ap.add_argument("--from-saved", help="compare records kept by --save instead of running")
     ap.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     ap.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
@@ -523,8 +558,25 @@ def main(argv=None):
                 json.dump(_jsonable([], {args.mode: runs}), f, indent=1, default=str)
         return 1 if failed else 0
 
-    ref = run_mode("numba", paths, args.repeat, args.budget, args.timeout)
-    got = run_mode("cufunc", paths, args.repeat, args.budget, args.timeout)
+    ref_mode, got_mode = args.pair.split(",")
+    if args.from_saved:
+        ref = load_saved(args.from_saved, "numba")
+        got = load_saved(args.from_saved, "cufunc")
+        paths = [p for p in paths if os.path.basename(p)[:-3] in ref or
+                 os.path.basename(p)[:-3] in got]
+    else:
+        ref, got = {}, {}
+        # Program by program, Numba then cufunc, each saved as soon as it ran: a run cut short
+        # keeps the pairs it finished.
+        for path in paths:
+            ref.update(run_mode(ref_mode, [path], args.repeat, args.budget, args.timeout))
+            got.update(run_mode(got_mode, [path], args.repeat, args.budget, args.timeout))
+            if args.save:
+                save_records(args.save, "numba", ref)
+                save_records(args.save, "cufunc", got)
+            name = os.path.basename(path)[:-3]
+            print("%-40s numba: %s   cufunc: %s" % (
+                name, ref[name].get("error") or "ok", got[name].get("error") or "ok"), flush=True)
     rows = compare_modes(paths, ref, got)
     table = format_table(rows)
     print(table)
