@@ -53,13 +53,13 @@ TABLE_END = "<!-- corpus-table:end -->"
 
 # ---- the programs -------------------------------------------------------------------------------
 
-def program_paths(selection=None):
+def program_paths(selection=None, folder=PROGRAMS):
     """The corpus programs (NN_name.py), optionally only those whose number or name is listed."""
-    names = sorted(n for n in os.listdir(PROGRAMS) if re.match(r"\d\d_\w+\.py$", n))
+    names = sorted(n for n in os.listdir(folder) if re.match(r"\d\d_\w+\.py$", n))
     if selection:
         wanted = [s.strip() for s in selection.split(",") if s.strip()]
         names = [n for n in names if any(n.startswith(w) or n[:-3] == w for w in wanted)]
-    return [os.path.join(PROGRAMS, n) for n in names]
+    return [os.path.join(folder, n) for n in names]
 
 
 def program_info(path):
@@ -294,6 +294,7 @@ def _host_result(value):
 
 def _load_program(path, index):
     sys.path.insert(0, PROGRAMS)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     name = "corpus_program_%d" % index
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -516,6 +517,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=MODES + ("both",), default="both")
     ap.add_argument("--programs", help="comma-separated numbers or names (default: all)")
+    ap.add_argument("--dir", help="run the NN_*.py programs of this folder instead (for example "
+                                  "gaps/, the minimal reproductions)")
     ap.add_argument("--repeat", type=int, default=20, help="steady-state calls at most")
     ap.add_argument("--budget", type=float, default=1.0,
                     help="seconds of steady-state calls per program (at least 3 calls)")
@@ -538,7 +541,7 @@ def main(argv=None):
         worker_main(args.worker, args.paths, args.result, args.repeat, args.budget)
         return 0
 
-    paths = program_paths(args.programs)
+    paths = program_paths(args.programs, os.path.abspath(args.dir) if args.dir else PROGRAMS)
     if args.mode in ("numba", "cufunc", "numba-cpu"):
         runs = run_mode(args.mode, paths, args.repeat, args.budget, args.timeout)
         failed = 0
