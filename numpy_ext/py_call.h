@@ -41,6 +41,7 @@ typedef struct {
     PyObject *resolved;   /* owned: a Stream, or None for the legacy default stream */
     PyObject *for_arrays; /* borrowed: `resolved`, or NULL for None (what DeviceArrays record) */
     cf_stream *s;         /* borrowed: the stream work is queued on */
+    int capturing;        /* s captures a CUDA graph (py_graph.c): nothing may synchronise */
 } cf_py_place;
 
 /* Resolve the call's device and stream: `device` is the device of its device operands, or -1 for
