@@ -128,19 +128,19 @@ static int place_resolve(cf_py_place *pl, int device, PyObject *stream, const ch
     if (cf_py_stream_get(pl->resolved, device, &pl->s) < 0)
         return -1;
     pl->for_arrays = pl->resolved == Py_None ? NULL : pl->resolved;
-    /* the legacy default stream never captures: the eager path asks nothing */
-    if (pl->resolved != Py_None && cf_py_capture_status(pl->s, &pl->capturing) < 0)
+    if (cf_py_capture_stream_status(pl->resolved, pl->s, &pl->capturing) < 0)
         return -1;
     if (pl->capturing)
-        cf_py_capturing = pl->s;
+        cf_py_capture_call_enter(pl->s);
     return 0;
 }
 
 void cf_py_place_clear(cf_py_place *pl)
 {
     Py_CLEAR(pl->resolved);
+    if (pl->capturing)
+        cf_py_capture_call_leave();
     pl->capturing = 0;
-    cf_py_capturing = NULL;
 }
 
 /* A device operand must be on the call's device. */
@@ -389,7 +389,12 @@ static int lib_results_begin(cf_py_call *c)
     int fresh = 0;
     for (int o = 0; o < c->nout; o++)
         fresh |= c->outs[o] == NULL;
-    if (!c->engine->lib_results || c->host_result || !fresh)
+    /* captured on a foreign library's stream, every engine's results come from that library
+     * (PyTorch's graph pool keeps their addresses for the replays; memory allocated in the
+     * graph itself would have to be freed before the library's next replay) */
+    int lib = c->engine->lib_results ||
+              (c->pl.capturing && c->engine->out_shape != NULL && !c->no_lib_results);
+    if (!lib || c->host_result || !fresh)
         return 0;
     PyObject *wrapper;
     if (call_wrapper(c, &wrapper) < 0)
@@ -578,6 +583,7 @@ void cf_py_call_init(cf_py_call *c, const cf_py_engine *engine, void *self, void
     c->any_device = c->any_host = c->host_out = 0;
     c->host_result = c->scalar_results = 0;
     c->reshaped = 0;
+    c->no_lib_results = 0;
     c->pl.resolved = NULL;
     c->pl.capturing = 0;
     c->result = NULL;

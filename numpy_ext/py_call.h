@@ -107,6 +107,7 @@ struct cf_py_call {
     int host_result;      /* results are copied back to NumPy (set by prepare) */
     int scalar_results;   /* fresh 0-d host results come back as NumPy scalars (set by prepare) */
     int reshaped;         /* outer: the in[] views have extent-1 axes their host arrays lack */
+    int no_lib_results;   /* results must be DeviceArrays (present rewraps them: gufunc axes=) */
     cf_py_place pl;
     PyObject *res[CF_PY_MAX_ARGS]; /* owned: the device arrays of outputs not given on the device */
     /* fresh outputs the caller's library allocated (res[o] is its array, delivered as it is) */

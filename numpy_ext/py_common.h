@@ -141,6 +141,15 @@ int cf_py_stream_usable_later(PyObject *stream);
  * outside the capture, and memory allocated for the call is freed on that stream while the
  * capture lasts. */
 extern _Thread_local cf_stream *cf_py_capturing;
+/* Nonzero while a capture cufunc knows of exists (a Stream capturing, a call being captured, a
+ * capturing foreign stream just seen): the eager path reads this global only, no thread-local. */
+extern int cf_py_capture_gate;
+/* The place step's capture: enter with the call's capturing stream, leave when the call ends. */
+void cf_py_capture_call_enter(cf_stream *s);
+void cf_py_capture_call_leave(void);
+/* Whether the call's resolved stream captures: asked of the driver for external streams only
+ * (cufunc's own streams capture through Stream.begin_capture, the legacy stream never). */
+int cf_py_capture_stream_status(PyObject *resolved, cf_stream *s, int *capturing);
 /* GraphCaptureError "<name>: <why> cannot be captured ...; <instead>"; returns -1. */
 int cf_py_capture_refuse(const char *name, const char *why, const char *instead);
 /* Forget the capturing stream the last call's operands named (a call's first step). */

@@ -211,7 +211,7 @@ static CfPyAllocation *allocation_new_ex(size_t nbytes, int device, PyObject *st
     a->pending = Py_XNewRef(a->stream); /* the memory is usable after the allocation on it */
     a->exposed = 0;
     a->capture = NULL;
-    if (cf_py_capturing != NULL && s == cf_py_capturing) {
+    if (cf_py_capture_gate && s == cf_py_capturing) {
         a->capture = Py_XNewRef(a->stream);
         cf_py_capture_note_allocation((PyObject *)a, s);
     }
@@ -346,7 +346,7 @@ int cf_py_order_operand(PyObject *obj, int device, PyObject *resolved, cf_stream
 {
     PyObject **slot = pending_slot(obj);
     PyObject *consumer = resolved == Py_None ? NULL : resolved;
-    if (cf_py_capturing != NULL && s == cf_py_capturing) {
+    if (cf_py_capture_gate && s == cf_py_capturing) {
         /* A captured call waits for nothing outside its capture (a wait on an event recorded
          * outside would break it): a graph of cufunc's own is ordered when it is launched
          * (py_graph.c), a PyTorch or CuPy graph as their own kernels are, by the stream it is

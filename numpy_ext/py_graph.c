@@ -16,6 +16,7 @@
 #include <string.h>
 
 _Thread_local cf_stream *cf_py_capturing;
+int cf_py_capture_gate;
 
 /* A foreign operand's stream found capturing while the call read its operands (0: none). */
 static _Thread_local uintptr_t seen_handle;
@@ -48,9 +49,46 @@ int cf_py_capture_refuse(const char *name, const char *why, const char *instead)
     return -1;
 }
 
-void cf_py_capture_call_begin(void) { seen_handle = 0; }
+void cf_py_capture_call_begin(void)
+{
+    if (cf_py_capture_gate && seen_handle != 0) {
+        seen_handle = 0;
+        cf_py_capture_gate--;
+    }
+}
 
-int cf_py_capture_pending(void) { return seen_handle != 0 || own_stream != NULL; }
+int cf_py_capture_pending(void)
+{
+    return cf_py_capture_gate && (seen_handle != 0 || own_stream != NULL);
+}
+
+void cf_py_capture_call_enter(cf_stream *s)
+{
+    cf_py_capturing = s;
+    cf_py_capture_gate++;
+}
+
+void cf_py_capture_call_leave(void)
+{
+    cf_py_capturing = NULL;
+    cf_py_capture_gate--;
+}
+
+int cf_py_capture_stream_status(PyObject *resolved, cf_stream *s, int *capturing)
+{
+    *capturing = 0;
+    if (resolved == NULL || resolved == Py_None)
+        return 0; /* the legacy default stream never captures */
+    const CfPyStream *p = (const CfPyStream *)resolved;
+    if (p->kind == CF_PY_STREAM_DEFAULT || cf_stream_handle(s) <= 1)
+        return 0;
+    if (p->kind == CF_PY_STREAM_OWNED) {
+        /* cufunc's own streams capture through Stream.begin_capture only */
+        *capturing = cf_py_capture_gate && own_stream == resolved;
+        return 0;
+    }
+    return cf_py_capture_status(s, capturing);
+}
 
 int cf_py_capture_status(cf_stream *s, int *capturing)
 {
@@ -64,9 +102,14 @@ int cf_py_capture_status(cf_stream *s, int *capturing)
 
 int cf_py_capture_note_foreign(cf_stream *s, int *capturing)
 {
+    *capturing = 0;
+    if (cf_stream_handle(s) <= 1)
+        return 0; /* the legacy default stream (PyTorch's default stream is it) never captures */
     if (cf_py_capture_status(s, capturing) < 0)
         return -1;
     if (*capturing) {
+        if (seen_handle == 0)
+            cf_py_capture_gate++;
         seen_handle = cf_stream_handle(s);
         seen_device = cf_stream_device(s);
     }
@@ -82,7 +125,7 @@ PyObject *cf_py_capture_default(int device)
     return Py_NewRef(Py_None);
 }
 
-PyObject *cf_py_capture_own(void) { return own_stream; }
+PyObject *cf_py_capture_own(void) { return cf_py_capture_gate ? own_stream : NULL; }
 
 void cf_py_capture_note_allocation(PyObject *allocation, cf_stream *s)
 {
@@ -332,6 +375,7 @@ PyObject *cf_py_stream_begin_capture(PyObject *self, PyObject *args, PyObject *k
     }
     own_stream = Py_NewRef(self);
     own_arrays = arrays;
+    cf_py_capture_gate++;
     Py_RETURN_NONE;
 }
 
@@ -346,6 +390,7 @@ PyObject *cf_py_stream_end_capture(PyObject *self, PyObject *unused)
         arrays = own_arrays;
         own_arrays = NULL;
         Py_CLEAR(own_stream);
+        cf_py_capture_gate--;
     }
     if (s != CF_OK) {
         Py_XDECREF(arrays);
@@ -381,7 +426,8 @@ PyObject *cf_py_stream_is_capturing(PyObject *self, PyObject *unused)
 /* _capturing() -> the cufunc Stream this thread captures on, or None (ufunc.at's front). */
 static PyObject *py_capturing(PyObject *mod, PyObject *unused)
 {
-    return Py_NewRef(own_stream ? own_stream : Py_None);
+    PyObject *own = cf_py_capture_own();
+    return Py_NewRef(own ? own : Py_None);
 }
 
 PyMethodDef cf_py_graph_methods[] = {

@@ -184,12 +184,9 @@ cf_status cf_at_launch(cf_at *at, const cf_at_call *c, cf_stream *s, int device)
      * synchronisation in a capture): the flag lives in the graph (allocation, memset, free
      * nodes), bad device indices are skipped by the kernel and go unreported. */
     int capture = CF_CAPTURE_NONE;
-    if ((st = cf_stream_capture_status(s, &capture)))
-        return st;
-    if (capture == CF_CAPTURE_IMPLICIT)
-        return cf_error_set(CF_ERR_INVALID, "ufunc.at: the legacy default stream cannot be used "
-                            "while a blocking stream captures a CUDA graph");
-    capture = capture != CF_CAPTURE_NONE;
+    if (cf_stream_handle(s) > 1 && (st = cf_stream_capture_status(s, &capture)))
+        return st; /* the legacy default stream never captures */
+    capture = capture == CF_CAPTURE_ACTIVE || capture == CF_CAPTURE_INVALIDATED;
     uint64_t bad = 0;
     unsigned long long flags[2] = {0, 0};
     if ((st = cf_mem_alloc(s, sizeof flags, &bad)))

@@ -1067,13 +1067,10 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
         return st;
     red_scratch scr;
     int scan = p->kind == CF_SCAN_TILES, capture = CF_CAPTURE_NONE;
-    if ((st = cf_stream_capture_status(s, &capture)))
+    /* the legacy default stream never captures: its eager launches ask nothing */
+    if (cf_stream_handle(s) > 1 && (st = cf_stream_capture_status(s, &capture)))
         return st;
-    if (capture == CF_CAPTURE_IMPLICIT)
-        return cf_error_set(CF_ERR_INVALID, "reduce: the legacy default stream cannot be used while "
-                            "a blocking stream of device %d captures a CUDA graph; launch on the "
-                            "capturing stream", device);
-    capture = capture != CF_CAPTURE_NONE;
+    capture = capture == CF_CAPTURE_ACTIVE || capture == CF_CAPTURE_INVALIDATED;
     if ((st = capture ? graph_scratch(s, scan ? (int64_t)g.grid[0] : 0, &scr)
                       : get_scratch(s, scan ? (int64_t)g.grid[0] : 0, &scr)))
         return st;

@@ -438,7 +438,9 @@ def test_stream_argument_protocol_objects_and_cuda_core():
     close(r.copy_to_host(), np.arange(5) * math.sqrt(2))
     with pytest.raises(TypeError, match="__cuda_stream__"):
         hyp(x, x, stream=type("Bad", (), {"__cuda_stream__": lambda self: 5})())
-    core = pytest.importorskip("cuda.core.experimental")
+    core = pytest.importorskip("cuda.core")
+    if not hasattr(core, "Device"):
+        core = pytest.importorskip("cuda.core.experimental")
     dev = core.Device()
     dev.set_current()
     cs = dev.create_stream()
