@@ -11,8 +11,9 @@ Per size (1 element to 2**16), microseconds per call of:
   * torch.hypot, the same chain, eager and under torch.cuda.graph.
 The target: a replayed cufunc call <= 1.5 us per kernel node.
 
---eager-only prints the eager per-call figures only (CPU-bound one-element calls), for the
-before/after comparison of two builds in one run (bench/graphs_check.sh).
+--eager-only prints the eager per-call figures only (one-element calls: queued back to back, and
+the host's time alone, benchlib.cpu_alone), for the before/after comparison of two builds in one
+run (bench/graphs_check.sh alternates them).
 
 Usage: python3 bench/bench_graphs.py [--eager-only]
 """
@@ -23,6 +24,7 @@ import time
 
 import numpy as np
 
+from benchlib import cpu_alone
 from cufunc import cuda, vectorize
 
 CHAIN = 100
@@ -65,8 +67,10 @@ def eager_only(torch):
         rows += [("torch out=", lambda: hyp(ta, tb, out=tc)), ("torch fresh", lambda: hyp(ta, tb))]
         tsync = torch.cuda.synchronize
     for name, fn in rows:
-        us = median_us(fn, tsync if name.startswith("torch") else sync, reps=15, inner=2000)
-        print("eager %-20s %7.3f us/call" % (name, us))
+        sy = tsync if name.startswith("torch") else sync
+        queued = median_us(fn, sy, reps=15, inner=2000)
+        alone = cpu_alone(fn, sy, calls=256, reps=31)
+        print("eager %-20s %7.3f us/call queued %7.3f us/call CPU alone" % (name, queued, alone))
 
 
 def event_us(torch, replay, reps=REPLAYS):

@@ -29,11 +29,18 @@ grep -E "passed|failed" "$OUT/pytest_graphs.log" | tail -2
   tests/python/test_ufunc_reduce.py > "$OUT/pytest_related.log" 2>&1 || rc=1
 grep -E "^(FAILED|ERROR)" "$OUT/pytest_related.log" | head -30
 grep -E "passed|failed" "$OUT/pytest_related.log" | tail -2
+if [ ${CTEST:-0} = 1 ]; then
+  (cmake -S . -B /tmp/cf_cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/cmake.log" 2>&1 &&
+   cmake --build /tmp/cf_cmake -j 16 >> "$OUT/cmake.log" 2>&1 &&
+   ctest --test-dir /tmp/cf_cmake --output-on-failure -R "test_graph|test_reduce|test_stream|test_at" \
+     > "$OUT/ctest.log" 2>&1) || rc=1
+  grep -E "tests passed|tests failed|Failed|\*\*\*" "$OUT/ctest.log" | head; tail -3 "$OUT/cmake.log"
+fi
 echo "== bench/bench_graphs.py"
 timeout 120 python3 bench/bench_graphs.py 2>&1 | tee "$OUT/bench_graphs.txt" || rc=1
 if [ -n "$OLD" ]; then
   echo "== eager per call, old (main) and new, alternating"
-  for i in 1 2; do
+  for i in 1 2 3 4; do
     echo "-- old"; PYTHONPATH=/tmp/cf_old timeout 60 python3 bench/bench_graphs.py --eager-only 2>&1
     echo "-- new"; timeout 60 python3 bench/bench_graphs.py --eager-only 2>&1
   done | tee "$OUT/eager_ab.txt"

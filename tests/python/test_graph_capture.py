@@ -9,8 +9,12 @@ compared with NumPy's. Calls that cannot be captured (host operands, a host scal
 GraphCaptureError and leave the capture valid: the capture goes on, ends and replays right.
 The first tests need no GPU: the stream argument's checks.
 """
+import importlib.util
 import itertools
 import math
+import os
+import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -21,14 +25,23 @@ from cufunc.guvectorize import guvectorize
 _serial = itertools.count()
 
 
+_FRESH_DIR = tempfile.mkdtemp(prefix="cufunc_graph_test_")
+
+
 def fresh_ufunc():
-    """A ufunc whose kernel no call has loaded yet (a cold call): a new function each time."""
-    k = float(next(_serial) % 7 + 2)
-
-    def body(x, y):
-        return x * k + y
-
-    return vectorize(["float32(float32, float32)", "float64(float64, float64)"])(body), k
+    """A ufunc whose kernels no call has loaded yet (a cold call): a new function, in a module
+    of its own (its source differs, so do its element-wise and reduction kernels)."""
+    n = next(_serial)
+    k = 1.0  # x * k + y must stay associative: the reductions and scans regroup their terms
+    name = "cf_graph_fresh_%d_%d" % (os.getpid(), n)
+    path = os.path.join(_FRESH_DIR, name + ".py")
+    with open(path, "w") as f:
+        f.write("def body(x, y):\n    return x * %r + y + %d.0 * 0.0\n" % (k, n))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return vectorize(["float32(float32, float32)", "float64(float64, float64)"])(mod.body), k
 
 
 @vectorize(["float32(float32, float32)", "float64(float64, float64)"])
