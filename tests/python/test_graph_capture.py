@@ -108,7 +108,7 @@ def test_graph_type_and_stream_methods_exist():
         assert callable(getattr(_core.Stream, name))
 
 
-# ---- helpers ----------------------------------------------------------------------------------
+# ---- fixtures ----------------------------------------------------------------------------------
 
 
 @pytest.fixture
