@@ -108,7 +108,7 @@ def test_graph_type_and_stream_methods_exist():
         assert callable(getattr(_core.Stream, name))
 
 
-# ---- fixtures ----------------------------------------------------------------------------------
+# ---- fixtures --------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -178,8 +178,11 @@ def test_torch_graph_every_engine(torch, warm):
     m = torch.tensor(h[2].reshape(16, 32), device="cuda")
     res = torch.zeros(1, device="cuda")
     f, k = fresh_ufunc()
-    calls = lambda: (f.outer(x[:8], y[:5]), dot(m, m), f.reduce(m, axis=0), f.accumulate(m, axis=1),  # noqa: E731
-                     plus.reduce(m, axis=1), sum_reduce(x, res=res))
+
+    def calls():
+        return (f.outer(x[:8], y[:5]), dot(m, m), f.reduce(m, axis=0), f.accumulate(m, axis=1),
+                plus.reduce(m, axis=1), sum_reduce(x, res=res))
+
     if warm:
         calls()
     torch.cuda.synchronize()
