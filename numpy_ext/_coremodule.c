@@ -530,6 +530,7 @@ static const struct {
 } parts[] = {
     {cf_py_device_methods, cf_py_device_init_module},
     {cf_py_stream_methods, cf_py_stream_init_module},
+    {cf_py_graph_methods, cf_py_graph_init_module},
     {cf_py_devicearray_methods, cf_py_devicearray_init_module},
     {cf_py_dlpack_methods, cf_py_dlpack_init_module},
     {cf_py_compile_methods, cf_py_compile_init_module},

@@ -110,7 +110,11 @@ static PyObject *py_at_launch(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOi:_at_launch", &engine, &call, &device) ||
         parse_call(engine, call, &at, &c) < 0)
         return NULL;
-    if (cf_py_cuda_init("ufunc.at") < 0 || cf_py_stream_get(Py_None, device, &s) < 0)
+    /* the legacy default stream, or the Stream this thread captures a CUDA graph on */
+    PyObject *own = cf_py_capture_own();
+    if (own != NULL && ((CfPyStream *)own)->device != device)
+        own = NULL;
+    if (cf_py_cuda_init("ufunc.at") < 0 || cf_py_stream_get(own, device, &s) < 0)
         return NULL;
     cf_status st;
     Py_BEGIN_ALLOW_THREADS

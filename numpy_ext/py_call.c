@@ -91,13 +91,30 @@ static PyObject *call_steps(PyObject *mod, PyObject *args, PyObject *kw)
     return d;
 }
 
+static int place_resolve(cf_py_place *pl, int device, PyObject *stream, const char *what);
+
 int cf_py_place_resolve(cf_py_place *pl, int device, PyObject *stream, const char *what)
 {
     pl->resolved = NULL;
+    pl->capturing = 0;
     if (stream && cf_py_stream_check(stream, "stream") < 0)
         return -1;
     if (cf_py_cuda_init(what) < 0)
         return -1;
+    PyObject *capture = NULL; /* the stream a call without stream= is captured on */
+    if ((stream == NULL || stream == Py_None) && cf_py_capture_pending()) {
+        if ((capture = cf_py_capture_default(device)) == NULL)
+            return -1;
+        stream = capture;
+    }
+    int r = place_resolve(pl, device, stream, what);
+    Py_XDECREF(capture);
+    return r;
+}
+
+/* cf_py_place_resolve once the stream is known. */
+static int place_resolve(cf_py_place *pl, int device, PyObject *stream, const char *what)
+{
     if (device < 0) {
         if (stream && stream != Py_None && cf_py_stream_device(stream, &device, "stream") < 0)
             return -1;
@@ -111,10 +128,20 @@ int cf_py_place_resolve(cf_py_place *pl, int device, PyObject *stream, const cha
     if (cf_py_stream_get(pl->resolved, device, &pl->s) < 0)
         return -1;
     pl->for_arrays = pl->resolved == Py_None ? NULL : pl->resolved;
+    if (cf_py_capture_stream_status(pl->resolved, pl->s, &pl->capturing) < 0)
+        return -1;
+    if (pl->capturing)
+        cf_py_capture_call_enter(pl->s);
     return 0;
 }
 
-void cf_py_place_clear(cf_py_place *pl) { Py_CLEAR(pl->resolved); }
+void cf_py_place_clear(cf_py_place *pl)
+{
+    Py_CLEAR(pl->resolved);
+    if (pl->capturing)
+        cf_py_capture_call_leave();
+    pl->capturing = 0;
+}
 
 /* A device operand must be on the call's device. */
 static int check_device(const cf_py_call *c, const cf_py_arg *a, const char *argname)
@@ -156,6 +183,11 @@ static int place(cf_py_call *c)
             check_device(c, &c->out[o], c->out_names ? c->out_names[o] : cf_py_out_name(o)) < 0)
             return -1;
     if (c->have_where == 1 && check_device(c, &c->where, "where") < 0)
+        return -1;
+    /* host operands or results copy and synchronise: refused inside a capture, and while a
+     * capture runs that the legacy default stream's copies would break */
+    if ((c->any_host || c->host_out || c->host_result) &&
+        cf_py_capture_check_host(c->name, c->pl.capturing, c->pl.device) < 0)
         return -1;
     return 0;
 }
@@ -360,11 +392,17 @@ static int lib_results_begin(cf_py_call *c)
     int fresh = 0;
     for (int o = 0; o < c->nout; o++)
         fresh |= c->outs[o] == NULL;
-    if (!c->engine->lib_results || c->host_result || !fresh)
+    /* captured on a foreign library's stream, every engine's results come from that library
+     * (PyTorch's graph pool keeps their addresses for the replays; memory allocated in the
+     * graph itself would have to be freed before the library's next replay) */
+    int lib = c->engine->lib_results ||
+              (c->pl.capturing && c->engine->out_shape != NULL && !c->no_lib_results);
+    if (!lib || c->host_result || !fresh)
         return 0;
     PyObject *wrapper;
     if (call_wrapper(c, &wrapper) < 0)
         return -1;
+    c->lib.capturing = c->pl.capturing; /* PyTorch's allocator then: its graph pool */
     return cf_py_lib_alloc_begin(wrapper, c->pl.device, c->pl.s,
                                  cf_py_stream_protocol_handle(c->pl.resolved), &c->lib);
 }
@@ -559,8 +597,11 @@ void cf_py_call_init(cf_py_call *c, const cf_py_engine *engine, void *self, void
     c->host_result = c->scalar_results = 0;
     c->numba = 0;
     c->reshaped = 0;
+    c->no_lib_results = 0;
     c->pl.resolved = NULL;
+    c->pl.capturing = 0;
     c->result = NULL;
+    cf_py_capture_call_begin();
 }
 
 void cf_py_call_clear(cf_py_call *c)

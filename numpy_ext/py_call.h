@@ -41,6 +41,7 @@ typedef struct {
     PyObject *resolved;   /* owned: a Stream, or None for the legacy default stream */
     PyObject *for_arrays; /* borrowed: `resolved`, or NULL for None (what DeviceArrays record) */
     cf_stream *s;         /* borrowed: the stream work is queued on */
+    int capturing;        /* s captures a CUDA graph (py_graph.c): nothing may synchronise */
 } cf_py_place;
 
 /* Resolve the call's device and stream: `device` is the device of its device operands, or -1 for
@@ -108,6 +109,7 @@ struct cf_py_call {
     int numba;            /* the called function's Numba call rules (set by prepare, before
                            * classifying: cf_py_call_classify_inputs reads it) */
     int reshaped;         /* outer: the in[] views have extent-1 axes their host arrays lack */
+    int no_lib_results;   /* results must be DeviceArrays (present rewraps them: gufunc axes=) */
     cf_py_place pl;
     PyObject *res[CF_PY_MAX_ARGS]; /* owned: the device arrays of outputs not given on the device */
     /* fresh outputs the caller's library allocated (res[o] is its array, delivered as it is) */

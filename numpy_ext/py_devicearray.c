@@ -38,6 +38,10 @@ typedef struct {
     /* Its address was handed out where cufunc cannot follow it (__cuda_array_interface__, DLPack,
      * .ptr, a kernel's captured global): get_ipc_handle must not move it then. */
     int exposed;
+    /* The Stream it was allocated on while that stream captured a CUDA graph (an allocation node),
+     * else NULL: freed on it while the capture lasts (a free node), since no other stream may
+     * touch the capture. */
+    PyObject *capture;
 } CfPyAllocation;
 
 /* cuda.defer_cleanup(): while its depth is above 0, memory whose last view dies is moved to a new
@@ -63,16 +67,17 @@ static int defer_free(CfPyAllocation *self)
     keep->stream = self->stream;
     keep->pending = self->pending;
     keep->exposed = self->exposed;
+    keep->capture = self->capture;
     if (PyList_Append(deferred, (PyObject *)keep) < 0) {
         PyErr_Clear();
         keep->ptr = 0;
-        keep->stream = keep->pending = NULL;
+        keep->stream = keep->pending = keep->capture = NULL;
         Py_DECREF(keep);
         return 0;
     }
     Py_DECREF(keep); /* the list holds it */
     self->ptr = 0;
-    self->stream = self->pending = NULL; /* moved */
+    self->stream = self->pending = self->capture = NULL; /* moved */
     return 1;
 }
 
@@ -93,13 +98,21 @@ static void allocation_dealloc(CfPyAllocation *self)
         PyObject *on = NULL;
         if (self->stream != NULL && ((CfPyStream *)self->stream)->kind == CF_PY_STREAM_OWNED)
             on = self->stream;
+        int in_capture = 0;
+        if (self->capture != NULL) {
+            /* made in a capture still under way: a free node of that capture */
+            if (cf_py_capture_status(((CfPyStream *)self->capture)->stream, &in_capture) < 0)
+                PyErr_Clear();
+            if (in_capture)
+                on = self->capture;
+        }
         /* A failure is reported as unraisable, except after fork (the memory belongs to the
          * parent) and at interpreter exit (the driver may be gone; the process frees it all). */
         if (cf_py_stream_get(on, self->device, &s) == 0) {
             /* The pool may hand the memory out again at once on `on`: that must come after the
              * last write, wherever it was queued (an error here is reported by the free). */
             cf_status st = CF_OK;
-            if (cf_py_stream_usable_later(self->pending) &&
+            if (!in_capture && cf_py_stream_usable_later(self->pending) &&
                 cf_py_stream_order_after(s, on, self->pending, self->device) < 0)
                 PyErr_Clear();
             st = cf_mem_free(s, self->ptr);
@@ -124,6 +137,7 @@ static void allocation_dealloc(CfPyAllocation *self)
     }
     Py_XDECREF(self->stream);
     Py_XDECREF(self->pending);
+    Py_XDECREF(self->capture);
     Py_TYPE(self)->tp_free((PyObject *)self);
     PyErr_Restore(type, value, tb);
 }
@@ -204,6 +218,11 @@ static CfPyAllocation *allocation_new_ex(size_t nbytes, int device, PyObject *st
     Py_XINCREF(a->stream);
     a->pending = Py_XNewRef(a->stream); /* the memory is usable after the allocation on it */
     a->exposed = 0;
+    a->capture = NULL;
+    if (cf_py_capture_gate && s == cf_py_capturing) {
+        a->capture = Py_XNewRef(a->stream);
+        cf_py_capture_note_allocation((PyObject *)a, s);
+    }
     return a;
 }
 
@@ -305,10 +324,48 @@ PyObject *cf_py_pending_stream(PyObject *obj)
     return CfPyDeviceArray_Check(obj) ? ((CfPyDeviceArray *)obj)->stream : NULL;
 }
 
+/* The Allocation behind a DeviceArray, or NULL (foreign memory, DLPack owners). */
+static PyObject *allocation_of(PyObject *obj)
+{
+    PyObject *base = CfPyDeviceArray_Check(obj) ? ((CfPyDeviceArray *)obj)->base : NULL;
+    for (int depth = 0; base != NULL && CfPyDeviceArray_Check(base) && depth < 8; depth++)
+        base = ((CfPyDeviceArray *)base)->base;
+    return base != NULL && Py_TYPE(base) == &CfPyAllocation_Type ? base : NULL;
+}
+
+int cf_py_allocation_order(PyObject *allocation, cf_stream *s, PyObject *resolved)
+{
+    CfPyAllocation *a = (CfPyAllocation *)allocation;
+    if (a->ptr == 0 || !cf_py_stream_usable_later(a->pending))
+        return 0;
+    return cf_py_stream_order_after(s, resolved == Py_None ? NULL : resolved, a->pending,
+                                    a->device);
+}
+
+void cf_py_allocation_written(PyObject *allocation, PyObject *resolved)
+{
+    CfPyAllocation *a = (CfPyAllocation *)allocation;
+    PyObject *consumer = resolved == Py_None ? NULL : resolved;
+    Py_XINCREF(consumer);
+    Py_XSETREF(a->pending, consumer);
+}
+
 int cf_py_order_operand(PyObject *obj, int device, PyObject *resolved, cf_stream *s, int written)
 {
     PyObject **slot = pending_slot(obj);
     PyObject *consumer = resolved == Py_None ? NULL : resolved;
+    if (cf_py_capture_gate && s == cf_py_capturing) {
+        /* A captured call waits for nothing outside its capture (a wait on an event recorded
+         * outside would break it): a graph of cufunc's own is ordered when it is launched
+         * (py_graph.c), a PyTorch or CuPy graph as their own kernels are, by the stream it is
+         * replayed on. */
+        cf_py_capture_note_allocation(allocation_of(obj), s);
+        if (written && slot != NULL && *slot != consumer) {
+            Py_XINCREF(consumer);
+            Py_XSETREF(*slot, consumer);
+        }
+        return 0;
+    }
     /* Untracked (foreign) memory counts as pending on the legacy default stream, after which its
      * producer's work was ordered when the operand was taken. */
     if (cf_py_stream_order_after(s, consumer, slot ? *slot : NULL, device) < 0)
@@ -853,12 +910,19 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
          * interface) would stall every call on CuPy arrays until the GPU drained. */
         if (stream != 1 && stream != 2) {
             cf_stream *legacy, *s = NULL;
+            int capturing = 0;
             if (cf_py_stream_get(NULL, device, &legacy) < 0)
                 return -1;
             /* CuPy names its current device's stream, which may be another device's than the
-             * data's: waited for across devices */
+             * data's: waited for across devices. A stream capturing a graph (inside
+             * torch.cuda.graph, CuPy's begin_capture) is not waited for: the call is captured
+             * on it instead (cf_py_capture_default). */
             st = cf_py_stream_wrap_any(device, stream, &s);
-            if (st == CF_OK)
+            if (st == CF_OK && cf_py_capture_note_foreign(s, &capturing) < 0) {
+                cf_stream_free(s);
+                return -1;
+            }
+            if (st == CF_OK && !capturing)
                 st = cf_stream_wait_stream(legacy, s);
             cf_stream_free(s);
             if (st != CF_OK)

@@ -314,6 +314,7 @@ static int gu_apply_axes(cf_py_call *c)
         cf_py_arg *a = i < nin ? &c->in[i] : &c->out[i - nin];
         if (i >= nin && !S->has_out[i - nin]) {
             S->has_perm[i] = 1; /* applied to the allocated output once its shape is known */
+            c->no_lib_results = 1;
             memcpy(S->perm[i], axes[i], sizeof axes[i]);
             S->perm[i][CF_MAX_DIMS - 1] = counts[i];
             continue;

@@ -853,7 +853,7 @@ int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t
         return 0;
     uintptr_t h;
     if (wrapper_is(wrapper, (PyCFunction)py_as_torch)) {
-        int r = torch_lib_alloc ? torch_load() : 1;
+        int r = torch_lib_alloc || la->capturing ? torch_load() : 1;
         if (r != 0 || tr.api == NULL || tr.api_off)
             return r < 0 ? -1 : 0;
         void *st = NULL;
@@ -871,6 +871,10 @@ int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t
         return 0;
     }
     la->consumer = h;
+    if (la->capturing && !streams_ordered(launch, h)) {
+        la->kind = LIB_NONE; /* a wait on a stream outside the capture would break it */
+        return 0;
+    }
     if (wait_between(device, s, launch, h, 1) < 0) {
         la->kind = LIB_NONE;
         return -1;

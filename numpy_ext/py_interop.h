@@ -22,6 +22,8 @@ int cf_py_result_wrapper(PyObject *const *inputs, int n, PyObject **wrapper);
 typedef struct {
     int kind;        /* 0: none (the call allocates DeviceArrays and wraps them) */
     uintptr_t consumer; /* the library's current stream on the device (protocol handle: 1 legacy) */
+    int capturing;   /* set by the caller: the call is captured (PyTorch's allocator is then used
+                      * whatever _lib_results says: its graph pool keeps the result's address) */
 } cf_py_lib_alloc;
 
 /* Whether `wrapper`'s library allocates this call's fresh results (0: no, use DeviceArrays), and

@@ -275,7 +275,8 @@ static int rc_res(cf_py_call *c, PyObject *res)
                      Py_TYPE(res)->tp_name);
         return -1;
     }
-    if (cf_py_device_view(res, &r->view, &r->keep, 1, "res") < 0)
+    /* ordered on the device, as every call's operands (a host wait would break a capture) */
+    if (cf_py_device_view(res, &r->view, &r->keep, CF_PY_VIEW_ORDER, "res") < 0)
         return -1;
     r->kind = CF_PY_ARG_DEVICE;
     r->dtype = r->view.dtype;
@@ -356,6 +357,10 @@ static int rc_launch(cf_py_call *c)
         c->result = Py_NewRef(Py_None);
         return 0;
     }
+    if (c->pl.capturing) /* the scalar would need a host wait */
+        return cf_py_capture_refuse(c->name, "a reduction returning a host scalar",
+                                    "pass res=, a one-element device array that receives the "
+                                    "result on the device");
     unsigned char host[16] = {0};
     uint64_t tmp = 0;
     Py_BEGIN_ALLOW_THREADS

@@ -215,6 +215,15 @@ static PyMethodDef stream_methods[] = {
     {"__exit__", (PyCFunction)stream_exit, METH_VARARGS, NULL},
     {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
      "The CUDA stream protocol: (0, handle)."},
+    {"begin_capture", (PyCFunction)(void (*)(void))cf_py_stream_begin_capture,
+     METH_VARARGS | METH_KEYWORDS,
+     "begin_capture(mode='thread_local'): capture the work queued on this stream into a CUDA "
+     "graph instead of running it; cufunc calls without stream= on this thread are captured "
+     "here too. Modes: 'global', 'thread_local', 'relaxed' (cudaStreamCaptureMode)."},
+    {"end_capture", (PyCFunction)cf_py_stream_end_capture, METH_NOARGS,
+     "end_capture() -> Graph: end the capture; Graph.launch(stream) replays it."},
+    {"is_capturing", (PyCFunction)cf_py_stream_is_capturing, METH_NOARGS,
+     "is_capturing() -> whether the stream captures a CUDA graph now."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -620,7 +620,7 @@ static PyObject *ufunc_fast(CfPyUFunc *self, PyObject *const *args, Py_ssize_t n
     const CfPyDeviceArray *arr[2 * UF_MAX_ARGS];
     arr[0] = NULL; /* set below: nin >= 1 (this tells the compiler) */
     *handled = 0;
-    if (nin < 1)
+    if (nin < 1 || (cf_py_capture_gate && cf_py_capture_own() != NULL)) /* captured: pipeline */
         return NULL;
     if (out_str == NULL && (out_str = PyUnicode_InternFromString("out")) == NULL) {
         PyErr_Clear();

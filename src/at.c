@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "context.h"
+#include "driver.h"
 #include "cufunc/at.cuh"
 #include "cufunc/at.h"
 #include "error.h"
@@ -188,6 +190,13 @@ cf_status cf_at_launch(cf_at *at, const cf_at_call *c, cf_stream *s, int device)
     cf_function *fn = NULL;
     if ((st = get_kernel(at, c, device, &fn)))
         return st;
+    /* Captured into a CUDA graph, the launch cannot read its error flag back (no host
+     * synchronisation in a capture): the flag lives in the graph (allocation, memset, free
+     * nodes), bad device indices are skipped by the kernel and go unreported. */
+    int capture = CF_CAPTURE_NONE;
+    if (cf_stream_handle(s) > 1 && (st = cf_stream_capture_status(s, &capture)))
+        return st; /* the legacy default stream never captures */
+    capture = capture == CF_CAPTURE_ACTIVE || capture == CF_CAPTURE_INVALIDATED;
     uint64_t bad = 0;
     unsigned long long flags[2] = {0, 0};
     if ((st = cf_mem_alloc(s, sizeof flags, &bad)))
@@ -212,10 +221,12 @@ cf_status cf_at_launch(cf_at *at, const cf_at_call *c, cf_stream *s, int device)
         blocks = 65536; /* grid-stride beyond */
     unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {AT_BLOCK, 1, 1};
     void *args[1] = {&p};
-    st = cf_memset8(s, bad, 0, sizeof flags);
+    st = capture ? cf_cu_check(cf_drv.cuMemsetD8Async(bad, 0, sizeof flags, cf_stream_cu(s)),
+                               "cuMemsetD8Async")
+                 : cf_memset8(s, bad, 0, sizeof flags);
     if (!st)
         st = cf_launch(fn, grid, block, 0, s, args);
-    if (!st)
+    if (!st && !capture)
         st = cf_memcpy_dtoh(s, flags, bad, sizeof flags, 1);
     cf_status fst = cf_mem_free(s, bad);
     if (st)

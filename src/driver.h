@@ -83,7 +83,18 @@
     X(cuFuncSetAttribute, 9000)                                                                    \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                                           \
     X(cuLaunchKernel, 4000)                                                                        \
-    X(cuLaunchKernelEx, 11060)
+    X(cuLaunchKernelEx, 11060)                                                                     \
+    X(cuMemsetD32Async, 3020)                                                                      \
+    X(cuStreamIsCapturing, 10000)                                                                  \
+    X(cuThreadExchangeStreamCaptureMode, 10010)                                                    \
+    X(cuStreamBeginCapture, 10010)                                                                 \
+    X(cuStreamEndCapture, 10000)                                                                   \
+    X(cuGraphInstantiateWithFlags, 11040)                                                          \
+    X(cuGraphUpload, 11010)                                                                        \
+    X(cuGraphLaunch, 10000)                                                                        \
+    X(cuGraphGetNodes, 10000)                                                                      \
+    X(cuGraphExecDestroy, 10000)                                                                   \
+    X(cuGraphDestroy, 10000)
 
 #define CF_DRIVER_FIELD(name, abi) __typeof__(&name) name;
 typedef struct cf_driver_table {

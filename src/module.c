@@ -93,6 +93,25 @@ static int is_jit_failure(CUresult r)
            r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
 }
 
+/* Module loading is one of the calls CUDA calls "potentially unsafe" during a stream capture: in
+ * the global and thread-local modes it would invalidate a capture under way (PyTorch captures in
+ * the global mode). A kernel compiled or fetched during a capture is loaded with this thread's
+ * mode relaxed for the call, as the CUDA documentation advises libraries that allocate lazily;
+ * the load itself queues nothing on any stream. */
+static CUstreamCaptureMode capture_mode_relax(void)
+{
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (cf_drv.cuThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
+        m = CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing changed: nothing to put back */
+    return m;
+}
+
+static void capture_mode_restore(CUstreamCaptureMode m)
+{
+    if (m != CU_STREAM_CAPTURE_MODE_RELAXED)
+        cf_drv.cuThreadExchangeStreamCaptureMode(&m);
+}
+
 /* Load an image into the current context (the device's primary one). */
 static cf_status load_image(const void *image, int is_ptx, int cc_major, int cc_minor,
                             CUmodule *out)
@@ -101,7 +120,9 @@ static cf_status load_image(const void *image, int is_ptx, int cc_major, int cc_
     log[0] = '\0';
     CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+    CUstreamCaptureMode mode = capture_mode_relax();
     CUresult r = cf_drv.cuModuleLoadDataEx(out, image, 2, opts, vals);
+    capture_mode_restore(mode);
     if (r == CUDA_SUCCESS)
         return CF_OK;
     log[sizeof log - 1] = '\0';
@@ -359,7 +380,9 @@ cf_status cf_module_function(cf_module *m, const char *name, cf_function **out)
     if (st)
         goto done;
     CUfunction fn = NULL;
+    CUstreamCaptureMode mode = capture_mode_relax(); /* lazy loading loads it here */
     CUresult r = cf_drv.cuModuleGetFunction(&fn, m->mod, name);
+    capture_mode_restore(mode);
     if (r == CUDA_ERROR_NOT_FOUND) {
         st = cf_error_set(CF_ERR_INVALID,
                           "cf_module_function: the module has no kernel named '%s' (a kernel must "

@@ -18,6 +18,7 @@
 #include "cufunc/reduce.cuh"
 #include "cufunc/reduce.h"
 #include "context.h"
+#include "driver.h"
 #include "env.h"
 #include "error.h"
 #include "util.h"
@@ -947,6 +948,38 @@ done:
     return st;
 }
 
+/* The scratch of one launch captured into a CUDA graph: the stream's own scratch cannot serve,
+ * since its tickets and scan epoch are baked into the graph's kernel parameters and a replay would
+ * find the statuses of the previous replay under the same epoch. The graph gets its own memory
+ * (an allocation node) whose counters are zeroed by memset nodes before each replay's kernel, and
+ * freed by a free node after it (graph_scratch_end). */
+static cf_status graph_scratch(cf_stream *s, int64_t scan_tiles, red_scratch *out)
+{
+    memset(out, 0, sizeof *out);
+    out->device = cf_stream_device(s);
+    out->stream = cf_stream_handle(s);
+    size_t scan_at = ((size_t)SCR_BYTES + 255) / 256 * 256;
+    size_t bytes = scan_at + (scan_tiles > 0 ? scan_bytes(scan_tiles) : 0);
+    cf_status st = cf_mem_alloc(s, bytes, &out->base);
+    if (st)
+        return st;
+    CUstream h = cf_stream_cu(s);
+    CUresult r = cf_drv.cuMemsetD32Async(out->base + SCR_TICKETS, 0, SCR_PARTIALS / 4, h);
+    if (r == CUDA_SUCCESS)
+        r = cf_drv.cuMemsetD8Async(out->base + SCR_PARTIAL_OK, 0, CF_RED_MAX_BLOCKS, h);
+    if (r == CUDA_SUCCESS && scan_tiles > 0) {
+        out->scan = out->base + scan_at;
+        out->scan_tiles = scan_tiles;
+        out->epoch = 1;
+        r = cf_drv.cuMemsetD32Async(out->scan, 0, (size_t)scan_tiles * 2, h); /* the statuses */
+    }
+    if (r != CUDA_SUCCESS) {
+        st = cf_cu_check(r, "zeroing a captured reduction's counters");
+        cf_mem_free(s, out->base);
+    }
+    return st;
+}
+
 /* ---- launch -------------------------------------------------------------------------------- */
 
 /* Elements must sit at addresses aligned to their size (complex: to a component's size). */
@@ -1033,8 +1066,13 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
                                  bps, &g)))
         return st;
     red_scratch scr;
-    int scan = p->kind == CF_SCAN_TILES;
-    if ((st = get_scratch(s, scan ? (int64_t)g.grid[0] : 0, &scr)))
+    int scan = p->kind == CF_SCAN_TILES, capture = CF_CAPTURE_NONE;
+    /* the legacy default stream never captures: its eager launches ask nothing */
+    if (cf_stream_handle(s) > 1 && (st = cf_stream_capture_status(s, &capture)))
+        return st;
+    capture = capture == CF_CAPTURE_ACTIVE || capture == CF_CAPTURE_INVALIDATED;
+    if ((st = capture ? graph_scratch(s, scan ? (int64_t)g.grid[0] : 0, &scr)
+                      : get_scratch(s, scan ? (int64_t)g.grid[0] : 0, &scr)))
         return st;
     size_t accsz = cf_dtype_size(r->loops[loop].acc);
     cf_red_params prm;
@@ -1063,6 +1101,11 @@ static cf_status run(cf_reducer *r, int loop, cf_stream *s, const cf_reduce_plan
     st = cf_launch(k.fn, g.grid, block, 0, s, args);
     if (split_mem) {
         cf_status fst = cf_mem_free(s, split_mem); /* stream-ordered: after the kernel */
+        if (!st)
+            st = fst;
+    }
+    if (capture) {
+        cf_status fst = cf_mem_free(s, scr.base); /* a free node after the kernel */
         if (!st)
             st = fst;
     }

@@ -338,6 +338,141 @@ cf_status cf_stream_synchronize_queued(cf_stream *s)
     return CF_OK;
 }
 
+/* ---- CUDA graphs: stream capture ---------------------------------------------------------- */
+
+cf_status cf_stream_capture_status(cf_stream *s, int *status)
+{
+    cf_status st = check_stream(s, "cf_stream_capture_status", "s");
+    if (st)
+        return st;
+    if (!status)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_capture_status: status is NULL");
+    *status = CF_CAPTURE_NONE;
+    if ((st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    /* a query, even of the legacy stream during a capture: it never breaks the capture */
+    CUresult r = cf_drv.cuStreamIsCapturing(s->handle ? s->handle : CU_STREAM_LEGACY, &cs);
+    if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
+        *status = CF_CAPTURE_IMPLICIT;
+        return CF_OK;
+    }
+    CF_CU_TRY(r);
+    *status = cs == CU_STREAM_CAPTURE_STATUS_ACTIVE        ? CF_CAPTURE_ACTIVE
+              : cs == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? CF_CAPTURE_INVALIDATED
+                                                           : CF_CAPTURE_NONE;
+    return CF_OK;
+}
+
+#define GRAPH_MAGIC 0x6366677270u /* "cfgrp" */
+
+struct cf_graph {
+    uint64_t magic;
+    int device;
+    CUgraph graph;
+    CUgraphExec exec;
+};
+
+static cf_status check_graph(const cf_graph *g, const char *fn)
+{
+    if (!g || g->magic != GRAPH_MAGIC)
+        return cf_error_set(CF_ERR_INVALID, "%s: g is not a live cf_graph", fn);
+    return cf_context_enter(g->device);
+}
+
+cf_status cf_stream_begin_capture(cf_stream *s, int mode)
+{
+    cf_status st = check_stream(s, "cf_stream_begin_capture", "s");
+    if (st)
+        return st;
+    if (mode < CF_CAPTURE_GLOBAL || mode > CF_CAPTURE_RELAXED)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_begin_capture: unknown mode %d", mode);
+    if (is_legacy_handle(s->handle))
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_begin_capture: the legacy default stream "
+                            "cannot capture; capture on a stream of your own (cf_stream_create)");
+    if ((st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    CF_CU_TRY(cf_drv.cuStreamBeginCapture(s->handle, (CUstreamCaptureMode)mode));
+    return CF_OK;
+}
+
+/* Ownership: the caller frees *out with cf_graph_free. */
+cf_status cf_stream_end_capture(cf_stream *s, cf_graph **out)
+{
+    if (!out)
+        return cf_error_set(CF_ERR_INVALID, "cf_stream_end_capture: out is NULL");
+    *out = NULL;
+    cf_status st = check_stream(s, "cf_stream_end_capture", "s");
+    if (st || (st = cf_context_enter(s->device)) != CF_OK)
+        return st;
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    CF_CU_TRY(cf_drv.cuStreamEndCapture(s->handle, &graph));
+    /* allocation nodes whose memory outlives a launch (a result the caller keeps) are freed by
+     * the next launch rather than refused by it */
+    CUresult r = cf_drv.cuGraphInstantiateWithFlags(
+        &exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+    if (r != CUDA_SUCCESS) {
+        cf_drv.cuGraphDestroy(graph);
+        return cf_cu_check(r, "cuGraphInstantiateWithFlags");
+    }
+    cf_graph *g = cf_malloc(sizeof *g);
+    if (!g) {
+        cf_drv.cuGraphExecDestroy(exec);
+        cf_drv.cuGraphDestroy(graph);
+        return cf_error_prefix("allocating a graph wrapper");
+    }
+    *g = (cf_graph){GRAPH_MAGIC, s->device, graph, exec};
+    *out = g;
+    return CF_OK;
+}
+
+cf_status cf_graph_launch(cf_graph *g, cf_stream *s)
+{
+    cf_status st = check_graph(g, "cf_graph_launch");
+    if (st || (st = check_stream(s, "cf_graph_launch", "s")) != CF_OK)
+        return st;
+    if (s->device != g->device)
+        return cf_error_set(CF_ERR_INVALID, "cf_graph_launch: the graph is on device %d, the "
+                            "stream on device %d", g->device, s->device);
+    CF_CU_TRY(cf_drv.cuGraphLaunch(g->exec, s->handle));
+    return CF_OK;
+}
+
+cf_status cf_graph_upload(cf_graph *g, cf_stream *s)
+{
+    cf_status st = check_graph(g, "cf_graph_upload");
+    if (st || (st = check_stream(s, "cf_graph_upload", "s")) != CF_OK)
+        return st;
+    CF_CU_TRY(cf_drv.cuGraphUpload(g->exec, s->handle));
+    return CF_OK;
+}
+
+cf_status cf_graph_node_count(cf_graph *g, size_t *count)
+{
+    cf_status st = check_graph(g, "cf_graph_node_count");
+    if (st)
+        return st;
+    if (!count)
+        return cf_error_set(CF_ERR_INVALID, "cf_graph_node_count: count is NULL");
+    size_t n = 0;
+    CF_CU_TRY(cf_drv.cuGraphGetNodes(g->graph, NULL, &n));
+    *count = n;
+    return CF_OK;
+}
+
+void cf_graph_free(cf_graph *g)
+{
+    if (!g || g->magic != GRAPH_MAGIC)
+        return;
+    g->magic = 0;
+    if (cf_context_enter(g->device) == CF_OK) {
+        cf_drv.cuGraphExecDestroy(g->exec);
+        cf_drv.cuGraphDestroy(g->graph);
+    }
+    cf_free(g);
+}
+
 /* ---- events (Numba's cuda.event) ---------------------------------------------------------- */
 
 #define EVENT_MAGIC 0x6366657674u /* "cfevt" */

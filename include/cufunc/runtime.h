@@ -123,6 +123,46 @@ CF_API cf_status cf_stream_wait_stream(cf_stream *waiter, cf_stream *s);
  * the device (which cuStreamSynchronize of the legacy stream is not documented to do). */
 CF_API cf_status cf_stream_synchronize_queued(cf_stream *s);
 
+/* ---- CUDA graphs: stream capture ----------------------------------------------------------
+ *
+ * Every launch function of the engines (cf_ufunc_launch, cf_gufunc_launch, cf_reduce_*,
+ * cf_scan_launch, cf_at_launch) may be called on a stream that is capturing a CUDA graph
+ * (cuStreamBeginCapture, or cf_stream_begin_capture below; a CUstream capturing for PyTorch or
+ * CuPy wrapped with cf_stream_wrap): the launch is recorded into the graph, memory the engine needs
+ * comes from allocation nodes on that stream (cuMemAllocAsync), and the counters a kernel expects
+ * zeroed are zeroed by memset nodes inside the graph, so every replay is right. On a capturing
+ * stream, call nothing that synchronises (cf_stream_synchronize, cf_memcpy_* with sync != 0,
+ * pageable copies) and order other streams' work only with events recorded inside the capture.
+ * A kernel compiled for the first time during a capture is loaded with the thread's capture mode
+ * relaxed (cuThreadExchangeStreamCaptureMode); call once before capturing to keep compiles out. */
+
+/* Capture status of `s`: CF_CAPTURE_NONE, _ACTIVE, _INVALIDATED, or _IMPLICIT (s is the legacy
+ * default stream while a blocking stream of its device captures: any use of it would break that
+ * capture). */
+enum { CF_CAPTURE_NONE = 0, CF_CAPTURE_ACTIVE = 1, CF_CAPTURE_INVALIDATED = 2,
+       CF_CAPTURE_IMPLICIT = 3 };
+CF_API cf_status cf_stream_capture_status(cf_stream *s, int *status);
+
+/* Modes of cf_stream_begin_capture (CUstreamCaptureMode's values). */
+enum { CF_CAPTURE_GLOBAL = 0, CF_CAPTURE_THREAD_LOCAL = 1, CF_CAPTURE_RELAXED = 2 };
+
+/* An instantiated graph (CUgraphExec and its CUgraph). */
+typedef struct cf_graph cf_graph;
+/* Begin capturing `s` (not the legacy default stream) in `mode`. */
+CF_API cf_status cf_stream_begin_capture(cf_stream *s, int mode);
+/* End the capture begun on `s` and instantiate it (allocations not freed in the graph are freed
+ * when it is launched again: CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH). Ownership: the
+ * caller frees *out with cf_graph_free. */
+CF_API cf_status cf_stream_end_capture(cf_stream *s, cf_graph **out);
+/* Launch (replay) the graph on `s`, ordered after the work queued on it before. */
+CF_API cf_status cf_graph_launch(cf_graph *g, cf_stream *s);
+/* Upload the graph's work to the device ahead of its first launch (optional). */
+CF_API cf_status cf_graph_upload(cf_graph *g, cf_stream *s);
+/* Number of nodes of the captured graph (kernels, memsets, allocation and free nodes). */
+CF_API cf_status cf_graph_node_count(cf_graph *g, size_t *count);
+/* No-op on NULL. A launch still queued completes. */
+CF_API void cf_graph_free(cf_graph *g);
+
 /* ---- events (Numba's cuda.event) ----------------------------------------------------------- */
 
 typedef struct cf_event cf_event;

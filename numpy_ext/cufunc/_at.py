@@ -49,6 +49,12 @@ def _engine(spec):
 def _upload(ary, device):
     """A host array copied to ``device`` (the updated array's), whatever the thread's current
     device is: the kernel runs on the array's device and reads its indices and values there."""
+    if _core._capturing() is not None:
+        from .errors import GraphCaptureError
+        raise GraphCaptureError(
+            "ufunc.at: host indices or values cannot be captured in a CUDA graph (the capture "
+            "was left as it was); pass device arrays (cufunc.cuda.to_device before capturing) "
+            "for the indices and the values")
     cur = _core.get_device()
     if cur == device:
         return _core.to_device(ary)
