@@ -1,7 +1,7 @@
 """GPU twins of NumPy's ufuncs, and what DeviceArray does with them (issue 15, section 2).
 
 ``np.sin(d)``, ``np.add(d, 1.5)``, ``np.maximum.reduce(d, axis=0)``, ``np.add.accumulate(d)``,
-``np.multiply.outer(a, b)`` and ``np.add.at(d, idx, v)`` on cufunc DeviceArrays run on the GPU:
+``np.add.reduceat(d, idx)``, ``np.multiply.outer(a, b)`` and ``np.add.at(d, idx, v)`` on cufunc DeviceArrays run on the GPU:
 DeviceArray.__array_ufunc__ (NEP 13) hands them to a *twin*, a cufunc ufunc whose body (in
 _twin_defs.py) calls the NumPy function, which the kernel language translates with NumPy's meaning.
 The operators of DeviceArray (``d + 1``, ``d < e``, ``d += 1``, ``-d``, ``abs(d)``) go through the
@@ -336,6 +336,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return tw.reduce(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
     if method == "accumulate":
         return tw.accumulate(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
+    if method == "reduceat":
+        return tw.reduceat(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
     if method == "outer":
         args, extra = _args(ufunc, inputs)
         if extra and "dtype" not in kwargs:
