@@ -52,6 +52,7 @@ def main():
     cx = cp.asarray(h) if cp is not None else None
     seg_reduce = _segmented_reduce()
     rows = []
+    cupy_err = {}   # CuPy's largest relative error against the float64 sums (not asserted)
     for lg in (10, 16, 22):
         k = 1 << lg
         idx = np.arange(0, n, n // k, dtype=np.int64)
@@ -69,7 +70,7 @@ def main():
         if cx is not None:
             cidx = cp.asarray(idx)
             cg = cp.add.reduceat(cx, cidx).get()
-            assert np.all(np.abs(cg - want) <= 1e-5 * want + 1e-6), "cupy: wrong result"
+            cupy_err[lg] = float(np.max(np.abs(cg - want) / np.maximum(want, 1e-30)))
             t = timeit(lambda: cp.add.reduceat(cx, cidx), cp.cuda.Device().synchronize, reps, 10)
             peer["cupy"] = nbytes / t / 1e9
         target = 0.85 * copy_bw if lg < 22 else None
@@ -88,6 +89,8 @@ def main():
             lg, gd, gh, "%.0f" % peer["cupy"] if "cupy" in peer else "not installed", tt,
             "yes" if met else "NO"))
     print("(copy bandwidth %.0f GB/s, read + write, measured in this run)" % copy_bw)
+    for lg, e in cupy_err.items():
+        print("CuPy add.reduceat, 2^%d segments: largest relative error %.2g" % (lg, e))
     print("cuda.compute segmented_reduce: %s" % (
         "installed but not timed here" if seg_reduce is not None else "not installed"))
 

@@ -581,6 +581,20 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
     if (st != CF_OK)
         return cf_py_fail(st == CF_ERR_TYPE ? st : st, NULL);
     cf_ufunc_loop_types(uf->uf, loop, t);
+    if (!exact && t[0] == t[1] && t[1] != t[2] && t[2] != want && !dynamic) {
+        /* NumPy's reduction rule: a loop (T, T) -> U with U != T reduces in U's loop, the
+         * elements cast to U as they are loaded (np.logical_and.reduce of floats: in bool) */
+        cf_dtype in2[2] = {t[2], t[2]};
+        int loop2 = -1;
+        if (cf_ufunc_resolve(uf->uf, in2, NULL, &loop2) == CF_OK) {
+            cf_dtype t2[3];
+            cf_ufunc_loop_types(uf->uf, loop2, t2);
+            if (t2[0] == t[2] && t2[1] == t[2] && t2[2] == t[2]) {
+                loop = loop2;
+                memcpy(t, t2, sizeof t);
+            }
+        }
+    }
     if (t[0] != t[1] || t[1] != t[2]) {
         PyErr_Format(PyExc_TypeError, "%s of ufunc '%s' needs a loop whose two inputs and output "
                      "have one type; for %s the ufunc has (%s, %s) -> %s", method, name,

@@ -1241,8 +1241,8 @@ __device__ __forceinline__ void cf_red_segments(const cf_red_params &p)
                 I head = (I)(((16 - (a & 15)) & 15) / sizeof(TIn));
                 if (head > hi - lo)
                     head = hi - lo;
-                if (lane < head)
-                    cf_red_fold<Op>(v, ok, cf_cast<T>(src[lo + lane]), true);
+                for (I j = lane; j < head; j += (I)GROUP) /* head may exceed a small group */
+                    cf_red_fold<Op>(v, ok, cf_cast<T>(src[lo + j]), true);
                 const I nvec = (hi - lo - head) / V;
                 cf_red_vec_loop<Op, TIn, V, U, I>((const cf_vec<TIn, V> *)(src + lo + head), nvec,
                                                   lane, (I)GROUP, v, ok);

@@ -123,13 +123,18 @@ def test_segment_layouts_float32_twin(n, k, ordered):
     check(np.maximum.reduceat(cuda.to_device(a), idx), np.maximum.reduceat(a, idx))
 
 
+DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float16",
+          "float32", "float64", "complex64", "complex128"]
+# the twins order no complex values (maximum and minimum of complex numbers: the fidelity suite
+# reports those loops), so those pairs are not listed here
+PAIRS = [(u, d) for u in (np.add, np.multiply, np.maximum, np.minimum, np.bitwise_or,
+                          np.logical_and)
+         for d in DTYPES if not (u in (np.maximum, np.minimum) and d.startswith("complex"))]
+
+
 @gpu
-@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64",
-                                   "uint64", "float16", "float32", "float64", "complex64",
-                                   "complex128"])
-@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.minimum, np.bitwise_or,
-                                   np.logical_and])
-def test_every_dtype_and_ufunc(dtype, ufunc):
+@pytest.mark.parametrize("ufunc,dtype", PAIRS)
+def test_every_dtype_and_ufunc(ufunc, dtype):
     a = small(2000, dtype, -1, 2)   # |products| stay small
     idx = np.array([0, 5, 5, 3, 100, 1999, 7, 1500])
     try:
