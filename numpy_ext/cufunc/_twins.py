@@ -41,9 +41,7 @@ _CHARS = frozenset("?bhilqBHILQefdFD")
 # Loops of a kind the twin's body does not give NumPy's meaning to (NumPy orders complex numbers
 # lexicographically; the language has no ordering of complex values): left out.
 _EXCLUDE_KINDS = {
-    "maximum": "c", "minimum": "c", "fmax": "c", "fmin": "c", "sign": "c", "less": "c",
-    "less_equal": "c", "greater": "c", "greater_equal": "c", "reciprocal": "biu", "logaddexp": "c",
-    "logaddexp2": "c", "floor_divide": "c", "remainder": "c", "fmod": "c",
+    "logaddexp": "c", "logaddexp2": "c", "floor_divide": "c", "remainder": "c", "fmod": "c",
 }
 # Identity for reduce: NumPy's ufunc.identity; maximum and minimum have none in NumPy but reduce in
 # any order, which cufunc spells 'reorderable'.
@@ -77,14 +75,19 @@ def loop_signatures(ufunc):
     return loops
 
 
+_KIND_SUFFIX = {"b": "__bool", "u": "__unsigned", "i": "__int", "c": "__complex"}
+
+
 def _body(name, dts, nin):
-    """The Python body of one loop: name__bool for an all-bool loop and name__unsigned for an
-    unsigned one where _twin_defs spells those out differently, else name."""
+    """The Python body of one loop, where _twin_defs spells a kind of type out differently:
+    name__<dtype> (name__complex64) when the inputs share that dtype, else name__bool,
+    name__unsigned, name__int or name__complex when they share that kind, else name."""
     kinds = {d.kind for d in dts[:nin]}
-    if kinds == {"b"} and hasattr(_twin_defs, name + "__bool"):
-        return getattr(_twin_defs, name + "__bool")
-    if kinds == {"u"} and hasattr(_twin_defs, name + "__unsigned"):
-        return getattr(_twin_defs, name + "__unsigned")
+    types = {d.name for d in dts[:nin]}
+    if len(types) == 1 and hasattr(_twin_defs, name + "__" + next(iter(types))):
+        return getattr(_twin_defs, name + "__" + next(iter(types)))
+    if len(kinds) == 1 and hasattr(_twin_defs, name + _KIND_SUFFIX.get(next(iter(kinds)), "?")):
+        return getattr(_twin_defs, name + _KIND_SUFFIX[next(iter(kinds))])
     return getattr(_twin_defs, name)
 
 
