@@ -446,7 +446,7 @@ CF_HD double cf_np_power(double a, double b) { return b == 0.5 ? cf_sqrt(a) : cf
     CF_HD T cf_copysign(T x, T y) {                                                                \
         return T::from_bits((unsigned short)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));           \
     }                                                                                              \
-    CF_HD T cf_np_power(T a, T b) { return (float)b == 0.5f ? T(cf_sqrt((float)a)) : cf_pow(a, b); }
+    CF_HD T cf_np_power(T a, T b) { return cf_pow(a, b); }
 CF_HALF_MATH(cf_float16)
 CF_HALF_MATH(cf_bfloat16)
 #undef CF_HALF_MATH
