@@ -29,12 +29,14 @@ typedef struct {
 static const char *const REDUCE_KW[] = {NULL, "axis", "dtype", "out", "keepdims", "initial",
                                         "where", "stream"};
 static const char *const ACCUMULATE_KW[] = {NULL, "axis", "dtype", "out", "stream"};
+static const char *const REDUCEAT_KW[] = {NULL, NULL, "axis", "dtype", "out", "stream"};
 
 static const method_layout LAYOUTS[] = {
     {"__call__", -1, -2, NULL, 0},
     {"outer", -1, -2, NULL, 0},
     {"reduce", 1, 3, REDUCE_KW, 8},
     {"accumulate", 1, 3, ACCUMULATE_KW, 5},
+    {"reduceat", 2, 4, REDUCEAT_KW, 6},
     {"at", 0, -1, NULL, 0},
 };
 static const method_layout OTHER_LAYOUT = {NULL, 0, -1, NULL, 0};

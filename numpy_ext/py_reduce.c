@@ -586,6 +586,20 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
     if (st != CF_OK)
         return cf_py_fail(st == CF_ERR_TYPE ? st : st, NULL);
     cf_ufunc_loop_types(uf->uf, loop, t);
+    if (!exact && t[0] == t[1] && t[1] != t[2] && t[2] != want && !dynamic) {
+        /* NumPy's reduction rule: a loop (T, T) -> U with U != T reduces in U's loop, the
+         * elements cast to U as they are loaded (np.logical_and.reduce of floats: in bool) */
+        cf_dtype in2[2] = {t[2], t[2]};
+        int loop2 = -1;
+        if (cf_ufunc_resolve(uf->uf, in2, NULL, &loop2) == CF_OK) {
+            cf_dtype t2[3];
+            cf_ufunc_loop_types(uf->uf, loop2, t2);
+            if (t2[0] == t[2] && t2[1] == t[2] && t2[2] == t[2]) {
+                loop = loop2;
+                memcpy(t, t2, sizeof t);
+            }
+        }
+    }
     if (t[0] != t[1] || t[1] != t[2]) {
         PyErr_Format(PyExc_TypeError, "%s of ufunc '%s' needs a loop whose two inputs and output "
                      "have one type; for %s the ufunc has (%s, %s) -> %s", method, name,
@@ -1056,6 +1070,212 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
                                      &S.dtype, &S.out, &stream))
         return NULL;
     return rd_run(self, &AC_ENGINE, &S, stream);
+}
+
+/* ---- UFunc.reduceat ------------------------------------------------------------------------- */
+
+/* reduceat's state: reduce's (the result's shape, the loop, `ax`), and the indices. */
+typedef struct {
+    rd_state r;
+    PyObject *indices;     /* the call's argument (borrowed) */
+    int device_indices;    /* given on the device: checked there, at launch */
+} rat_state;
+
+/* NumPy's words for an index outside the axis. */
+static int rat_index_error(const cf_py_call *c, long long value, long long n)
+{
+    PyErr_Format(PyExc_IndexError, "index %lld out-of-bounds in %s.reduceat [0, %lld)", value,
+                 c->name, n);
+    return -1;
+}
+
+/* The indices into c->in[1]: a device array as it is (an integer or bool dtype NumPy casts to
+ * intp safely, 1-d), anything else as NumPy converts it (intp, 1-d, its errors) and checked here. */
+static int rat_indices(cf_py_call *c, int64_t n)
+{
+    rat_state *S = (rat_state *)c->state;
+    cf_py_arg *a = &c->in[1];
+    cf_py_arg_reset(a, S->indices);
+    c->nin_done = 2;
+    PyObject *obj = S->indices;
+    int device_like = Py_TYPE(obj) == &CfPyDeviceArray_Type ||
+                      PyObject_HasAttrString(obj, "__cuda_array_interface__");
+    if (device_like) {
+        if (cf_py_arg_classify(obj, a, "indices") < 0)
+            return -1;
+        if (a->kind == CF_PY_ARG_DEVICE) {
+            char k = cf_dtype_kind(a->view.dtype);
+            if ((k != 'i' && k != 'u' && a->view.dtype != CF_BOOL) || a->view.dtype == CF_UINT64) {
+                PyErr_Format(PyExc_TypeError, "Cannot cast array data from dtype('%s') to "
+                             "dtype('int64') according to the rule 'safe'",
+                             cf_dtype_name(a->view.dtype));
+                return -1;
+            }
+            if (a->view.ndim != 1) {
+                PyErr_SetString(PyExc_ValueError, "reduceat: indices must be 1-dimensional");
+                return -1;
+            }
+            S->device_indices = 1;
+            c->any_device = 1;
+            return 0;
+        }
+        cf_py_arg_clear(a);
+        cf_py_arg_reset(a, obj);
+    }
+    PyArray_Descr *d = PyArray_DescrFromType(NPY_INTP);
+    PyObject *arr = PyArray_FromAny(obj, d, 1, 1, NPY_ARRAY_CARRAY, NULL); /* steals d */
+    if (arr == NULL)
+        return -1;
+    a->keep = arr;
+    a->dtype = CF_INT64;
+    cf_py_arg_host_view(a, (PyArrayObject *)arr);
+    const npy_intp *v = (const npy_intp *)PyArray_DATA((PyArrayObject *)arr);
+    for (npy_intp i = 0; i < PyArray_DIM((PyArrayObject *)arr, 0); i++)
+        if (v[i] < 0 || v[i] >= n)
+            return rat_index_error(c, (long long)v[i], (long long)n);
+    c->any_host = 1;
+    return 0;
+}
+
+/* Steps 1-3 of UFunc.reduceat. */
+static int rat_prepare(cf_py_call *c)
+{
+    rat_state *S = (rat_state *)c->state;
+    rd_state *R = &S->r;
+    cf_py_arg_reset(&c->out[0], NULL);
+    c->out[0].kind = CF_PY_ARG_NONE;
+    c->nin_done = c->nout_done = 1;
+    if (red_classify(R->array, &c->in[0], "array") < 0)
+        return -1;
+    const cf_array *a = &c->in[0].view;
+    if (a->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "cannot reduceat on a scalar");
+        return -1;
+    }
+    c->any_device = c->in[0].kind == CF_PY_ARG_DEVICE;
+    if (R->axis == Py_None || (PyTuple_Check(R->axis) && PyTuple_GET_SIZE(R->axis) != 1)) {
+        PyErr_SetString(PyExc_ValueError, "reduceat does not allow multiple axes");
+        return -1;
+    }
+    if (parse_axes(R->axis, a->ndim, R->reduced) < 0)
+        return -1;
+    for (int k = 0; k < a->ndim; k++)
+        if (R->reduced[k])
+            R->ax = k;
+    if (rat_indices(c, a->shape[R->ax]) < 0)
+        return -1;
+    PyObject *out = R->out;
+    if (PyTuple_Check(out)) {
+        if (PyTuple_GET_SIZE(out) != 1) {
+            PyErr_SetString(PyExc_ValueError, "The 'out' tuple must have exactly one entry");
+            return -1;
+        }
+        out = PyTuple_GET_ITEM(out, 0);
+    }
+    if (out != Py_None) {
+        c->outs[0] = out;
+        if (cf_py_call_classify_out(c, 0, "out", "reduceat") < 0)
+            return -1;
+    }
+    c->host_result = !c->any_device;
+    c->scalar_results = 0;
+    R->rndim = a->ndim;
+    memcpy(R->rshape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    R->rshape[R->ax] = c->in[1].view.shape[0];
+    const cf_array *o = &c->out[0].view;
+    if (c->outs[0] != NULL && !shapes_equal(o->ndim, o->shape, R->rndim, R->rshape)) {
+        PyObject *f = cf_py_tuple_from_int64(o->ndim, o->shape);
+        PyObject *e = cf_py_tuple_from_int64(R->rndim, R->rshape);
+        if (f && e)
+            PyErr_Format(PyExc_ValueError, "output parameter for reduceat of %s has the wrong "
+                         "shape: Found %R but expected %R", c->name, f, e);
+        Py_XDECREF(f);
+        Py_XDECREF(e);
+        return -1;
+    }
+    if (c->host_out && c->any_device) {
+        PyErr_Format(PyExc_TypeError, "reduceat of ufunc '%s': out= is a host (NumPy) array but "
+                     "an input is on the device; pass a device array as out=", c->name);
+        return -1;
+    }
+    return method_loop((CfPyUFunc *)c->self, R->dtype, c, a->dtype, "reduceat", &R->red,
+                       &R->rloop, &R->acc);
+}
+
+static int rat_launch(cf_py_call *c)
+{
+    rat_state *S = (rat_state *)c->state;
+    rd_state *R = &S->r;
+    cf_status st = CF_OK;
+    int64_t n = c->in[0].view.shape[R->ax], bad = -1, value = 0;
+    if (S->device_indices) {
+        /* device indices are checked on the device before anything is written (one wait) */
+        Py_BEGIN_ALLOW_THREADS
+        st = cf_reduceat_check(R->red, R->rloop, c->pl.s, &c->in[1].view, n, &bad, &value);
+        Py_END_ALLOW_THREADS
+        if (st != CF_OK)
+            return cf_py_fail(st, c->name);
+        if (bad >= 0)
+            return rat_index_error(c, (long long)value, (long long)n);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = cf_reduceat_launch(R->red, R->rloop, c->pl.s, &c->in[0].view, R->ax, &c->in[1].view,
+                            &c->out[0].view);
+    Py_END_ALLOW_THREADS
+    return st == CF_OK ? 0 : cf_py_fail(st, c->name);
+}
+
+/* Outputs sharing memory with the array or the indices: computed from copies (NumPy's meaning). */
+static const cf_py_engine RAT_ENGINE = {
+    .prepare = rat_prepare,
+    .alloc_out = rd_alloc_out,
+    .out_shape = rd_out_shape,
+    .in_place_ok = 0,
+    .launch = rat_launch,
+};
+
+PyObject *cf_py_ufunc_reduceat(PyObject *selfobj, PyObject *args, PyObject *kwargs)
+{
+    CfPyUFunc *self = (CfPyUFunc *)selfobj;
+    static char *kw[] = {"array", "indices", "axis", "dtype", "out", "stream", NULL};
+    static const char *const IN_NAMES[] = {"array", "indices"}, *const OUT_NAMES[] = {"out"};
+    rat_state S = {.r = {.method = "reduceat", .dtype = Py_None, .out = Py_None,
+                         .where = Py_True}};
+    PyObject *stream = NULL;
+    if (self->nin != 2) {
+        PyErr_SetString(PyExc_ValueError, "reduceat only supported for binary functions");
+        return NULL;
+    }
+    if (self->nout != 1) {
+        PyErr_SetString(PyExc_ValueError, "reduceat only supported for functions returning a "
+                        "single value");
+        return NULL;
+    }
+    PyObject *r;
+    int ov = cf_py_override_tp(selfobj, "reduceat", 2, args, kwargs, &r);
+    if (ov != 0) /* NEP 13 (py_override.h) */
+        return ov > 0 ? r : NULL;
+    S.r.axis = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OOOO:reduceat", kw, &S.r.array, &S.indices,
+                                     &S.r.axis, &S.r.dtype, &S.r.out, &stream))
+        return NULL;
+    PyObject *zero = NULL;
+    if (S.r.axis == NULL)
+        S.r.axis = zero = PyLong_FromLong(0);
+    if (S.r.axis == NULL)
+        return NULL;
+    const char *name = PyUnicode_AsUTF8(self->name);
+    if (name == NULL) {
+        Py_XDECREF(zero);
+        return NULL;
+    }
+    cf_py_call c;
+    cf_py_call_init(&c, &RAT_ENGINE, self, &S, name, NULL, 2, 1, NULL, stream);
+    c.in_names = IN_NAMES;
+    c.out_names = OUT_NAMES;
+    PyObject *res = cf_py_call_run(&c);
+    Py_XDECREF(zero);
+    return res;
 }
 
 /* ---- module --------------------------------------------------------------------------------- */

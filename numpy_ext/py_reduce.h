@@ -15,5 +15,7 @@ extern PyMethodDef cf_py_reduce_methods[];
  * (py_ufunc.h); its loops give the binary device function. */
 PyObject *cf_py_ufunc_reduce(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *cf_py_ufunc_accumulate(PyObject *self, PyObject *args, PyObject *kwargs);
+/* UFunc.reduceat(array, indices, axis=0, dtype=None, out=None, stream=0): NumPy's reduceat. */
+PyObject *cf_py_ufunc_reduceat(PyObject *self, PyObject *args, PyObject *kwargs);
 
 #endif

@@ -1019,6 +1019,9 @@ static PyMethodDef ufunc_methods[] = {
      "stream=0): reduce array's dimension(s) by applying the ufunc along them (binary ufuncs)."},
     {"accumulate", (PyCFunction)(void (*)(void))cf_py_ufunc_accumulate, METH_VARARGS | METH_KEYWORDS,
      "accumulate(array, axis=0, dtype=None, out=None, stream=0): the inclusive scan along an axis."},
+    {"reduceat", (PyCFunction)(void (*)(void))cf_py_ufunc_reduceat, METH_VARARGS | METH_KEYWORDS,
+     "reduceat(array, indices, axis=0, dtype=None, out=None, stream=0): reductions over the "
+     "segments [indices[i], indices[i+1]) of an axis, NumPy's meaning."},
     {"outer", (PyCFunction)(void (*)(void))ufunc_outer, METH_FASTCALL | METH_KEYWORDS,
      "outer(A, B, /, **kwargs): apply the ufunc to all pairs (a, b) with a in A and b in B."},
     {"add_loop", (PyCFunction)ufunc_add_loop, METH_VARARGS,

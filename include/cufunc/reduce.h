@@ -71,7 +71,8 @@ typedef enum cf_reduce_kind {
     CF_REDUCE_ROWS = 2,  /* reduced elements contiguous / least strided: a warp or block per output */
     CF_REDUCE_COLS = 3,  /* kept axis contiguous / least strided: a thread per output */
     CF_SCAN_TILES = 4,   /* scan with decoupled look-back, tiles along each row */
-    CF_SCAN_COLS = 5     /* scan with a thread per column */
+    CF_SCAN_COLS = 5,    /* scan with a thread per column */
+    CF_REDUCE_SEGMENTS = 6 /* reduceat: GROUP lanes (1..32, or a block) per segment */
 } cf_reduce_kind;
 
 /* The iteration of a reduction or scan split into two groups of axes, each coalesced as plan.h
@@ -148,6 +149,22 @@ CF_API cf_status cf_reduce_all(cf_reducer *r, int loop, cf_stream *s, const cf_a
  * writes it) but must not share memory with it otherwise (CF_ERR_INVALID: copy `in` first). */
 CF_API cf_status cf_scan_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
                                 int axis, const cf_array *out);
+
+/* NumPy's reduceat: out[..., s, ...] = the reduction of in[..., indices[s]:indices[s+1], ...] along
+ * `axis` (the last segment runs to the axis' end; where indices[s] >= indices[s+1], the element
+ * in[..., indices[s], ...] alone). `indices` is a 1-d device array of an integer (or bool) dtype
+ * whose values the caller has checked to lie in [0, in->shape[axis]) (cf_reduceat_check);
+ * `out` has in's shape with indices' extent on `axis`, any dtype, not sharing memory with `in`
+ * or `indices`. The kernel's shape (lanes per segment, vector loads, blocks per long segment) is
+ * chosen from the outputs' count and the mean segment length. No initial value. Returns without
+ * waiting. */
+CF_API cf_status cf_reduceat_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
+                                    int axis, const cf_array *indices, const cf_array *out);
+
+/* Check device `indices` (1-d, integer or bool) against [0, n) on stream s and wait: *bad = the
+ * first position whose value lies outside (and *value = that value), or -1. */
+CF_API cf_status cf_reduceat_check(cf_reducer *r, int loop, cf_stream *s, const cf_array *indices,
+                                   int64_t n, int64_t *bad, int64_t *value);
 
 /* The CUDA C of the kernel cf_reduce_launch / cf_scan_launch would use (axis < 0: a reduction),
  * for inspection and tests; needs no GPU. The caller frees *source with cf_free_buffer. */

@@ -1,7 +1,7 @@
 """GPU twins of NumPy's ufuncs, and what DeviceArray does with them (issue 15, section 2).
 
 ``np.sin(d)``, ``np.add(d, 1.5)``, ``np.maximum.reduce(d, axis=0)``, ``np.add.accumulate(d)``,
-``np.multiply.outer(a, b)`` and ``np.add.at(d, idx, v)`` on cufunc DeviceArrays run on the GPU:
+``np.add.reduceat(d, idx)``, ``np.multiply.outer(a, b)`` and ``np.add.at(d, idx, v)`` on cufunc DeviceArrays run on the GPU:
 DeviceArray.__array_ufunc__ (NEP 13) hands them to a *twin*, a cufunc ufunc whose body (in
 _twin_defs.py) calls the NumPy function, which the kernel language translates with NumPy's meaning.
 The operators of DeviceArray (``d + 1``, ``d < e``, ``d += 1``, ``-d``, ``abs(d)``) go through the
@@ -41,9 +41,7 @@ _CHARS = frozenset("?bhilqBHILQefdFD")
 # Loops of a kind the twin's body does not give NumPy's meaning to (NumPy orders complex numbers
 # lexicographically; the language has no ordering of complex values): left out.
 _EXCLUDE_KINDS = {
-    "maximum": "c", "minimum": "c", "fmax": "c", "fmin": "c", "sign": "c", "less": "c",
-    "less_equal": "c", "greater": "c", "greater_equal": "c", "reciprocal": "biu", "logaddexp": "c",
-    "logaddexp2": "c", "floor_divide": "c", "remainder": "c", "fmod": "c",
+    "logaddexp": "c", "logaddexp2": "c", "floor_divide": "c", "remainder": "c", "fmod": "c",
 }
 # Identity for reduce: NumPy's ufunc.identity; maximum and minimum have none in NumPy but reduce in
 # any order, which cufunc spells 'reorderable'.
@@ -77,14 +75,19 @@ def loop_signatures(ufunc):
     return loops
 
 
+_KIND_SUFFIX = {"b": "__bool", "u": "__unsigned", "i": "__int", "c": "__complex"}
+
+
 def _body(name, dts, nin):
-    """The Python body of one loop: name__bool for an all-bool loop and name__unsigned for an
-    unsigned one where _twin_defs spells those out differently, else name."""
+    """The Python body of one loop, where _twin_defs spells a kind of type out differently:
+    name__<dtype> (name__complex64) when the inputs share that dtype, else name__bool,
+    name__unsigned, name__int or name__complex when they share that kind, else name."""
     kinds = {d.kind for d in dts[:nin]}
-    if kinds == {"b"} and hasattr(_twin_defs, name + "__bool"):
-        return getattr(_twin_defs, name + "__bool")
-    if kinds == {"u"} and hasattr(_twin_defs, name + "__unsigned"):
-        return getattr(_twin_defs, name + "__unsigned")
+    types = {d.name for d in dts[:nin]}
+    if len(types) == 1 and hasattr(_twin_defs, name + "__" + next(iter(types))):
+        return getattr(_twin_defs, name + "__" + next(iter(types)))
+    if len(kinds) == 1 and hasattr(_twin_defs, name + _KIND_SUFFIX.get(next(iter(kinds)), "?")):
+        return getattr(_twin_defs, name + _KIND_SUFFIX[next(iter(kinds))])
     return getattr(_twin_defs, name)
 
 
@@ -336,6 +339,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return tw.reduce(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
     if method == "accumulate":
         return tw.accumulate(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
+    if method == "reduceat":
+        return tw.reduceat(*inputs, **_reduce_dtype(ufunc, inputs[0], kwargs))
     if method == "outer":
         args, extra = _args(ufunc, inputs)
         if extra and "dtype" not in kwargs:

@@ -34,6 +34,15 @@
  *                 back over its predecessors' aggregates / inclusive prefixes 32 tiles at a time,
  *                 publishes its inclusive prefix and stores the tile with 16-byte vectors.
  *   cf_scan_cols  scan along a strided axis: a thread per column, sequential along the axis.
+ *   cf_red_segments  reduceat: one output per (kept position, segment); a segment is
+ *                 [indices[s], indices[s + 1]) of the axis, the last one runs to the axis' end,
+ *                 an empty or reversed one is the element at indices[s]. GROUP lanes per output
+ *                 (1, 2, ..., 32 lanes of a warp, or a whole block; the host picks GROUP from the
+ *                 mean segment length), 16-byte vector loads after a peeled head where the axis is
+ *                 contiguous; a long segment with few outputs is split over gridDim.y blocks
+ *                 whose partials the last of them combines (as cf_red_rows). COLS: a thread per
+ *                 output, adjacent threads on adjacent kept positions (the axis strided).
+ *   cf_red_segments_check  the indices' first value outside [0, n) (atomicMin of its position).
  */
 #ifndef CUFUNC_REDUCE_CUH
 #define CUFUNC_REDUCE_CUH
@@ -1129,6 +1138,154 @@ __device__ __forceinline__ void cf_scan_cols(const cf_red_params &p)
                         cf_cast<TOut>(acc);
                 }
         }
+    }
+}
+
+
+/* ---- segments: reduceat ------------------------------------------------------------------------ */
+
+/* cf_red_params as cf_red_segments reads it: n_out = outputs (n_kept * n_seg), n_red = the axis'
+ * extent, tiles_per_row = n_seg (indices), epoch = n_kept, where = the indices' address; in_red[0],
+ * out_red[0], where_red[0]: byte strides of the axis in the input and the output and of the
+ * indices; red_div[1], red_div[2]: division by n_seg and by n_kept; the kept axes as for rows. */
+
+/* The group's values combined in lane order; the result is in the group's lane 0. Every lane of
+ * the warp calls (G <= 32 lanes per group, G a power of two). */
+template <class Op, int G> __device__ __forceinline__ void cf_red_group(typename Op::T &v, bool &ok)
+{
+    const unsigned lane = threadIdx.x % G;
+#pragma unroll
+    for (unsigned d = 1; d < (unsigned)G; d <<= 1) {
+        const typename Op::T o = cf_red_shfl_down(v, d);
+        const bool ook = __shfl_down_sync(CF_RED_FULL, (int)ok, d) != 0;
+        if (lane + d < (unsigned)G)
+            cf_red_fold<Op>(v, ok, o, ook);
+    }
+}
+
+/* Elements first, first + stride, ... below end of a run with byte stride sa, U in flight. */
+template <class Op, typename TIn, int U, typename I, typename O>
+__device__ __forceinline__ void cf_red_strided_loop(cf_ka_u64 in, O sa, I first, I end, I stride,
+                                                    typename Op::T &v, bool &ok)
+{
+    typedef typename Op::T T;
+    for (I base = first; base < end; base += (I)U * stride) {
+        TIn x[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (base + (I)u * stride < end)
+                x[u] = *(const TIn *)(in + (cf_ka_u64)(long long)((O)(base + (I)u * stride) * sa));
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (base + (I)u * stride < end)
+                cf_red_fold<Op>(v, ok, cf_cast<T>(x[u]), true);
+    }
+}
+
+template <class Op, typename TIn, typename TOut, typename TIdx, int BLOCK, int GROUP, int V, int U,
+          int KND, bool COLS, typename I>
+__device__ __forceinline__ void cf_red_segments(const cf_red_params &p)
+{
+    typedef typename Op::T T;
+    typedef typename cf_red_off_t<I>::type O;
+    const I n_q = (I)p.n_out, n_axis = (I)p.n_red, n_seg = (I)p.tiles_per_row;
+    const I n_kept = (I)p.epoch;
+    const O sa = (O)p.in_red[0], so = (O)p.out_red[0], si = (O)p.where_red[0];
+    const I lane = (I)(threadIdx.x % GROUP);
+    const I per_block = BLOCK / GROUP;
+    /* the loop runs over the first output of each warp (or block), so that every lane of a warp
+     * reaches the shuffles the same number of times */
+    const I first = GROUP >= 32 ? (I)(threadIdx.x / GROUP)
+                                : (I)((threadIdx.x / 32) * (32 / GROUP));
+    const I mine = GROUP >= 32 ? 0 : (I)((threadIdx.x % 32) / GROUP);
+    const I step = (I)gridDim.x * per_block;
+    const bool split = GROUP == BLOCK && gridDim.y > 1; /* then gridDim.x == n_q */
+    for (I base = (I)blockIdx.x * per_block + first; base < n_q; base += step) {
+        const I q = base + mine;
+        T v;
+        bool ok = false;
+        O oout = 0;
+        if (q < n_q) {
+            I k, s;
+            if (COLS) {
+                s = cf_divi<I>(q, p.red_div[2]);
+                k = q - s * n_kept;
+            } else {
+                k = cf_divi<I>(q, p.red_div[1]);
+                s = q - k * n_seg;
+            }
+            O oin = 0, unused = 0;
+            if (KND > 0)
+                cf_red_offsets<(KND > 0 ? KND : 1), I, O>(k, p.kept_shape, p.kept_div, p.in_kept,
+                                                          p.out_kept, p.in_kept, oin, oout, unused);
+            oout += (O)s * so;
+            const I start = (I)*(const TIdx *)(p.where + (cf_ka_u64)(long long)((O)s * si));
+            I end = s + 1 < n_seg
+                        ? (I)*(const TIdx *)(p.where + (cf_ka_u64)(long long)((O)(s + 1) * si))
+                        : n_axis;
+            if (end <= start)
+                end = start + 1; /* NumPy: an empty or reversed segment is its first element */
+            I lo = start, hi = end;
+            if (split) {
+                const I part = (end - start + (I)gridDim.y - 1) / (I)gridDim.y;
+                lo = start + (I)blockIdx.y * part;
+                lo = lo < end ? lo : end;
+                hi = lo + part < end ? lo + part : end;
+            }
+            const cf_ka_u64 in = p.in + (cf_ka_u64)(long long)oin;
+            I rest = lo;
+            if (!COLS && V > 1 && sa == (O)sizeof(TIn) && in % sizeof(TIn) == 0) {
+                /* peel the elements before the first 16-byte boundary, then whole vectors */
+                const TIn *src = (const TIn *)in;
+                const unsigned long long a = (unsigned long long)(src + lo);
+                I head = (I)(((16 - (a & 15)) & 15) / sizeof(TIn));
+                if (head > hi - lo)
+                    head = hi - lo;
+                for (I j = lane; j < head; j += (I)GROUP) /* head may exceed a small group */
+                    cf_red_fold<Op>(v, ok, cf_cast<T>(src[lo + j]), true);
+                const I nvec = (hi - lo - head) / V;
+                cf_red_vec_loop<Op, TIn, V, U, I>((const cf_vec<TIn, V> *)(src + lo + head), nvec,
+                                                  lane, (I)GROUP, v, ok);
+                rest = lo + head + nvec * V;
+            }
+            cf_red_strided_loop<Op, TIn, U, I, O>(in, sa, rest + lane, hi, (I)GROUP, v, ok);
+        }
+        if (GROUP == BLOCK && BLOCK > 32)
+            cf_red_block<Op, BLOCK>(v, ok);
+        else if (GROUP >= 32)
+            cf_red_warp<Op>(v, ok);
+        else if (GROUP > 1)
+            cf_red_group<Op, (GROUP < 32 ? GROUP : 1)>(v, ok);
+        if (!split) {
+            if (lane == 0 && q < n_q)
+                *(TOut *)(p.out + (cf_ka_u64)(long long)oout) = cf_cast<TOut>(v);
+            continue;
+        }
+        if (threadIdx.x == 0) {
+            const I idx = (I)blockIdx.y * n_q + q;
+            if (ok)
+                ((T *)p.partials)[idx] = v;
+            ((unsigned char *)p.partial_ok)[idx] = ok;
+        }
+        if (cf_red_split_arrive(p, blockIdx.x) && threadIdx.x == 0) {
+            cf_red_split_gather<Op, I>(p, q, v, ok);
+            *(TOut *)(p.out + (cf_ka_u64)(long long)oout) = cf_cast<TOut>(v);
+        }
+    }
+}
+
+/* The first position s whose index lies outside [0, n_red) goes to *(unsigned long long
+ * *)p.partials by atomicMin (the host set it to ~0 and reads it back). */
+template <typename TIdx, int BLOCK>
+__device__ __forceinline__ void cf_red_segments_check(const cf_red_params &p)
+{
+    const long long n_seg = p.tiles_per_row, n = p.n_red;
+    const long long si = p.where_red[0];
+    for (long long s = (long long)blockIdx.x * BLOCK + threadIdx.x; s < n_seg;
+         s += (long long)gridDim.x * BLOCK) {
+        const long long x = (long long)*(const TIdx *)(p.where + (cf_ka_u64)(s * si));
+        if (x < 0 || x >= n)
+            atomicMin((unsigned long long *)p.partials, (unsigned long long)s);
     }
 }
 

@@ -365,9 +365,11 @@ CF_M2(atan2, atan2f, atan2) CF_M2(hypot, hypotf, hypot) CF_M2(fmod, fmodf, fmod)
 CF_M2(remainder, remainderf, remainder) CF_M2(copysign, copysignf, copysign) CF_M2(pow, powf, pow)
 #undef CF_M1
 #undef CF_M2
-CF_HD float cf_degrees(float x) { return x * 57.295779513082320876798f; }
+/* float: NumPy's npy_degreesf/npy_radiansf multiply by 180.0f / NPY_PIf and NPY_PIf / 180.0f, the
+ * float quotients (57.295776f, not the float nearest 180/pi, 57.29578f) */
+CF_HD float cf_degrees(float x) { return x * (180.0f / 3.14159265358979323846f); }
 CF_HD double cf_degrees(double x) { return x * 57.295779513082320876798; }
-CF_HD float cf_radians(float x) { return x * 0.017453292519943295769237f; }
+CF_HD float cf_radians(float x) { return x * (3.14159265358979323846f / 180.0f); }
 CF_HD double cf_radians(double x) { return x * 0.017453292519943295769237; }
 CF_HD int cf_clampexp(long long e) { return e > 100000 ? 100000 : e < -100000 ? -100000 : (int)e; }
 CF_HD float cf_ldexp(float x, long long e) { return ldexpf(x, cf_clampexp(e)); }
@@ -530,7 +532,7 @@ template <typename T> CF_HD cf_complex<T> cf_exp(cf_complex<T> z) {
     if (cf_isinf(x) && !cf_isfinite(y)) return x > 0 ? cf_complex<T>(x, (T)CF_NAN) : cf_complex<T>(0, 0);
     if (!cf_isfinite(y)) return cf_complex<T>((T)CF_NAN, cf_copysign((T)CF_NAN, y));
     T c = cf_cos(y), s = cf_sin(y), e;
-    if (x > cf_fp<T>::log_max() && cf_isfinite(x)) {
+    if (x > cf_fp<T>::log_max() - T(1) && cf_isfinite(x)) {
         e = cf_exp(x * T(0.5));
         return cf_complex<T>(c * e * e, s * e * e);
     }
@@ -575,6 +577,20 @@ template <typename T> CF_HD cf_complex<T> cf_log10(cf_complex<T> z) {
  * imaginary zero (and its sign) for every x. */
 template <typename T> CF_HD cf_complex<T> cf_sinhcosh(cf_complex<T> z, bool is_cosh) {
     T x = z.re, y = z.im;
+    if (!cf_isfinite(x) || !cf_isfinite(y)) {
+        /* C99 Annex G's special values as NumPy gives them (glibc's csinh/ccosh) */
+        const T nan = (T)CF_NAN, inf = (T)CF_INF;
+        if (cf_isnan(x)) return cf_complex<T>(nan, y == 0 ? y : nan);
+        if (cf_isinf(x)) {
+            if (y == 0) return cf_complex<T>(is_cosh ? inf : x, is_cosh ? y * cf_copysign(T(1), x) : y);
+            if (!cf_isfinite(y)) return cf_complex<T>(inf, nan);
+            return is_cosh ? cf_complex<T>(inf * cf_cos(y), x * cf_sin(y))
+                           : cf_complex<T>(x * cf_cos(y), inf * cf_sin(y));
+        }
+        /* x finite, y infinite or NaN */
+        if (x == 0) return is_cosh ? cf_complex<T>(nan, T(0)) : cf_complex<T>(x, nan);
+        return cf_complex<T>(nan, nan);
+    }
     if (y == 0) return is_cosh ? cf_complex<T>(cf_cosh(x), y * cf_copysign(T(1), x)) : cf_complex<T>(cf_sinh(x), y);
     T c = cf_cos(y), s = cf_sin(y);
     if (cf_fabs(x) > cf_fp<T>::log_max() - T(1)) {
@@ -589,6 +605,13 @@ template <typename T> CF_HD cf_complex<T> cf_cosh(cf_complex<T> z) { return cf_s
 /* tanh: CPython's formula (tx (1 + ty^2), ty sech^2 x) / (1 + tx^2 ty^2). */
 template <typename T> CF_HD cf_complex<T> cf_tanh(cf_complex<T> z) {
     T x = z.re, y = z.im;
+    if (!cf_isfinite(y) && !cf_isinf(x)) {
+        /* Annex G: tanh(+-0 + i inf/nan) = +-0 + i nan; otherwise nan + i nan */
+        const T nan = (T)CF_NAN;
+        return cf_complex<T>(x == 0 ? x : nan, nan);
+    }
+    if (cf_isinf(x) && !cf_isfinite(y)) return cf_complex<T>(cf_copysign(T(1), x), cf_copysign(T(0), y));
+    if (cf_isnan(x)) return cf_complex<T>(x, y == 0 ? y : (T)CF_NAN);
     if (cf_isinf(x) && cf_isfinite(y)) return cf_complex<T>(cf_copysign(T(1), x), cf_copysign(T(0), T(2) * cf_sin(y) * cf_cos(y)));
     if (cf_fabs(x) > cf_fp<T>::log_max() / 2) {
         return cf_complex<T>(cf_copysign(T(1), x), T(4) * cf_sin(y) * cf_cos(y) * cf_exp(T(-2) * cf_fabs(x)));
@@ -599,7 +622,10 @@ template <typename T> CF_HD cf_complex<T> cf_tanh(cf_complex<T> z) {
 /* f(z) = -i g(iz) for the circular functions; i z = (-y, x). */
 template <typename T> CF_HD cf_complex<T> cf_mul_i(cf_complex<T> z) { return cf_complex<T>(-z.im, z.re); }
 template <typename T> CF_HD cf_complex<T> cf_mul_negi(cf_complex<T> z) { return cf_complex<T>(z.im, -z.re); }
-template <typename T> CF_HD cf_complex<T> cf_sin(cf_complex<T> z) { return cf_mul_negi(cf_sinh(cf_mul_i(z))); }
+template <typename T> CF_HD cf_complex<T> cf_sin(cf_complex<T> z) {
+    if (!cf_isfinite(z.re) && cf_isinf(z.im)) return cf_complex<T>((T)CF_NAN, (T)CF_INF);
+    return cf_mul_negi(cf_sinh(cf_mul_i(z)));
+}
 template <typename T> CF_HD cf_complex<T> cf_cos(cf_complex<T> z) { return cf_cosh(cf_mul_i(z)); }
 template <typename T> CF_HD cf_complex<T> cf_tan(cf_complex<T> z) { return cf_mul_negi(cf_tanh(cf_mul_i(z))); }
 
@@ -607,7 +633,42 @@ template <typename T> CF_HD cf_complex<T> cf_tan(cf_complex<T> z) { return cf_mu
 template <typename T> CF_HD bool cf_huge(cf_complex<T> z) {
     return cf_fabs(z.re) > cf_fp<T>::max() / 4 || cf_fabs(z.im) > cf_fp<T>::max() / 4;
 }
+/* Annex G's special values of asinh, acosh, acos (glibc's casinh, cacosh, cacos: NumPy's). */
+template <typename T> CF_HD bool cf_asinh_special(cf_complex<T> z, cf_complex<T> &r) {
+    T x = z.re, y = z.im;
+    if (cf_isfinite(x) && cf_isfinite(y)) return false;
+    const T nan = (T)CF_NAN, inf = (T)CF_INF, pi2 = T(1.57079632679489661923), pi4 = T(0.78539816339744830962);
+    if (cf_isnan(x)) r = y == 0 ? cf_complex<T>(nan, y) : cf_isinf(y) ? cf_complex<T>(inf, nan) : cf_complex<T>(nan, nan);
+    else if (cf_isnan(y)) r = cf_isinf(x) ? cf_complex<T>(x, nan) : cf_complex<T>(nan, nan);
+    else if (cf_isinf(x)) r = cf_complex<T>(x, cf_isinf(y) ? cf_copysign(pi4, y) : cf_copysign(T(0), y));
+    else r = cf_complex<T>(cf_copysign(inf, x), cf_copysign(pi2, y));
+    return true;
+}
+template <typename T> CF_HD bool cf_acosh_special(cf_complex<T> z, cf_complex<T> &r) {
+    T x = z.re, y = z.im;
+    if (cf_isfinite(x) && cf_isfinite(y)) return false;
+    const T nan = (T)CF_NAN, inf = (T)CF_INF, pi = T(3.14159265358979323846), pi2 = T(1.57079632679489661923),
+            pi4 = T(0.78539816339744830962);
+    if (cf_isnan(x)) r = cf_isinf(y) ? cf_complex<T>(inf, nan) : cf_complex<T>(nan, nan);
+    else if (cf_isnan(y)) r = cf_isinf(x) ? cf_complex<T>(inf, nan) : x == 0 ? cf_complex<T>(nan, pi2) : cf_complex<T>(nan, nan);
+    else if (cf_isinf(x)) r = cf_complex<T>(inf, cf_copysign(cf_isinf(y) ? (x > 0 ? pi4 : 3 * pi4) : (x > 0 ? T(0) : pi), y));
+    else r = cf_complex<T>(inf, cf_copysign(pi2, y));
+    return true;
+}
+template <typename T> CF_HD bool cf_acos_special(cf_complex<T> z, cf_complex<T> &r) {
+    T x = z.re, y = z.im;
+    if (cf_isfinite(x) && cf_isfinite(y)) return false;
+    const T nan = (T)CF_NAN, inf = (T)CF_INF, pi = T(3.14159265358979323846), pi2 = T(1.57079632679489661923),
+            pi4 = T(0.78539816339744830962);
+    if (cf_isnan(x)) r = cf_isinf(y) ? cf_complex<T>(nan, -y) : cf_complex<T>(nan, nan);
+    else if (cf_isnan(y)) r = cf_isinf(x) ? cf_complex<T>(nan, -inf) : x == 0 ? cf_complex<T>(pi2, nan) : cf_complex<T>(nan, nan);
+    else if (cf_isinf(x)) r = cf_complex<T>(cf_isinf(y) ? (x > 0 ? pi4 : 3 * pi4) : (x > 0 ? T(0) : pi), -cf_copysign(inf, y));
+    else r = cf_complex<T>(pi2, -y);
+    return true;
+}
 template <typename T> CF_HD cf_complex<T> cf_asinh(cf_complex<T> z) {
+    cf_complex<T> sv;
+    if (cf_asinh_special(z, sv)) return sv;
     if (cf_huge(z)) {
         T l = cf_loghyp4(z.re, z.im);
         return cf_complex<T>(z.im >= 0 ? cf_copysign(l, z.re) : -cf_copysign(l, -z.re), cf_atan2(z.im, cf_fabs(z.re)));
@@ -615,8 +676,15 @@ template <typename T> CF_HD cf_complex<T> cf_asinh(cf_complex<T> z) {
     cf_complex<T> s1 = cf_sqrt(cf_complex<T>(1 + z.im, -z.re)), s2 = cf_sqrt(cf_complex<T>(1 - z.im, z.re));
     return cf_complex<T>(cf_asinh(s1.re * s2.im - s2.re * s1.im), cf_atan2(z.im, s1.re * s2.re - s1.im * s2.im));
 }
-template <typename T> CF_HD cf_complex<T> cf_asin(cf_complex<T> z) { return cf_mul_negi(cf_asinh(cf_mul_i(z))); }
+/* asin(+-inf + i nan) = nan + i inf and sin(x + i inf) = nan + i inf for x inf or NaN: the signs
+ * glibc (NumPy) gives where Annex G leaves them unspecified and -i g(iz) would flip them */
+template <typename T> CF_HD cf_complex<T> cf_asin(cf_complex<T> z) {
+    if (cf_isinf(z.re) && cf_isnan(z.im)) return cf_complex<T>(z.im, (T)CF_INF);
+    return cf_mul_negi(cf_asinh(cf_mul_i(z)));
+}
 template <typename T> CF_HD cf_complex<T> cf_acos(cf_complex<T> z) {
+    cf_complex<T> sv;
+    if (cf_acos_special(z, sv)) return sv;
     if (cf_huge(z)) {
         T l = cf_loghyp4(z.re, z.im);
         return cf_complex<T>(cf_atan2(cf_fabs(z.im), z.re), z.re < 0 ? -cf_copysign(l, z.im) : cf_copysign(l, -z.im));
@@ -625,6 +693,8 @@ template <typename T> CF_HD cf_complex<T> cf_acos(cf_complex<T> z) {
     return cf_complex<T>(2 * cf_atan2(s1.re, s2.re), cf_asinh(s2.re * s1.im - s2.im * s1.re));
 }
 template <typename T> CF_HD cf_complex<T> cf_acosh(cf_complex<T> z) {
+    cf_complex<T> sv;
+    if (cf_acosh_special(z, sv)) return sv;
     if (cf_huge(z)) return cf_complex<T>(cf_loghyp4(z.re, z.im), cf_atan2(z.im, z.re));
     cf_complex<T> s1 = cf_sqrt(cf_complex<T>(z.re - 1, z.im)), s2 = cf_sqrt(cf_complex<T>(z.re + 1, z.im));
     return cf_complex<T>(cf_asinh(s1.re * s2.re + s1.im * s2.im), 2 * cf_atan2(s1.im, s2.re));
@@ -634,6 +704,7 @@ template <typename T> CF_HD cf_complex<T> cf_atanh(cf_complex<T> z) {
     T x = z.re, ay = cf_fabs(z.im), half_pi = T(1.57079632679489661923);
     if (cf_isnan(x) || cf_isnan(ay)) {
         if (cf_isinf(x) || cf_isinf(ay)) return cf_complex<T>(cf_copysign(T(0), x), cf_isnan(z.im) ? z.im : cf_copysign(half_pi, z.im));
+        if (x == 0) return cf_complex<T>(x, (T)CF_NAN); /* Annex G: atanh(+-0 + i nan) = +-0 + i nan */
         return cf_complex<T>((T)CF_NAN, (T)CF_NAN);
     }
     if (x > cf_sqrt(cf_fp<T>::max() / 4) || ay > cf_sqrt(cf_fp<T>::max() / 4)) {
@@ -648,6 +719,44 @@ template <typename T> CF_HD cf_complex<T> cf_atanh(cf_complex<T> z) {
     return cf_complex<T>(cf_log1p(4 * x / ((1 - x) * (1 - x) + ay * ay)) / 4, -cf_atan2(-2 * z.im, (1 - x) * (1 + x) - ay * ay) / 2);
 }
 template <typename T> CF_HD cf_complex<T> cf_atan(cf_complex<T> z) { return cf_mul_negi(cf_atanh(cf_mul_i(z))); }
+
+/* C99 Annex G.5.1's multiplication (what C's `*` of complex values is, and so glibc's cpow's
+ * b * clog(a)): a product that comes out NaN + i NaN from an infinite factor is recomputed with
+ * the infinities boxed to +-1, so that it is infinite as the standard says. */
+template <typename T> CF_HD cf_complex<T> cf_mul_c99(cf_complex<T> z, cf_complex<T> w) {
+    T a = z.re, b = z.im, c = w.re, d = w.im;
+    T ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+    T x = ac - bd, y = ad + bc;
+    if (cf_isnan(x) && cf_isnan(y)) {
+        bool again = false;
+        if (cf_isinf(a) || cf_isinf(b)) {
+            a = cf_copysign(cf_isinf(a) ? T(1) : T(0), a);
+            b = cf_copysign(cf_isinf(b) ? T(1) : T(0), b);
+            if (cf_isnan(c)) c = cf_copysign(T(0), c);
+            if (cf_isnan(d)) d = cf_copysign(T(0), d);
+            again = true;
+        }
+        if (cf_isinf(c) || cf_isinf(d)) {
+            c = cf_copysign(cf_isinf(c) ? T(1) : T(0), c);
+            d = cf_copysign(cf_isinf(d) ? T(1) : T(0), d);
+            if (cf_isnan(a)) a = cf_copysign(T(0), a);
+            if (cf_isnan(b)) b = cf_copysign(T(0), b);
+            again = true;
+        }
+        if (!again && (cf_isinf(ac) || cf_isinf(bd) || cf_isinf(ad) || cf_isinf(bc))) {
+            if (cf_isnan(a)) a = cf_copysign(T(0), a);
+            if (cf_isnan(b)) b = cf_copysign(T(0), b);
+            if (cf_isnan(c)) c = cf_copysign(T(0), c);
+            if (cf_isnan(d)) d = cf_copysign(T(0), d);
+            again = true;
+        }
+        if (again) {
+            x = (T)CF_INF * (a * c - b * d);
+            y = (T)CF_INF * (a * d + b * c);
+        }
+    }
+    return cf_complex<T>(x, y);
+}
 
 /* npy_cpow: 1 for a zero exponent, 0 ** b, exact repeated multiplication for integral exponents
  * with |n| < 100, else exp(b log a) as glibc's cpow. */
@@ -668,7 +777,7 @@ template <typename T> CF_HD cf_complex<T> cf_pow(cf_complex<T> a, cf_complex<T> 
         }
         return b.re < 0 ? cf_complex<T>(1, 0) / acc : acc;
     }
-    return cf_exp(b * cf_log(a));
+    return cf_exp(cf_mul_c99(b, cf_log(a)));
 }
 
 #endif /* CUFUNC_RUNTIME_CUH */

@@ -1,0 +1,378 @@
+"""Every GPU twin against NumPy: every twin x every NumPy loop on the types cufunc runs x edge
+values x layouts, each result compared with NumPy's on the same inputs within the tolerance that
+TOLERANCE below states for that function (the way a backend's every op is checked against its CPU
+reference).
+
+Tolerances (one table, `tolerance(name, dtype)`):
+  * exact (bit for bit: NaN where NumPy has NaN, signed zeros, infinities): integer, bool and
+    comparison loops; + - * / // % fmod, real and complex, as NumPy's scalar arithmetic computes
+    them (complex * is NumPy's scalar product, two products and a sum each part; NumPy's own SIMD
+    array loop on a CPU with FMA fuses them and is not the reference: the expected value is
+    computed element by element with NumPy scalars); degrees, radians, rad2deg, deg2rad (NumPy
+    multiplies by 180/pi and pi/180 in the loop's own type); floor, ceil, trunc, rint, sign,
+    reciprocal, copysign, ldexp, fabs, absolute of reals, square, negative, positive, conjugate,
+    maximum, minimum, fmax, fmin, isnan, isinf, isfinite, signbit, the logical and bitwise ufuncs;
+  * math functions of reals: ulps of the result, the bound of CUDA's libdevice function (CUDA Math
+    API, "Mathematical Functions" appendix) plus 1 for the reference's own rounding, the table
+    test_runtime_header.ULP, which is also the runtime header's own; 2 ulp where that is
+    smaller than 2 (NumPy documents no bound);
+  * complex functions: each component within k ulps of the larger component's magnitude
+    (test_runtime_header.CULP, the runtime's complex algorithms); non-finite components exactly
+    NumPy's, which are C99 Annex G's (cos(nan+inf j) = inf+nan j, ...);
+  * float16 loops compute in float32 and round once, as NumPy's do: 1 ulp of float16 for the
+    functions that are not exact;
+  * logaddexp, logaddexp2: NumPy's formulation (x + log1p(exp(y - x)) with the larger first); the
+    result may cancel to near zero, so the error is measured in ulps of max(|x|, |y|, |result|):
+    2 (float32, float64), 1 (float16).
+
+Layouts: contiguous, transposed, negative stride, broadcast, 0-d, empty. The CPU part (no GPU)
+checks that the table covers every twin and that every twin has every NumPy loop on cufunc's
+types: no refusal where NumPy computes."""
+import concurrent.futures as cf
+import ctypes
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+from cufunc import _twins, cuda
+import lang_harness as H
+from test_runtime_header import CULP, ULP
+
+gpu = pytest.mark.gpu
+
+TWINNED = sorted({getattr(np, n).__name__ for n in dir(np)
+                  if isinstance(getattr(np, n), np.ufunc) and _twins.has_twin(getattr(np, n))})
+
+EXACT = frozenset([
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "copysign",
+    "fabs", "negative", "positive", "conjugate", "square", "sign", "reciprocal", "floor", "ceil",
+    "trunc", "rint", "degrees", "radians", "rad2deg", "deg2rad", "ldexp", "maximum", "minimum",
+    "fmax", "fmin", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "invert", "left_shift", "right_shift", "isnan", "isinf", "isfinite",
+    "signbit"])
+# twin -> the runtime's function (its real ulp bound in ULP, its complex one in CULP)
+MATH = {
+    "sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
+    "log2": "log2", "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "arctan2": "atan2", "hypot": "hypot", "power": "pow", "absolute": "hypot",
+}
+# complex loops whose algorithm is not one of the runtime's complex functions: their bound
+CPLX_EXTRA = {"exp2": 8, "expm1": 8, "log1p": 8, "log2": 6, "sign": 2, "absolute": 3}
+LOGADDEXP = frozenset(["logaddexp", "logaddexp2"])
+
+
+def tolerance(name, dtype, in_dtype=None):
+    """('exact', 0) | ('ulp', k) | ('cplx', k) | ('scaled', k): the stated bound of twin `name`
+    on a loop whose (first) result has dtype `dtype` (and first input `in_dtype`)."""
+    dt = np.dtype(dtype)
+    if name == "absolute" and in_dtype is not None and np.dtype(in_dtype).kind == "c":
+        # |z| is hypot(re, im): NumPy's own (SIMD) or the C library's, both within hypot's bound
+        return ("ulp", 1 if dt.itemsize == 2 else max(ULP["hypot"][dt.itemsize // 8], 2))
+    if dt.kind in "biu":
+        return ("exact", 0)
+    if name in EXACT and not (name in ("sign",) and dt.kind == "c"):
+        return ("exact", 0)
+    if name in LOGADDEXP:
+        return ("scaled", 1 if dt.itemsize == 2 else 2)
+    if dt.kind == "c":
+        if name in CPLX_EXTRA:
+            return ("cplx", CPLX_EXTRA[name])
+        return ("cplx", CULP[MATH[name]])
+    if name == "absolute":
+        return ("exact", 0)
+    if dt.itemsize == 2:
+        return ("ulp", 1)
+    k = ULP[MATH[name]][0 if dt.itemsize == 4 else 1]
+    return ("ulp", max(k, 2))
+
+
+def numpy_loops(u):
+    """NumPy's loops of ufunc u on the types cufunc runs (no object, datetime, timedelta, long
+    double), one per distinct dtype tuple, in NumPy's order."""
+    out = []
+    for t in u.types:
+        chars = t.replace("->", "")
+        if all(c in "?bhilqBHILQefdFD" for c in chars):
+            d = tuple(np.dtype(c) for c in chars)
+            if d not in out:
+                out.append(d)
+    return out
+
+
+# ---- CPU: the table covers every twin, every twin every NumPy loop -------------------------------
+
+def test_table_covers_every_twin():
+    assert len(TWINNED) >= 70
+    missing = [n for n in TWINNED if n not in EXACT and n not in MATH and n not in LOGADDEXP]
+    assert not missing, "twins without a stated tolerance: %s" % missing
+    for n in TWINNED:
+        for loop in numpy_loops(getattr(np, n)):
+            tolerance(n, loop[-1])   # every loop's dtype has a bound
+
+
+@pytest.mark.parametrize("name", TWINNED)
+def test_no_refusal_where_numpy_computes(name):
+    u = getattr(np, name)
+    tw = _twins.twin(u)
+    lacking = ["".join(d.char for d in loop) for loop in numpy_loops(u)
+               if loop not in tw.loop_set]
+    assert not lacking, "the twin of %s has no loop for %s (skipped: %s)" % (
+        name, lacking, tw.skipped_loops)
+
+
+# ---- edge values ---------------------------------------------------------------------------------
+
+def edge_values(dtype):
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return np.array([False, True])
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        vals = [0, 1, 2, 3, 7, 100, info.max, info.max - 1, info.min]
+        if dt.kind == "i":
+            vals += [-1, -2, -7, info.min + 1]
+        return np.array(sorted(set(v for v in vals if info.min <= v <= info.max)), dt)
+    ft = np.dtype(dt.char.lower()) if dt.kind == "c" else dt
+    fi = np.finfo(ft)
+    real = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.0, 7.25, 100.0, 1e-3,
+            float(fi.tiny), -float(fi.tiny), float(fi.smallest_subnormal), float(fi.max),
+            -float(fi.max), 0.7, -0.3, 1.5707963, 3.1415927, 20.0, -20.0]
+    if dt.kind == "f":
+        return np.array(real, dt)
+    part = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3,
+            float(fi.max), float(fi.tiny), 0.999]
+    re, im = np.meshgrid(np.array(part, ft), np.array(part, ft))
+    z = np.empty(re.size, dt)
+    z.real, z.imag = re.ravel(), im.ravel()
+    return z
+
+
+def operands(name, loop, nin):
+    """The inputs of one loop over its edge values: each value, or every pair."""
+    vals = [edge_values(d) for d in loop[:nin]]
+    if nin == 1:
+        return vals
+    a, b = vals
+    if name == "power" and b.dtype.kind == "i":
+        b = b[b >= 0]   # NumPy refuses integers to negative integer powers (ValueError)
+    if a.size * b.size > 8000:   # complex x complex: every pair of a subset with each full list
+        sub_a, sub_b = a[:: max(1, a.size // 40)], b[:: max(1, b.size // 40)]
+        x = np.concatenate([np.repeat(sub_a, b.size), np.tile(a, sub_b.size)])
+        y = np.concatenate([np.tile(b, sub_a.size), np.repeat(sub_b, a.size)])
+        return [x, y]
+    return [np.repeat(a, b.size), np.tile(b, a.size)]
+
+
+def reference(u, name, xs):
+    """NumPy's answer. Complex multiply element by element with NumPy scalars (the scalar
+    arithmetic; NumPy's SIMD array loop fuses it with FMA on x86-64), and complex square as z * z
+    with NumPy scalars, NumPy's scalar formula."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name in ("multiply", "square") and xs[0].dtype.kind == "c":
+            ys = xs if name == "multiply" else [xs[0], xs[0]]
+            out = np.empty(xs[0].shape, xs[0].dtype)
+            for i, (a, b) in enumerate(zip(ys[0].ravel(), ys[1].ravel())):
+                out.ravel()[i] = a * b
+            return out
+        if name == "power" and xs[0].dtype.kind == "f" and xs[0].dtype.itemsize >= 4:
+            # exponent 0.5: NumPy takes sqrt where the exponent is one scalar (sqrt(-inf) = nan,
+            # sqrt(-0.0) = -0.0) and pow where it is an array (inf, 0.0); the twin gives the
+            # first, NumPy's answer to np.power(x, 0.5) (its float16 loop always takes pow)
+            r = u(*xs)
+            half = np.broadcast_to(xs[1] == 0.5, r.shape)
+            return np.where(half, np.sqrt(np.broadcast_to(xs[0], r.shape)), r)
+        return u(*xs)
+
+
+def compare(name, xs, want, got):
+    """Failure messages (empty: within the stated tolerance)."""
+    want = np.asarray(want)
+    got = np.asarray(got)
+    if want.dtype != got.dtype or want.shape != got.shape:
+        return ["%s: dtype/shape %s%s, NumPy %s%s" % (name, got.dtype, got.shape, want.dtype,
+                                                      want.shape)]
+    if want.size == 0:
+        return []
+    mode, k = tolerance(name, want.dtype, xs[0].dtype)
+    w, g = want.ravel(), got.ravel()
+    if mode == "exact":
+        err = np.where(_same(w, g), 0.0, np.inf)
+    elif mode == "ulp":
+        err = H.ulp_distance(w, g)
+    elif mode == "cplx":
+        err = H.complex_error_ulps(w, g)
+    else:   # scaled: ulps of max(|x|, |y|, |result|)
+        with np.errstate(all="ignore"):
+            bx = [np.broadcast_to(x, want.shape).ravel().astype(w.dtype) for x in xs]
+            mag = np.maximum.reduce([np.abs(x) for x in bx] + [np.abs(w)])
+            fin = np.isfinite(w) & np.isfinite(g)
+            unit = np.spacing(np.where(np.isfinite(mag), mag, 0).astype(w.dtype)).astype(float)
+            err = np.where(fin, np.abs(w.astype(float) - g.astype(float)) / unit,
+                           H.ulp_distance(w, g))
+    bad = np.nonzero(err > k)[0]
+    if bad.size == 0:
+        return []
+    show = []
+    for i in bad[:6]:
+        args = ", ".join(repr(np.broadcast_to(x, want.shape).ravel()[i]) for x in xs)
+        show.append("%s(%s) = %r, NumPy %r" % (name, args, g[i], w[i]))
+    return ["%s %s: %d of %d outside %s %d: %s" % (name, want.dtype, bad.size, w.size, mode, k,
+                                                   "; ".join(show))]
+
+
+def _same(w, g):
+    """Bit for bit, except that any NaN equals any NaN (NumPy does not fix a NaN's sign or
+    payload); complex: each component."""
+    if w.dtype.kind == "c":
+        return _same(w.real.copy(), g.real.copy()) & _same(w.imag.copy(), g.imag.copy())
+    if w.dtype.kind == "f":
+        u = np.dtype("u%d" % w.dtype.itemsize)
+        return (w.view(u) == g.view(u)) | (np.isnan(w) & np.isnan(g))
+    return w == g
+
+
+# ---- host: every loop's translated body compiled with g++, on the edge values -----------------
+
+def _host_program():
+    """One C++ program with every twin loop's device function and an entry per loop (the
+    generated sources are made to be concatenated). Returns (source, {(name, loop): entry})."""
+    parts = ['#include "cufunc/runtime.cuh"\n']
+    entries = {}
+    for name in TWINNED:
+        tw = _twins.twin(getattr(np, name))
+        for spec in tw.loops:
+            types = tuple(np.dtype(t) for t in spec[0])
+            k = len(entries)
+            cn = [H.CNAME.get(t.name, "cf_" + t.name) for t in types]
+            nin = len(types) - 1
+            params = ", ".join("const %s *a%d" % (cn[j], j) for j in range(nin))
+            call = ", ".join("a%d[i]" % j for j in range(nin))
+            parts.append(H._strip_include(spec[1]) + "\n")
+            parts.append('extern "C" void tw%d(%s, %s *out, long n) {\n'
+                         "  for (long i = 0; i < n; i++) out[i] = %s(%s);\n}\n"
+                         % (k, params, cn[-1], spec[2], call))
+            entries[(name, types)] = "tw%d" % k
+    return "".join(parts), entries
+
+
+_HOST = []
+
+
+def host_run(name, loop, xs):
+    if not _HOST:
+        src, entries = _host_program()
+        _HOST.append((H.build_shared(src, "twins"), entries))
+    lib, entries = _HOST[0]
+    fn = getattr(lib, entries[(name, loop)])
+    ins = [np.ascontiguousarray(x.astype(loop[j])) for j, x in enumerate(xs)]
+    out = np.empty(ins[0].shape, loop[-1])
+    fn(*[x.ctypes.data_as(ctypes.c_void_p) for x in ins], out.ctypes.data_as(ctypes.c_void_p),
+       ctypes.c_long(out.size))
+    return out
+
+
+@pytest.mark.parametrize("name", TWINNED)
+def test_host_translation_every_loop_edge_values(name):
+    """The twins' bodies as the kernel language translates them, run on the host (g++ with the
+    runtime header over glibc; the GPU's libdevice differs: the gpu test below is the real
+    check), against NumPy within the stated tolerance."""
+    if shutil.which(H.CXX) is None:
+        pytest.skip("no C++ compiler (%s) on this machine" % H.CXX)
+    u = getattr(np, name)
+    tw = _twins.twin(u)
+    fails = []
+    for loop in numpy_loops(u):
+        if loop not in tw.loop_set:
+            continue   # test_no_refusal_where_numpy_computes reports it
+        xs = operands(name, loop, u.nin)
+        want = reference(u, name, xs)
+        fails += compare(name, xs, want, host_run(name, loop, xs))
+    assert not fails, "\n".join(fails)
+
+
+# ---- layouts -------------------------------------------------------------------------------------
+
+def layouts(xs):
+    """(label, host inputs, device inputs) per layout."""
+    d = [cuda.to_device(x) for x in xs]
+    n = xs[0].size
+    out = [("contiguous", xs, d)]
+    m = max(1, n // 7)
+    two = [np.resize(x, (7, m)) for x in xs]
+    out.append(("transposed", [t.T for t in two], [cuda.to_device(t).T for t in two]))
+    out.append(("negative stride", [x[::-1] for x in xs], [e[::-1] for e in d]))
+    if len(xs) == 2:
+        a, b = xs[0][:13], xs[1][:11]
+        out.append(("broadcast", [a[:, None], b[None, :]],
+                    [cuda.to_device(a[:, None]), cuda.to_device(b[None, :])]))
+    else:
+        a = np.resize(xs[0], (1, 9))
+        out.append(("broadcast", [np.broadcast_to(a, (4, 9))], None))
+    out.append(("0-d", [np.asarray(x[min(3, n - 1)]) for x in xs],
+                [cuda.to_device(np.asarray(x[min(3, n - 1)])) for x in xs]))
+    out.append(("empty", [x[:0] for x in xs], [e[:0] for e in d]))
+    return out
+
+
+def run_twin(u, label, hx, dx):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dx is None:   # a broadcast input: through out= of the full shape
+            full = hx[0]
+            src = cuda.to_device(np.ascontiguousarray(full[:1]))
+            want_dt = u(full[:1]).dtype
+            out = cuda.device_array(full.shape, want_dt)
+            u(src, out=out)
+            return out.copy_to_host()
+        r = u(*dx)
+        return r.copy_to_host() if hasattr(r, "copy_to_host") else np.asarray(r)
+
+
+def one_case(name, j):
+    u = getattr(np, name)
+    loop = numpy_loops(u)[j]
+    xs = operands(name, loop, u.nin)
+    fails = []
+    # the layouts for the first loop of each kind (the kernel of each layout compiles per loop)
+    first_of_kind = [i for i, lp in enumerate(numpy_loops(u))
+                     if lp[0].kind not in {x[0].kind for x in numpy_loops(u)[:i]}]
+    try:
+        todo = layouts(xs) if j in first_of_kind else [("contiguous", xs,
+                                                        [cuda.to_device(x) for x in xs])]
+        for label, hx, dx in todo:
+            # np.array copies keep a 0-d input 0-d (np.ascontiguousarray would make it 1-d)
+            hc = [np.array(h) for h in hx]
+            want = reference(u, name, hc)
+            if u.nout > 1:
+                want = want[0]
+            got = run_twin(u, label, hx, dx)
+            fails += ["[%s] %s" % (label, f) for f in compare(name, hc, want, got)]
+    except TypeError as e:
+        fails.append("%s %s: refused: %s" % (name, "".join(d.char for d in loop), e))
+    return fails
+
+
+MAX_LOOPS = max(len(numpy_loops(getattr(np, n))) for n in TWINNED)
+
+
+@gpu
+@pytest.mark.parametrize("j", range(MAX_LOOPS))
+def test_gpu_every_twin_loop_j_edge_values_layouts(j):
+    """Loop j (NumPy's order) of every twin that has one, on the GPU: edge values, and for the
+    first loop of each kind of type every layout."""
+    todo = [n for n in TWINNED if j < len(numpy_loops(getattr(np, n)))]
+    for n in todo:
+        _twins.twin(getattr(np, n))   # made once, before the threads
+    fails = []
+    # NVRTC compiles a kernel per loop and layout; launches that compile let go of the GIL, and
+    # the twins' compiles run in parallel threads
+    with cf.ThreadPoolExecutor(8) as ex:
+        for f in ex.map(lambda n: one_case(n, j), todo):
+            fails += f
+    assert not fails, "%d disagreements:\n%s" % (len(fails), "\n".join(fails))
