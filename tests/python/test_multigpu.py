@@ -720,7 +720,7 @@ def test_exchange_api_tensor_read_without_dlpack():
     d = cuda.to_device(x)
     s = cuda.stream()
     Producer, log = exchange_producer((d.device_ctypes_pointer.value, x.size), 2, 0,
-                                      stream=s.handle.value)
+                                      stream=int(s.handle))
     p = Producer()
     np.testing.assert_array_equal(cuda.from_dlpack(p).copy_to_host(), x)
     np.testing.assert_allclose(host(hypot(p, p)), np.hypot(x, x))
@@ -784,22 +784,23 @@ def test_cupy_results_come_from_the_data_devices_pool():
     np.testing.assert_allclose(r.get(), np.hypot(x.get(), x.get()), rtol=1e-6)
 
 
-def _chunk_on(device, n, seed, ndim=1):
+def _chunk_on(device, n, seed, ndim=1, dtype=np.float32):
     import cupy as cp
     with cp.cuda.Device(device):
-        a = cp.random.RandomState(seed).rand(n, dtype=cp.float32) + 0.5
+        a = cp.random.RandomState(seed).rand(n, dtype=dtype) + 0.5
         return a.reshape(-1, 64) if ndim == 2 else a
 
 
-def _dask_on_gpus(n, seed, ndim=1):
-    """A dask array of CuPy chunks, chunk k made on GPU k (one per GPU), persisted."""
+def _dask_on_gpus(n, seed, ndim=1, dtype=np.float32):
+    """A dask array of CuPy chunks, chunk k made on GPU k (one per GPU), persisted. (The dtype
+    is chosen at birth: CuPy's astype would copy a chunk to CuPy's current device.)"""
     cp = pytest.importorskip("cupy")
     da = pytest.importorskip("dask.array")
     import dask
     ngpu = _core.device_count()
     shape = (n,) if ndim == 1 else (n // 64, 64)
-    parts = [da.from_delayed(dask.delayed(_chunk_on)(k, n, seed + k, ndim), shape=shape,
-                             dtype=np.float32, meta=cp.empty((0,) * ndim, dtype=cp.float32))
+    parts = [da.from_delayed(dask.delayed(_chunk_on)(k, n, seed + k, ndim, dtype), shape=shape,
+                             dtype=dtype, meta=cp.empty((0,) * ndim, dtype=dtype))
              for k in range(ngpu)]
     return da.concatenate(parts).persist(scheduler="threads"), ngpu
 
@@ -821,7 +822,8 @@ def test_dask_threads_each_chunk_on_its_gpu():
     cuda.select_device(0)
     for name, make, want in [
         ("ufunc", lambda: hypot(x, y), lambda a, b: np.hypot(a, b)),
-        ("accumulate", lambda: add.accumulate(x), lambda a, b: np.cumsum(a.astype(np.float64))),
+        ("accumulate", lambda: add.accumulate(x, dtype=np.float64),
+         lambda a, b: np.cumsum(a.astype(np.float64))),
     ]:
         out = _blocks(make().persist(scheduler="threads"))
         assert [o.data.device_id for o in out] == list(range(ngpu)), name
@@ -831,10 +833,10 @@ def test_dask_threads_each_chunk_on_its_gpu():
         a = np.concatenate([b.get() for b in _blocks(x)])
         b = np.concatenate([b.get() for b in _blocks(y)])
         np.testing.assert_allclose(got, want(a, b), rtol=1e-5, err_msg=name)
-    m, _ = _dask_on_gpus(n, 7, ndim=2)
-    rows = _blocks(rowsum(m.astype(np.float64)).persist(scheduler="threads"))
+    m, _ = _dask_on_gpus(n, 7, ndim=2, dtype=np.float64)
+    rows = _blocks(rowsum(m).persist(scheduler="threads"))
     assert [o.data.device_id for o in rows] == list(range(ngpu))
-    want = np.concatenate([b.get() for b in _blocks(m)]).astype(np.float64).sum(axis=1)
+    want = np.concatenate([b.get() for b in _blocks(m)]).sum(axis=1)
     np.testing.assert_allclose(np.concatenate([o.get() for o in rows]), want, rtol=1e-10)
 
 
@@ -846,15 +848,17 @@ def test_dask_threads_reductions_over_gpus():
     whose row chunks live on different GPUs too."""
     n = 1 << 20
     x, ngpu = _dask_on_gpus(n, 3)
+    x64, _ = _dask_on_gpus(n, 3, dtype=np.float64)
     a = np.concatenate([b.get() for b in _blocks(x)]).astype(np.float64)
+    a64 = np.concatenate([b.get() for b in _blocks(x64)])
     import dask
-    total, total2 = dask.compute(add.reduce(x, dtype=np.float64), sum_reduce(x.astype(np.float64)),
+    total, total2 = dask.compute(add.reduce(x, dtype=np.float64), sum_reduce(x64),
                                  scheduler="threads")
     np.testing.assert_allclose(float(total), a.sum(), rtol=1e-9)
-    np.testing.assert_allclose(float(total2), a.sum(), rtol=1e-9)
-    m, _ = _dask_on_gpus(n, 9, ndim=2)
-    cols = add.reduce(m.astype(np.float64), axis=0).compute(scheduler="threads")
-    want = np.concatenate([b.get() for b in _blocks(m)]).astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(float(total2), a64.sum(), rtol=1e-9)
+    m, _ = _dask_on_gpus(n, 9, ndim=2, dtype=np.float64)
+    cols = add.reduce(m, axis=0).compute(scheduler="threads")
+    want = np.concatenate([b.get() for b in _blocks(m)]).sum(axis=0)
     np.testing.assert_allclose(cols.get() if hasattr(cols, "get") else cols, want, rtol=1e-9)
 
 
