@@ -263,12 +263,23 @@ int cf_py_exchange_take(PyObject *obj, struct DLManagedTensorVersioned **m, uint
     const DLPackExchangeAPI *api = exchange_api_for(Py_TYPE(obj));
     if (api == NULL || api->managed_tensor_from_py_object_no_sync == NULL)
         return PyErr_Occurred() ? -1 : 1;
-    PyObject *grad = PyObject_GetAttrString(obj, "requires_grad");
-    if (grad == NULL)
-        PyErr_Clear();
-    int needs_grad = grad == Py_True;
+    /* what PyTorch's __dlpack__ refuses, its C export may not: a tensor that requires grad, or
+     * whose conjugation or negation is a lazy bit (its memory holds other values): __dlpack__
+     * answers, in PyTorch's words */
+    if (names_load() < 0)
+        return -1;
+    PyObject *grad = PyObject_GetAttr(obj, S_requires_grad);
+    int lazy = grad == Py_True;
     Py_XDECREF(grad);
-    if (needs_grad)
+    PyErr_Clear();
+    PyObject *bits[] = {S_is_conj, S_is_neg};
+    for (int i = 0; i < 2 && !lazy; i++) {
+        PyObject *v = PyObject_HasAttr(obj, bits[i]) ? call0(obj, bits[i]) : NULL;
+        lazy = v == Py_True;
+        Py_XDECREF(v);
+        PyErr_Clear();
+    }
+    if (lazy)
         return 1;
     DLManagedTensorVersioned *t = NULL;
     if (api->managed_tensor_from_py_object_no_sync(obj, &t) != 0 || t == NULL) {
