@@ -128,31 +128,34 @@ def cp_kernels():
     return _CP
 
 
-def cupy_steps(S, X, T):
-    """The pipeline's device work in CuPy on one chunk (under its device): (call, rows)."""
-    k = cp_kernels()
+def _cp_d1(S, X, T):
+    with S.device:                       # CuPy works on its current device: the chunk's
+        return cp_kernels()["d1"](S, X, T)
+
+
+def _cp_callp(S, X, T, d1):
     with S.device:
-        d1 = k["d1"](S, X, T)
-        c = k["call"](S, X, T, d1)
-        p = k["put"](S, X, T, c)
-        rows = k["spread"](c.reshape(-1, ROW), p.reshape(-1, ROW), axis=1)
-        rows *= 1.0 / ROW                  # the mean (2^-10 of the elements: in place)
-    return c, rows
+        return cp_kernels()["call"](S, X, T, d1)
+
+
+def _cp_put(S, X, T, c):
+    with S.device:
+        return cp_kernels()["put"](S, X, T, c)
+
+
+def _cp_spread(c, p):
+    with c.device:
+        rows = cp_kernels()["spread"](c.reshape(-1, ROW), p.reshape(-1, ROW), axis=1)
+        rows *= 1.0 / ROW                # the mean (2^-10 of the elements: in place)
+        return rows
 
 
 def cupy_pipeline(S, X, T):
     """CuPy on one chunk, no scheduler: (sum of call prices, sum of row spreads), device scalars."""
-    c, rows = cupy_steps(S, X, T)
+    c = _cp_callp(S, X, T, _cp_d1(S, X, T))
+    rows = _cp_spread(c, _cp_put(S, X, T, c))
     with S.device:
         return c.sum(dtype=np.float64), rows.sum(dtype=np.float64)
-
-
-def _cp_call(S, X, T):
-    return cupy_steps(S, X, T)[0]
-
-
-def _cp_rows(S, X, T):
-    return cupy_steps(S, X, T)[1]
 
 
 def _cp_sum_chunk(x, axis=None, keepdims=False, computing_meta=False, **kw):
@@ -172,14 +175,16 @@ def _cp_sum_agg(parts, axis=None, keepdims=False, computing_meta=False, **kw):
 
 
 def cupy_dask_pipeline(S, X, T):
-    """The CuPy pipeline as a dask graph: each step map_blocks'd under its chunk's device (CuPy
-    works on its current device), its sum dask's reduction of CuPy sums (partials concatenated
-    on one device, _cp_sum_agg)."""
+    """The CuPy pipeline as a dask graph of the same shape as cufunc's: a map_blocks per step,
+    each under its chunk's device (CuPy works on its current device), the sums dask's reduction
+    of CuPy sums (partials gathered on one device, _cp_sum_agg)."""
     import cupy as cp
     import dask.array as da
     meta1 = cp.empty((0,), dtype=cp.float32)
-    c = da.map_blocks(_cp_call, S, X, T, dtype=np.float32, meta=meta1)
-    rows = da.map_blocks(_cp_rows, S, X, T, dtype=np.float32, meta=meta1,
+    d1 = da.map_blocks(_cp_d1, S, X, T, dtype=np.float32, meta=meta1)
+    c = da.map_blocks(_cp_callp, S, X, T, d1, dtype=np.float32, meta=meta1)
+    p = da.map_blocks(_cp_put, S, X, T, c, dtype=np.float32, meta=meta1)
+    rows = da.map_blocks(_cp_spread, c, p, dtype=np.float32, meta=meta1,
                          chunks=(tuple(n // ROW for n in S.chunks[0]),))
 
     def total(a):
@@ -407,11 +412,11 @@ def timed(reps, fn):
         return None
 
 
-def free_local(chunks, ngpu):
+def free_local(ngpu):
+    """This process's cached GPU memory given back (CuPy's pools, cufunc's)."""
+    import gc
     import cupy as cp
     from cufunc import _core
-    chunks.clear()
-    import gc
     gc.collect()
     for k in range(ngpu):
         with cp.cuda.Device(k):
@@ -437,6 +442,15 @@ def placed_bs(addrs, n, which):
     return da.concatenate(parts)
 
 
+def worker_setup():
+    """Run in every worker process and here before CuPy arrays travel between processes:
+    distributed rebuilds them through numba.cuda, whose 0.30 release still calls np.row_stack,
+    gone from NumPy >= 2.5."""
+    import numpy
+    if not hasattr(numpy, "row_stack"):
+        numpy.row_stack = numpy.vstack
+
+
 def run_distributed(ngpu, n, reps, libs):
     """{(what, lib): (seconds, numbers)} on a cluster of one worker per GPU."""
     from distributed import Client, wait
@@ -445,6 +459,8 @@ def run_distributed(ngpu, n, reps, libs):
     out = {}
     with cluster, Client(cluster) as client:
         client.wait_for_workers(ngpu)
+        worker_setup()
+        client.run(worker_setup)
         addrs = sorted(client.scheduler_info()["workers"])
         arrs = dict(zip("SXT", client.persist([placed_bs(addrs, n, w) for w in "SXT"])))
         wait(list(arrs.values()))
@@ -463,6 +479,24 @@ PIPE_MODES = ("threads", "dask-threads", "distributed")
 T0 = time.perf_counter()
 
 
+def run_local(local, counts, n, reps, results):
+    """The runs of this process (threads, dask-threads) into results; the chunks die with it."""
+    chunks = local_inputs(max(counts), n)
+    for g in counts:
+        sub = {w: chunks[w][:g] for w in "SXT"}
+        arrs = local_dask_inputs(sub, g, n)
+        for what in WORK:
+            for lib in ("cufunc", "CuPy"):
+                if "threads" in local:
+                    results[what, "threads", lib, g] = timed(
+                        reps, lambda: run_threads(what, lib, sub, g))
+                if "dask-threads" in local:
+                    results[what, "dask-threads", lib, g] = timed(
+                        reps, lambda: run_dask(what, lib, arrs, scheduler="threads"))
+        print("  local runs on %d GPU(s) done (%.0f s)" % (g, time.perf_counter() - T0),
+              flush=True)
+
+
 def pipeline_main(args, have):
     import cupy as cp
     counts = [g for g in (int(v) for v in args.gpus.split(",")) if 1 <= g <= have]
@@ -479,21 +513,8 @@ def pipeline_main(args, have):
     results = {}   # (what, mode, lib, ngpu) -> (seconds, numbers) or None (failed)
     local = [m for m in modes if m != "distributed"]
     if local:
-        chunks = local_inputs(top, n)
-        for g in counts:
-            sub = {w: chunks[w][:g] for w in "SXT"}
-            arrs = local_dask_inputs(sub, g, n)
-            for what in WORK:
-                for lib in ("cufunc", "CuPy"):
-                    if "threads" in local:
-                        results[what, "threads", lib, g] = timed(
-                            args.reps, lambda: run_threads(what, lib, sub, g))
-                    if "dask-threads" in local:
-                        results[what, "dask-threads", lib, g] = timed(
-                            args.reps, lambda: run_dask(what, lib, arrs, scheduler="threads"))
-            print("  local runs on %d GPU(s) done (%.0f s)" % (g, time.perf_counter() - T0),
-                  flush=True)
-        free_local(chunks, top)
+        run_local(local, counts, n, args.reps, results)
+        free_local(top)          # the GPUs' memory for the workers of the distributed runs
     if "distributed" in modes:
         for g in counts:
             try:
