@@ -45,16 +45,15 @@ $PY -c "import cupy; print('  cupy', cupy.__version__)" || echo "  cupy: MISSING
 
 step "build (the C test's CMake build beside it)"
 { cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$(command -v $PY)" &&
-  cmake --build build/cmake -j "$(nproc)" --target test_context; } > "$OUT/cmake.log" 2>&1 &
+  cmake --build build/cmake -j "$(nproc)" --target test_context; } > /tmp/mgpu-cmake.log 2>&1 &
 cm=$!
-$PY -m pip install -q --no-build-isolation --no-deps . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+$PY -m pip install -q --no-build-isolation --no-deps . > /tmp/mgpu-build.log 2>&1 || { tail -30 /tmp/mgpu-build.log; exit 1; }
 left() { echo $(( ${DEADLINE:-400} - ($(date +%s) - t0) )); }
 
-step "pytest (multi-GPU tests; Dask, interop and DLPack tests touched by the fixes)"
+step "pytest (the multi-GPU and Dask tests)"
 req=(); [ "$ngpu" -ge 2 ] && req=(env CUFUNC_REQUIRE_GPUS="$ngpu")
-timeout ${PYTEST_TIMEOUT:-120} "${req[@]}" $PY -m pytest -q -ra -p no:cacheprovider \
-  tests/python/test_multigpu.py tests/python/test_dask_graph.py tests/python/test_interop_fast.py \
-  tests/python/test_devicearray_interop.py > "$OUT/pytest.log" 2>&1; p=$?
+timeout ${PYTEST_TIMEOUT:-100} "${req[@]}" $PY -m pytest -q -ra -p no:cacheprovider \
+  tests/python/test_multigpu.py tests/python/test_dask_graph.py > "$OUT/pytest.log" 2>&1; p=$?
 grep -E "^(FAILED|ERROR)|^SKIPPED" "$OUT/pytest.log" | head -30; tail -1 "$OUT/pytest.log"; [ $p -eq 0 ] || rc=1
 
 step "bench/bench_multigpu.py (the pipeline, weak scaling)"
@@ -64,14 +63,22 @@ timeout $(( bt > 30 ? bt - 20 : 10 )) $PY bench/bench_multigpu.py "${bargs[@]}" 
 grep -vE "distributed\.|^\s*$|Warning|warn\(" "$OUT/bench_multigpu.log" | tail -40; [ $b -eq 0 ] || { rc=1; tail -30 "$OUT/bench_multigpu.log"; }
 
 step "C: test_context"
-wait $cm || { tail -20 "$OUT/cmake.log"; rc=1; }
+wait $cm || { tail -20 /tmp/mgpu-cmake.log; rc=1; }
 timeout 30 build/cmake/test_context > "$OUT/test_context.log" 2>&1; c=$?
 grep -E "FAIL|SKIP|tests," "$OUT/test_context.log"
 # 77 (some skipped) is expected with one GPU; with two, only a driver without cuCtxCreate_v2 may skip
 if [ $c -ne 0 ] && ! { [ $c -eq 77 ] && { [ "$ngpu" -lt 2 ] ||
      ! grep -qE "SKIP: (needs 2|no usable)" "$OUT/test_context.log"; }; }; then rc=1; fi
 
-if [ "$(left)" -gt 45 ]; then
+if [ "$(left)" -gt 40 ]; then
+  step "pytest (interop and DLPack tests touched by the fixes)"
+  timeout $(( $(left) - 25 )) "${req[@]}" $PY -m pytest -q -ra -p no:cacheprovider \
+    tests/python/test_interop_fast.py tests/python/test_devicearray_interop.py \
+    > "$OUT/pytest2.log" 2>&1; p=$?
+  grep -E "^(FAILED|ERROR)" "$OUT/pytest2.log" | head -20; tail -1 "$OUT/pytest2.log"; [ $p -eq 0 ] || rc=1
+fi
+
+if [ "$(left)" -gt 25 ]; then
   step "examples/dask_multigpu.py"
   timeout $(( $(left) - 5 )) $PY examples/dask_multigpu.py --rows 65536 > "$OUT/example.log" 2>&1; e=$?
   grep -vE "distributed\.|^\s*$|Warning|warn\(" "$OUT/example.log" | tail -14
