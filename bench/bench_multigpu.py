@@ -442,19 +442,10 @@ def placed_bs(addrs, n, which):
     return da.concatenate(parts)
 
 
-def worker_setup():
-    """Run in every worker process and here before CuPy arrays travel between processes:
-    distributed rebuilds them through numba.cuda, whose 0.30 release still calls np.row_stack,
-    gone from NumPy >= 2.5."""
-    import numpy
-    if not hasattr(numpy, "row_stack"):
-        numpy.row_stack = numpy.vstack
-
-
 def run_distributed(ngpu, n, reps, libs):
     """{(what, lib): (seconds, numbers)} on a cluster of one worker per GPU."""
     from distributed import Client, wait
-    from dask_multigpu import make_cluster
+    from dask_multigpu import make_cluster, worker_setup
     cluster, kind = make_cluster(ngpu, use_dask_cuda=False)
     out = {}
     with cluster, Client(cluster) as client:

@@ -930,3 +930,25 @@ def test_dask_accumulate_carry_moves_to_the_chunks_device(fake_moves):
     carry(np.asarray([1.0]), _tagged([1.0], 2))          # a host value: uploaded by the call
     carry(_tagged([1.0], 2), _tagged([1.0], 2))
     assert moves == [(0, 3)]
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_distributed_one_worker_per_gpu(capsys):
+    """dask.distributed without dask-cuda, one worker process per GPU (CUDA_VISIBLE_DEVICES per
+    worker: examples/dask_multigpu.py's cluster): every block computed on its worker's GPU and
+    kept a CuPy array there, reductions combined across the workers, values as NumPy's."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("cupy")
+    here = os.path.dirname(os.path.abspath(__file__))
+    # on the path while the workers start: they import the example's functions by name
+    sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
+    try:
+        import dask_multigpu
+        rc = dask_multigpu.main(["--rows", "8192", "--no-dask-cuda"])
+    finally:
+        sys.path.pop(0)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    n = _core.device_count()
+    assert "blocks per GPU: %s" % {g: 2 for g in range(n)} in out, out
