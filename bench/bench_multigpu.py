@@ -1,36 +1,46 @@
-"""Several GPUs of one host through Dask's distributed scheduler (issue 19): weak and strong
-scaling of cufunc's hypot (a ufunc) and sum (ufunc.reduce), beside CuPy's own np.hypot and .sum on
-the same dask arrays.
+"""Several GPUs of one host: weak scaling of a realistic pipeline per GPU, cufunc beside CuPy, through
+three ways of driving the GPUs (the default), and the older hypot/sum tables (--simple).
 
-One worker process per GPU (examples/dask_multigpu.py's make_cluster: dask_cuda's LocalCUDACluster
-when installed, else dask.distributed Nannies with CUDA_VISIBLE_DEVICES per worker). The operands
-are CuPy arrays made on the workers, one chunk per GPU, pinned to their worker (client.submit with
-workers=), persisted before the clock starts. Each timed run is a whole graph through the
-scheduler, under new keys (a no-op task per chunk in front: never answered from a previous run's
-results): hypot results persisted and waited for (they stay on the GPUs), the sum computed to a
-scalar on the client. Best of --reps runs (the first, which rebuilds the ufuncs on the workers and
-loads their kernels, is not counted).
+The pipeline, on each GPU's chunk of N float32 (--log2, default 2^31 or what the GPUs' memory
+allows): Black-Scholes in three cufunc ufuncs (d1; the call price; the put from put-call parity),
+a gufunc over rows of 1024 (the mean |call - put| of each row), and two reductions (the sum of the
+call prices and of the row means, float64 accumulators): two numbers come back. CuPy does the same
+with ElementwiseKernels of the same arithmetic, a ReductionKernel for the rows and its own
+`sum` for the reductions.
 
-  weak:   2**LOG2 float32 per GPU (default 2**30: 4 GiB per operand per GPU), on 1, 2, 4 GPUs
-  strong: 2**LOG2 float32 in all, split over the GPUs
+  threads       no scheduler: one Python thread per GPU runs the pipeline on its chunk (the
+                baseline: what the GPUs and the libraries allow)
+  dask-threads  one process, CuPy chunks on every GPU, Dask's threaded scheduler: cufunc's calls
+                on the dask arrays (each task runs on its chunk's device, reductions gather their
+                partials device to device); CuPy's steps as map_blocks under the chunk's device
+                (CuPy works on its current device) and its sum as dask's reduction of CuPy sums
+  distributed   dask.distributed, one worker process per GPU (CUDA_VISIBLE_DEVICES per worker,
+                no dask-cuda needed): the same graphs
 
-Throughput: GB/s of operands moved (hypot 12 bytes per element: two reads and a write; sum 4),
-over all GPUs; "x1" is the ratio to the 1-GPU run of the same table (the issue asks for 1.9 and
-3.6 on 2 and 4 GPUs, weak scaling). Runs on one GPU too (the 1-GPU rows only).
+Weak scaling: the time of the whole pipeline on 1, 2, 4 GPUs, each with its own chunk; "x1" is
+(GPUs x the 1-GPU time) / the time (the targets: 1.9 on 2 GPUs, 3.6 on 4). Best of --reps runs
+after a warm one; each timed run is a new graph (never answered from a previous run's results).
+The two numbers of cufunc and CuPy are compared (relative difference printed).
 
-    python bench/bench_multigpu.py [--gpus 1,2,4] [--log2 30] [--reps 5] [--strong-log2 30]
+    python bench/bench_multigpu.py [--gpus 1,2,4] [--log2 31] [--reps 3] [--modes threads,...]
+    python bench/bench_multigpu.py --simple [--log2 30]    (hypot and sum tables, distributed)
+
+--simple: weak scaling (2^LOG2 float32 per GPU) and strong scaling (2^STRONG_LOG2 in all) of
+cufunc's hypot and sum beside CuPy's np.hypot and .sum on the same dask arrays, through the
+distributed scheduler (one worker per GPU; examples/dask_multigpu.py's make_cluster).
 """
 import argparse
 import math
 import os
 import sys
+import threading
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from cufunc import vectorize  # noqa: E402
+from cufunc import guvectorize, vectorize  # noqa: E402
 
 
 @vectorize(["float32(float32, float32)"])
@@ -41,6 +51,167 @@ def hypot(a, b):
 @vectorize(["float32(float32, float32)"], identity=0)
 def add(a, b):
     return a + b
+
+
+# ---- the pipeline: Black-Scholes, a gufunc, two reductions ----------------------------------------
+
+RATE, VOL = 0.02, 0.30
+SQRT_HALF = 0.7071067811865476
+ROW = 1024
+
+
+def cnd(d):
+    return 0.5 + 0.5 * math.erf(d * SQRT_HALF)
+
+
+@vectorize(["float32(float32, float32, float32)"])
+def bs_d1(S, X, T):
+    return (math.log(S / X) + (RATE + 0.5 * VOL * VOL) * T) / (VOL * math.sqrt(T))
+
+
+@vectorize(["float32(float32, float32, float32, float32)"])
+def bs_call(S, X, T, d1):
+    d2 = d1 - VOL * math.sqrt(T)
+    return S * cnd(d1) - X * math.exp(-RATE * T) * cnd(d2)
+
+
+@vectorize(["float32(float32, float32, float32, float32)"])
+def bs_put(S, X, T, c):
+    return c - S + X * math.exp(-RATE * T)
+
+
+@guvectorize(["void(float32[:], float32[:], float32[:])"], "(n),(n)->()")
+def row_spread(c, p, out):
+    s = 0.0
+    for i in range(c.shape[0]):
+        s += abs(c[i] - p[i])
+    out[0] = s / c.shape[0]
+
+
+@vectorize(["float32(float32, float32)", "float64(float64, float64)"], identity=0)
+def add64(a, b):
+    return a + b
+
+
+def cufunc_pipeline(S, X, T):
+    """(sum of call prices, sum of row spreads): lazy for dask arrays, device scalars otherwise."""
+    d1 = bs_d1(S, X, T)
+    c = bs_call(S, X, T, d1)
+    p = bs_put(S, X, T, c)
+    rows = row_spread(c.reshape(-1, ROW), p.reshape(-1, ROW))
+    return add64.reduce(c, dtype=np.float64), add64.reduce(rows, dtype=np.float64)
+
+
+_CP = {}
+
+
+def cp_kernels():
+    """CuPy's kernels of the same arithmetic (compiled once per process)."""
+    if not _CP:
+        import cupy as cp
+        pre = ("#define RATE 0.02f\n#define VOL 0.30f\n"
+               "__device__ float cnd(float d) { return 0.5f + 0.5f * erff(d * 0.70710678f); }\n")
+        _CP["d1"] = cp.ElementwiseKernel(
+            "float32 S, float32 X, float32 T", "float32 d1",
+            "d1 = (logf(S / X) + (RATE + 0.5f * VOL * VOL) * T) / (VOL * sqrtf(T))",
+            "bench_bs_d1", preamble=pre)
+        _CP["call"] = cp.ElementwiseKernel(
+            "float32 S, float32 X, float32 T, float32 d1", "float32 c",
+            "float d2 = d1 - VOL * sqrtf(T); c = S * cnd(d1) - X * expf(-RATE * T) * cnd(d2)",
+            "bench_bs_call", preamble=pre)
+        _CP["put"] = cp.ElementwiseKernel(
+            "float32 S, float32 X, float32 T, float32 c", "float32 p",
+            "p = c - S + X * expf(-RATE * T)", "bench_bs_put", preamble=pre)
+        _CP["spread"] = cp.ReductionKernel(
+            "float32 c, float32 p", "float32 y", "fabsf(c - p)", "a + b", "y = a", "0",
+            "bench_row_spread")
+    return _CP
+
+
+def _cp_d1(S, X, T):
+    with S.device:                       # CuPy works on its current device: the chunk's
+        return cp_kernels()["d1"](S, X, T)
+
+
+def _cp_callp(S, X, T, d1):
+    with S.device:
+        return cp_kernels()["call"](S, X, T, d1)
+
+
+def _cp_put(S, X, T, c):
+    with S.device:
+        return cp_kernels()["put"](S, X, T, c)
+
+
+def _cp_spread(c, p):
+    with c.device:
+        rows = cp_kernels()["spread"](c.reshape(-1, ROW), p.reshape(-1, ROW), axis=1)
+        rows *= 1.0 / ROW                # the mean (2^-10 of the elements: in place)
+        return rows
+
+
+def cupy_pipeline(S, X, T):
+    """CuPy on one chunk, no scheduler: (sum of call prices, sum of row spreads), device scalars."""
+    c = _cp_callp(S, X, T, _cp_d1(S, X, T))
+    rows = _cp_spread(c, _cp_put(S, X, T, c))
+    with S.device:
+        return c.sum(dtype=np.float64), rows.sum(dtype=np.float64)
+
+
+def _cp_sum_chunk(x, axis=None, keepdims=False, computing_meta=False, **kw):
+    with x.device:
+        return x.sum(axis=axis, keepdims=keepdims, dtype=np.float64)
+
+
+def _cp_sum_agg(parts, axis=None, keepdims=False, computing_meta=False, **kw):
+    # the partials gathered on one device as cufunc's are (cufunc._dask: device to device, ordered
+    # by events): CuPy's own concatenation of arrays on several devices would read them from the
+    # current device, unordered with the devices that are still making them
+    import cupy as cp
+    from cufunc._dask import _concatenated
+    x, home = _concatenated(parts, axis)
+    with cp.cuda.Device(home):
+        return x.sum(axis=axis, keepdims=keepdims, dtype=np.float64)
+
+
+def cupy_dask_pipeline(S, X, T):
+    """The CuPy pipeline as a dask graph of the same shape as cufunc's: a map_blocks per step,
+    each under its chunk's device (CuPy works on its current device), the sums dask's reduction
+    of CuPy sums (partials gathered on one device, _cp_sum_agg)."""
+    import cupy as cp
+    import dask.array as da
+    meta1 = cp.empty((0,), dtype=cp.float32)
+    d1 = da.map_blocks(_cp_d1, S, X, T, dtype=np.float32, meta=meta1)
+    c = da.map_blocks(_cp_callp, S, X, T, d1, dtype=np.float32, meta=meta1)
+    p = da.map_blocks(_cp_put, S, X, T, c, dtype=np.float32, meta=meta1)
+    rows = da.map_blocks(_cp_spread, c, p, dtype=np.float32, meta=meta1,
+                         chunks=(tuple(n // ROW for n in S.chunks[0]),))
+
+    def total(a):
+        return da.reduction(a, _cp_sum_chunk, _cp_sum_agg, dtype=np.float64,
+                            meta=cp.empty((), dtype=cp.float64), concatenate=False)
+    return total(c), total(rows)
+
+
+def cufunc_sum(S, X, T):
+    return (add64.reduce(S, dtype=np.float64),)
+
+
+def cupy_sum(S, X, T):
+    with S.device:
+        return (S.sum(dtype=np.float64),)
+
+
+def cupy_dask_sum(S, X, T):
+    import cupy as cp
+    import dask.array as da
+    return (da.reduction(S, _cp_sum_chunk, _cp_sum_agg, dtype=np.float64,
+                         meta=cp.empty((), dtype=cp.float64), concatenate=False),)
+
+
+# what: (cufunc on a chunk or on dask arrays, CuPy on a chunk, CuPy as a dask graph)
+WORK = {"pipeline": (cufunc_pipeline, cupy_pipeline, cupy_dask_pipeline),
+        "sum": (cufunc_sum, cupy_sum, cupy_dask_sum)}
 
 
 def make_chunk(seed, n, block_id=None):
@@ -135,6 +306,252 @@ def run_config(ngpu, n_per_gpu, reps, use_dask_cuda):
     return t
 
 
+# ---- the pipeline's runs ------------------------------------------------------------------------
+
+RANGES = {"S": (5.0, 30.0), "X": (1.0, 100.0), "T": (0.25, 10.0)}
+
+
+def bs_chunk(which, seed, n, block_id=None):
+    """One GPU's chunk of an input (spot S, strike X, years T), made on the current device."""
+    import cupy as cp
+    lo, hi = RANGES[which]
+    u = cp.random.RandomState(seed).rand(n, dtype=cp.float32)
+    u *= hi - lo
+    u += lo
+    return u
+
+
+def seed_of(which, k):
+    return 1000 * k + ord(which)
+
+
+def to_float(x):
+    if hasattr(x, "get"):
+        return float(x.get())
+    if hasattr(x, "copy_to_host"):
+        return float(x.copy_to_host())
+    return float(x)
+
+
+def local_inputs(ngpu, n):
+    """{"S": [chunk on GPU 0, on GPU 1, ...], "X": ..., "T": ...} made in this process."""
+    import cupy as cp
+    out = {w: [] for w in "SXT"}
+    for k in range(ngpu):
+        with cp.cuda.Device(k):
+            for w in "SXT":
+                out[w].append(bs_chunk(w, seed_of(w, k), n))
+            cp.cuda.Device(k).synchronize()
+    return out
+
+
+def run_threads(what, lib, chunks, ngpu):
+    """No scheduler: one thread per GPU, each the work on its chunk and its numbers back (its GPU
+    only; summed over the GPUs here). (seconds, numbers)."""
+    barrier = threading.Barrier(ngpu + 1, timeout=300)
+    res, errors = [None] * ngpu, []
+    run = WORK[what][0 if lib == "cufunc" else 1]
+
+    def work(k):
+        try:
+            S, X, T = (chunks[w][k] for w in "SXT")
+            barrier.wait()
+            res[k] = [to_float(v) for v in run(S, X, T)]
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(repr(e))
+        finally:
+            barrier.wait()
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(ngpu)]
+    for t in ts:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    barrier.wait()
+    dt = time.perf_counter() - t0
+    for t in ts:
+        t.join()
+    if errors:
+        raise RuntimeError("threads: %s" % errors)
+    return dt, tuple(sum(r[i] for r in res) for i in range(len(res[0])))
+
+
+def local_dask_inputs(chunks, ngpu, n):
+    """Dask arrays over this process's chunks (chunk k on GPU k)."""
+    import cupy as cp
+    import dask.array as da
+    meta = cp.empty((0,), dtype=cp.float32)
+    return {w: da.concatenate([da.from_array(chunks[w][k], chunks=(n,), asarray=False, meta=meta,
+                                             name="bs-%s-%d-%d" % (w, k, n))
+                               for k in range(ngpu)]) for w in "SXT"}
+
+
+def run_dask(what, lib, arrs, **compute_kw):
+    """The work as one dask graph (new keys each time), computed: (seconds, numbers)."""
+    import dask
+    t0 = time.perf_counter()
+    S, X, T = (fresh(arrs[w]) for w in "SXT")
+    lazy = WORK[what][0 if lib == "cufunc" else 2](S, X, T)
+    out = tuple(to_float(v) for v in dask.compute(*lazy, **compute_kw))
+    return time.perf_counter() - t0, out
+
+
+def timed(reps, fn):
+    """(best seconds of reps after a warm run, the last numbers) of fn() -> (seconds, numbers);
+    None, with the traceback printed, when it fails (the other runs go on)."""
+    try:
+        fn()
+        best, nums = None, None
+        for _ in range(reps):
+            dt, nums = fn()
+            best = dt if best is None else min(best, dt)
+        return best, nums
+    except Exception:  # noqa: BLE001 - printed; the table shows the run as missing
+        import traceback
+        traceback.print_exc()
+        return None
+
+
+def free_local(ngpu):
+    """This process's cached GPU memory given back (CuPy's pools, cufunc's)."""
+    import gc
+    import cupy as cp
+    from cufunc import _core
+    gc.collect()
+    for k in range(ngpu):
+        with cp.cuda.Device(k):
+            cp.cuda.Device(k).synchronize()
+            cp.get_default_memory_pool().free_all_blocks()
+        try:
+            _core.mem_trim(k)
+        except Exception:  # noqa: BLE001 - an older core without mem_trim(device)
+            pass
+
+
+def placed_bs(addrs, n, which):
+    """Input `which` as a dask array of CuPy chunks, chunk k made on worker addrs[k]."""
+    import cupy as cp
+    import dask
+    import dask.array as da
+    parts = []
+    for k, a in enumerate(addrs):
+        with dask.annotate(workers=[a], allow_other_workers=False):
+            parts.append(da.map_blocks(bs_chunk, which, seed_of(which, k), n, chunks=((n,),),
+                                       dtype=np.float32, meta=cp.empty((0,), dtype=cp.float32),
+                                       name="bs-%s-%d-%d" % (which, k, n)))
+    return da.concatenate(parts)
+
+
+def run_distributed(ngpu, n, reps, libs):
+    """{(what, lib): (seconds, numbers)} on a cluster of one worker per GPU."""
+    from distributed import Client, wait
+    from dask_multigpu import make_cluster, worker_setup
+    cluster, kind = make_cluster(ngpu, use_dask_cuda=False)
+    out = {}
+    with cluster, Client(cluster) as client:
+        client.wait_for_workers(ngpu)
+        worker_setup()
+        client.run(worker_setup)
+        addrs = sorted(client.scheduler_info()["workers"])
+        arrs = dict(zip("SXT", client.persist([placed_bs(addrs, n, w) for w in "SXT"])))
+        wait(list(arrs.values()))
+        held = sorted(len(v) for v in client.has_what().values())
+        assert held == [3] * ngpu, "the inputs are not one chunk each per worker: %s" % held
+        for what in WORK:
+            for lib in libs:
+                out[what, lib] = timed(reps, lambda: run_dask(what, lib, arrs))
+        del arrs
+    return out
+
+
+PIPE_MODES = ("threads", "dask-threads", "distributed")
+
+
+T0 = time.perf_counter()
+
+
+def run_local(local, counts, n, reps, results):
+    """The runs of this process (threads, dask-threads) into results; the chunks die with it."""
+    chunks = local_inputs(max(counts), n)
+    for g in counts:
+        sub = {w: chunks[w][:g] for w in "SXT"}
+        arrs = local_dask_inputs(sub, g, n)
+        for what in WORK:
+            for lib in ("cufunc", "CuPy"):
+                if "threads" in local:
+                    results[what, "threads", lib, g] = timed(
+                        reps, lambda: run_threads(what, lib, sub, g))
+                if "dask-threads" in local:
+                    results[what, "dask-threads", lib, g] = timed(
+                        reps, lambda: run_dask(what, lib, arrs, scheduler="threads"))
+        print("  local runs on %d GPU(s) done (%.0f s)" % (g, time.perf_counter() - T0),
+              flush=True)
+
+
+def pipeline_main(args, have):
+    import cupy as cp
+    counts = [g for g in (int(v) for v in args.gpus.split(",")) if 1 <= g <= have]
+    top = max(counts)
+    free = min(cp.cuda.Device(k).mem_info[0] for k in range(top))
+    log2 = args.log2 or 31
+    # three inputs, three intermediates and a spare, with a margin
+    while log2 > 20 and 7 * 4 * (1 << log2) > 0.85 * free:
+        log2 -= 1
+    n = 1 << log2
+    modes = [m for m in args.modes.split(",") if m]
+    print("pipeline: 2^%d float32 per GPU (%.1f GiB per input), GPU counts %s, modes %s, best "
+          "of %d" % (log2, n * 4 / 2 ** 30, counts, modes, args.reps))
+    results = {}   # (what, mode, lib, ngpu) -> (seconds, numbers) or None (failed)
+    local = [m for m in modes if m != "distributed"]
+    if local:
+        run_local(local, counts, n, args.reps, results)
+        free_local(top)          # the GPUs' memory for the workers of the distributed runs
+    if "distributed" in modes:
+        for g in counts:
+            try:
+                got = run_distributed(g, n, args.reps, ("cufunc", "CuPy"))
+            except Exception:  # noqa: BLE001 - printed; the other GPU counts go on
+                import traceback
+                traceback.print_exc()
+                got = {}
+            for (what, lib), r in got.items():
+                results[what, "distributed", lib, g] = r
+            print("  distributed runs on %d GPU(s) done (%.0f s)" % (g, time.perf_counter() - T0),
+                  flush=True)
+    titles = {"pipeline": "the pipeline (Black-Scholes in 3 ufuncs, a gufunc over rows of %d, "
+                          "2 sums)" % ROW,
+              "sum": "a sum alone (float32 in, float64 accumulator): cufunc's add.reduce, "
+                     "CuPy's sum"}
+    for what in WORK:
+        print("\nWeak scaling, %s, 2^%d float32 per GPU: ms per run (x1 = GPUs x the 1-GPU time "
+              "/ the time)" % (titles[what], log2))
+        print("| mode | library | " + " | ".join("%d GPU%s" % (g, "s" if g > 1 else "")
+                                                for g in counts) + " |")
+        print("|---|---|" + "---|" * len(counts))
+        for mode in modes:
+            for lib in ("cufunc", "CuPy"):
+                first = results.get((what, mode, lib, counts[0]))
+                base = first[0] / counts[0] if first else None
+                cells = []
+                for g in counts:
+                    r = results.get((what, mode, lib, g))
+                    cells.append("failed" if r is None else "%.1f" % (r[0] * 1e3) if base is None
+                                 else "%.1f (x%.2f)" % (r[0] * 1e3, g * base / r[0]))
+                print("| %s | %s | %s |" % (mode, lib, " | ".join(cells)))
+        worst = 0.0
+        for (w, mode, lib, g), r in results.items():
+            theirs = results.get((w, mode, "CuPy", g))
+            if w != what or lib != "cufunc" or r is None or theirs is None:
+                continue
+            for a, b in zip(r[1], theirs[1]):
+                worst = max(worst, abs(a - b) / max(abs(b), 1e-30))
+        print("  largest relative difference cufunc vs CuPy: %.3g" % worst)
+        ref = results.get((what, modes[0], "cufunc", counts[-1]))
+        if ref:
+            print("  the numbers on %d GPUs (%s, cufunc): %s"
+                  % (counts[-1], modes[0], ", ".join("%.7g" % v for v in ref[1])))
+
+
 TABLE_OPS = [("cufunc hypot", 12), ("CuPy hypot", 12), ("cufunc sum", 4), ("CuPy sum", 4)]
 
 
@@ -163,7 +580,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpus", default="1,2,4", help="GPU counts (those above what is present "
                     "are left out)")
-    ap.add_argument("--log2", type=int, default=30, help="weak scaling: 2**LOG2 float32 per GPU")
+    ap.add_argument("--log2", type=int, default=0, help="weak scaling: 2**LOG2 float32 per GPU "
+                    "(default: the pipeline 31, or less if the GPUs' memory asks; --simple 30)")
+    ap.add_argument("--simple", action="store_true", help="the hypot and sum tables instead")
+    ap.add_argument("--modes", default=",".join(PIPE_MODES), help="the pipeline's modes")
     ap.add_argument("--strong-log2", type=int, default=30, help="strong scaling: 2**N in all")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-strong", action="store_true")
@@ -175,6 +595,9 @@ def main(argv=None):
     names = [cuda.gpus[i].name for i in range(have)]
     print("bench_multigpu: %d GPU(s) present (%s); GPU counts run: %s"
           % (have, ", ".join(sorted(set(names))), counts))
+    if not args.simple:
+        return pipeline_main(args, have)
+    args.log2 = args.log2 or 30
     weak = [(g, run_config(g, 1 << args.log2, args.reps, not args.no_dask_cuda)) for g in counts]
     print_table("Weak scaling: 2^%d float32 per GPU (best of %d, through the distributed "
                 "scheduler)" % (args.log2, args.reps), weak, lambda g: 1 << args.log2)

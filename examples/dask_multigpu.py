@@ -109,6 +109,15 @@ def make_cluster(ngpu, use_dask_cuda=True):
     return SpecCluster(workers=workers, scheduler=scheduler), "dask.distributed SpecCluster"
 
 
+def worker_setup():
+    """Run in every worker process (client.run) and in the client before CuPy arrays travel
+    between processes: distributed rebuilds them through numba.cuda, whose 0.30 release still
+    calls np.row_stack, gone from NumPy >= 2.5."""
+    import numpy
+    if not hasattr(numpy, "row_stack"):
+        numpy.row_stack = numpy.vstack
+
+
 def gpu_array(addrs, rows_per_gpu, chunks_per_gpu, seed):
     """A (len(addrs) * rows_per_gpu, WIDTH) float32 dask array of CuPy chunks, those of worker k
     made by worker k (dask.annotate: the scheduler keeps the tasks there) and so on its GPU; the
@@ -145,6 +154,8 @@ def main(argv=None):
     ok = True
     with cluster, Client(cluster) as client:
         client.wait_for_workers(ngpu)
+        worker_setup()
+        client.run(worker_setup)
         print("%s: %d workers, one per GPU" % (kind, len(client.scheduler_info()["workers"])))
         addrs = sorted(client.scheduler_info()["workers"])
         x = gpu_array(addrs, args.rows, args.chunks_per_gpu, 0)

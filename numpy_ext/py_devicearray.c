@@ -17,6 +17,7 @@
  * default stream if none) and returns when the copy is complete, as Numba does; an explicit stream
  * makes copies to or from pinned host memory asynchronous. */
 #include "py_common.h"
+#include "py_interop.h"
 #include "py_twins.h"
 
 #include <stdio.h>
@@ -799,11 +800,19 @@ static int parse_cai(PyObject *cai, cf_array *v, int *readonly, int *has_stream,
  * that runs there, or on a blocking stream (cuda.stream(), the per-thread default stream), is
  * ordered after it by CUDA, and a call on any other stream is made to wait for it
  * (cf_py_order_operand). Objects without __dlpack__ have nothing more to say (no stream: ready). */
-static int handshake_legacy(PyObject *obj, const char *argname)
+static int legacy_waits(int device, uintptr_t stream, const char *argname);
+
+static int handshake_legacy(PyObject *obj, int device, const char *argname)
 {
     PyObject *meth, *kw, *empty, *cap;
     if (PyArray_Check(obj))
         return 0; /* mapped or managed host arrays (cuda.mapped_array): no producer stream */
+    /* a library with the DLPack C exchange API names its current stream on the data's device
+     * itself: no export (PyTorch's __dlpack__ refuses a tensor off its current device) */
+    uintptr_t producer;
+    int r = cf_py_exchange_stream(obj, device, &producer);
+    if (r <= 0)
+        return r < 0 ? -1 : legacy_waits(device, producer, argname);
     meth = PyObject_GetAttrString(obj, "__dlpack__");
     if (meth == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
@@ -839,6 +848,32 @@ static int mapped_host_device(uint64_t ptr, int *device)
     if (cf_host_device_pointer((void *)(uintptr_t)ptr, &d) != CF_OK || d != ptr)
         return -1;
     return cf_device_get(device) == CF_OK ? 0 : -1;
+}
+
+/* The legacy default stream of `device` waits (on the device) for a producer's stream (protocol
+ * handle): nothing for the legacy stream itself (1) or the per-thread default stream (2, which
+ * CUDA orders with it). */
+static int legacy_waits(int device, uintptr_t stream, const char *argname)
+{
+    if (stream == 1 || stream == 2)
+        return 0;
+    cf_stream *legacy, *s = NULL;
+    int capturing = 0;
+    if (cf_py_stream_get(NULL, device, &legacy) < 0)
+        return -1;
+    /* CuPy names its current device's stream, which may be another device's than the data's:
+     * waited for across devices. A stream capturing a graph (inside torch.cuda.graph, CuPy's
+     * begin_capture) is not waited for: the call is captured on it instead
+     * (cf_py_capture_default). */
+    cf_status st = cf_py_stream_wrap_any(device, stream, &s);
+    if (st == CF_OK && cf_py_capture_note_foreign(s, &capturing) < 0) {
+        cf_stream_free(s);
+        return -1;
+    }
+    if (st == CF_OK && !capturing)
+        st = cf_stream_wait_stream(legacy, s);
+    cf_stream_free(s);
+    return st == CF_OK ? 0 : cf_py_fail(st, argname);
 }
 
 static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, int sync,
@@ -908,26 +943,8 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
          * or the per-thread default stream (2, which CUDA orders with it), an event wait for any
          * other. A host synchronisation per operand (CuPy names its current stream in every
          * interface) would stall every call on CuPy arrays until the GPU drained. */
-        if (stream != 1 && stream != 2) {
-            cf_stream *legacy, *s = NULL;
-            int capturing = 0;
-            if (cf_py_stream_get(NULL, device, &legacy) < 0)
-                return -1;
-            /* CuPy names its current device's stream, which may be another device's than the
-             * data's: waited for across devices. A stream capturing a graph (inside
-             * torch.cuda.graph, CuPy's begin_capture) is not waited for: the call is captured
-             * on it instead (cf_py_capture_default). */
-            st = cf_py_stream_wrap_any(device, stream, &s);
-            if (st == CF_OK && cf_py_capture_note_foreign(s, &capturing) < 0) {
-                cf_stream_free(s);
-                return -1;
-            }
-            if (st == CF_OK && !capturing)
-                st = cf_stream_wait_stream(legacy, s);
-            cf_stream_free(s);
-            if (st != CF_OK)
-                return cf_py_fail(st, argname);
-        }
+        if (legacy_waits(device, stream, argname) < 0)
+            return -1;
     } else if (sync && has_stream) {
         /* CAI v3: the consumer synchronises on the producer's stream before using the data. */
         cf_stream *s = NULL;
@@ -940,7 +957,7 @@ static int device_view_ex(PyObject *obj, cf_array *out, PyObject **keepalive, in
         cf_stream_free(s);
         if (st != CF_OK)
             return cf_py_fail(st, argname);
-    } else if (sync && handshake_legacy(obj, argname) < 0) {
+    } else if (sync && handshake_legacy(obj, device, argname) < 0) {
         return -1;
     }
     Py_INCREF(obj);

@@ -7,6 +7,7 @@
  * the producer makes that stream wait for the work queued on its own. */
 #include "py_common.h"
 #include "dlpack.h"
+#include "py_interop.h"
 
 #include <string.h>
 
@@ -529,6 +530,63 @@ static PyObject *consume_capsule(PyObject *cap, PyObject *consumer, const char *
     return r;
 }
 
+/* A capsule's destructor for a tensor from the exchange API (exchanged, below): the producer's
+ * deleter unless the capsule was consumed. */
+static void exchanged_capsule_free(PyObject *cap)
+{
+    /* the deleter may be Python code (a ctypes callback): not with an exception pending */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+        DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+        if (m && m->deleter)
+            m->deleter(m);
+    }
+    PyErr_Restore(type, value, tb);
+}
+
+/* A tensor taken through its library's DLPack C exchange API (cf_py_exchange_take): the
+ * consumer's stream (`stream`'s, else the legacy default stream of the tensor's device) waits on
+ * the device for the producer's current stream `producer` (what __dlpack__(stream=) would have
+ * the producer do, across devices if need be), then the tensor is imported as a capsule's is. */
+static PyObject *exchanged(DLManagedTensorVersioned *m, uintptr_t producer, PyObject *stream,
+                           const char *argname)
+{
+    PyObject *cap = PyCapsule_New(m, "dltensor_versioned", exchanged_capsule_free);
+    if (cap == NULL) {
+        if (m->deleter)
+            m->deleter(m);
+        return NULL;
+    }
+    PyObject *consumer_obj = stream != NULL && CfPyStream_Check(stream) ? stream : NULL;
+    if (m->dl_tensor.device.device_type == kDLCUDA) {
+        int device = m->dl_tensor.device.device_id;
+        uintptr_t consumer = consumer_obj ? cf_py_stream_protocol_handle(consumer_obj) : 1;
+        cf_stream *cs = NULL, *ps = NULL;
+        PyObject *res = cf_py_cuda_init("from_dlpack") < 0
+                            ? NULL
+                            : cf_py_stream_resolve(consumer_obj ? consumer_obj : Py_None, device,
+                                                   "from_dlpack: stream");
+        int bad = res == NULL || cf_py_stream_get(res, device, &cs) < 0;
+        Py_XDECREF(res); /* consumer_obj, when given, holds the Stream */
+        if (!bad && producer != 0 && producer != consumer && !(producer <= 2 && consumer <= 2)) {
+            cf_status st = cf_py_stream_wrap_any(device, producer, &ps);
+            if (st == CF_OK)
+                st = cf_stream_wait_stream(cs, ps);
+            cf_stream_free(ps);
+            cf_context_restore();
+            bad = st != CF_OK && cf_py_fail(st, argname) < 0;
+        }
+        if (bad) {
+            Py_DECREF(cap);
+            return NULL;
+        }
+    }
+    PyObject *r = consume_capsule(cap, consumer_obj, argname); /* refuses host memory */
+    Py_DECREF(cap);
+    return r;
+}
+
 static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"obj", "stream", NULL};
@@ -545,6 +603,17 @@ static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs
         if (cf_py_cuda_init("from_dlpack") < 0)
             return NULL;
         return consume_capsule(obj, NULL, argname);
+    }
+    {
+        /* a library with the DLPack C exchange API: its tensors on any device (PyTorch's
+         * __dlpack__ refuses a tensor off its current device) */
+        DLManagedTensorVersioned *m;
+        uintptr_t producer;
+        int took = cf_py_exchange_take(obj, &m, &producer);
+        if (took < 0)
+            return NULL;
+        if (took == 0)
+            return exchanged(m, producer, stream, argname);
     }
     meth = PyObject_GetAttrString(obj, "__dlpack__");
     if (meth == NULL) {

@@ -233,6 +233,96 @@ static const DLPackExchangeAPI *exchange_api_of(PyObject *type)
     return NULL;
 }
 
+/* The exchange API of type tp (cached per type: one dict lookup once seen), NULL for none. */
+static const DLPackExchangeAPI *exchange_api_for(PyTypeObject *tp)
+{
+    static PyObject *apis; /* dict: type -> the table's address (an int), or None */
+    if (apis == NULL && (apis = PyDict_New()) == NULL)
+        return NULL;
+    PyObject *v = PyDict_GetItemWithError(apis, (PyObject *)tp);
+    if (v == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        const DLPackExchangeAPI *api = exchange_api_of((PyObject *)tp);
+        v = api ? PyLong_FromVoidPtr((void *)api) : Py_NewRef(Py_None);
+        if (v == NULL || PyDict_SetItem(apis, (PyObject *)tp, v) < 0) {
+            Py_XDECREF(v);
+            return NULL;
+        }
+        Py_DECREF(v); /* the dict holds it (types are few) */
+    }
+    return v == Py_None ? NULL : (const DLPackExchangeAPI *)PyLong_AsVoidPtr(v);
+}
+
+int cf_py_exchange_take(PyObject *obj, struct DLManagedTensorVersioned **m, uintptr_t *stream)
+{
+    *m = NULL;
+    *stream = 0;
+    if (tr.api_off || PyType_Check(obj) || PyCapsule_CheckExact(obj))
+        return 1;
+    const DLPackExchangeAPI *api = exchange_api_for(Py_TYPE(obj));
+    if (api == NULL || api->managed_tensor_from_py_object_no_sync == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    /* what PyTorch's __dlpack__ refuses, its C export may not: a tensor that requires grad, or
+     * whose conjugation or negation is a lazy bit (its memory holds other values): __dlpack__
+     * answers, in PyTorch's words */
+    if (names_load() < 0)
+        return -1;
+    PyObject *grad = PyObject_GetAttr(obj, S_requires_grad);
+    int lazy = grad == Py_True;
+    Py_XDECREF(grad);
+    PyErr_Clear();
+    PyObject *bits[] = {S_is_conj, S_is_neg};
+    for (int i = 0; i < 2 && !lazy; i++) {
+        PyObject *v = PyObject_HasAttr(obj, bits[i]) ? call0(obj, bits[i]) : NULL;
+        lazy = v == Py_True;
+        Py_XDECREF(v);
+        PyErr_Clear();
+    }
+    if (lazy)
+        return 1;
+    DLManagedTensorVersioned *t = NULL;
+    if (api->managed_tensor_from_py_object_no_sync(obj, &t) != 0 || t == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_BufferError, "%.200s: its DLPack C exchange API gave no tensor",
+                         Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (t->dl_tensor.device.device_type == kDLCUDA) {
+        void *s = NULL;
+        if (api->current_work_stream(kDLCUDA, t->dl_tensor.device.device_id, &s) != 0) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (t->deleter)
+                t->deleter(t);
+            PyErr_Restore(type, value, tb);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "the producer's current stream is unknown");
+            return -1;
+        }
+        *stream = s ? (uintptr_t)s : 1; /* NULL: the default stream, the legacy one */
+    }
+    *m = t;
+    return 0;
+}
+
+int cf_py_exchange_stream(PyObject *obj, int device, uintptr_t *stream)
+{
+    if (tr.api_off || PyArray_Check(obj))
+        return 1;
+    const DLPackExchangeAPI *api = exchange_api_for(Py_TYPE(obj));
+    if (api == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    void *s = NULL;
+    if (api->current_work_stream(kDLCUDA, device, &s) != 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the producer's current stream is unknown");
+        return -1;
+    }
+    *stream = s ? (uintptr_t)s : 1;
+    return 0;
+}
+
 static int torch_load(void)
 {
     static const struct { const char *name; cf_dtype dt; } T[] = {
@@ -784,8 +874,15 @@ static PyObject *py_as_cupy(PyObject *mod, PyObject *d)
     int64_t nbytes = view_size(&a->view) * (int64_t)cf_dtype_size(a->view.dtype);
     if (nbytes == 0 || !cf_array_is_c_contiguous(&a->view) || cupy_load() != 0)
         return PyErr_Occurred() ? NULL : PyObject_CallOneArg(from_dlpack, d);
+    /* CuPy's current stream of the result's device (CuPy names the runtime's current device's),
+     * not of the caller's current device: the result is used there */
     uintptr_t consumer;
-    if (cupy_stream(&consumer) < 0)
+    cf_status st = cf_device_enter(a->view.device);
+    if (st != CF_OK)
+        return cf_py_raise(st, "_as_cupy");
+    int got = cupy_stream(&consumer);
+    cf_context_restore();
+    if (got < 0)
         return NULL;
     PyObject *h = PyLong_FromUnsignedLongLong(consumer);
     PyObject *done = h ? cf_py_devicearray_order_for(d, h) : NULL;
@@ -864,6 +961,14 @@ int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t
     } else if (wrapper_is(wrapper, (PyCFunction)py_as_cupy)) {
         if (cupy_load() != 0 || names_load() < 0)
             return PyErr_Occurred() ? -1 : 0;
+        /* CuPy allocates on, and names the current stream of, the CUDA runtime's current device:
+         * the call's device is made current first (the call's end restores the caller's), so a
+         * chunk on device 1 called from a thread whose current device is 0 (a Dask worker thread)
+         * gets its result from device 1's pool, ordered on device 1's current stream, instead of
+         * a block of device 0's pool thrown away */
+        cf_status st = cf_device_enter(device);
+        if (st != CF_OK)
+            return cf_py_fail(st, "a result made by the caller's library");
         if (cupy_stream(&h) < 0)
             return -1;
         la->kind = LIB_CUPY;

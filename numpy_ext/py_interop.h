@@ -39,6 +39,20 @@ PyObject *cf_py_lib_alloc_one(const cf_py_lib_alloc *la, int ndim, const int64_t
 /* After the launch on `s`: the library's current stream waits for it when they differ. 0, -1. */
 int cf_py_lib_alloc_end(const cf_py_lib_alloc *la, int device, cf_stream *s, uintptr_t launch);
 
+/* obj's tensor taken through the DLPack C exchange API its type publishes
+ * (type.__dlpack_c_exchange_api__: PyTorch >= 2.10), which, unlike PyTorch's __dlpack__, serves
+ * a tensor on any device whatever the library's current device. 0: *m is the caller's (its
+ * deleter releases it) and *stream the library's current work stream on the tensor's device (a
+ * protocol handle: 1 the legacy default stream; 0 for a host tensor); 1: no such API, or one
+ * cufunc does not take (off by _interop_c_api(False), or a tensor that requires grad, which its
+ * __dlpack__ refuses in its own words): the caller exports through __dlpack__; -1: error. */
+struct DLManagedTensorVersioned;
+int cf_py_exchange_take(PyObject *obj, struct DLManagedTensorVersioned **m, uintptr_t *stream);
+
+/* The current work stream on `device` of obj's library, through the exchange API its type
+ * publishes (protocol handle, 1 the legacy default stream): 0; 1 no such API; -1 error. */
+int cf_py_exchange_stream(PyObject *obj, int device, uintptr_t *stream);
+
 /* _foreign_interface, _as_torch, _as_cupy, _interop_c_api, _lib_results. */
 extern PyMethodDef cf_py_interop_methods[];
 

@@ -156,6 +156,8 @@ void cf_context_restore(void)
     cf_drv.cuCtxSetCurrent(tls_outer);
 }
 
+cf_status cf_device_enter(int device) { return cf_context_enter(device); }
+
 static cf_status load_props(int device)
 {
     cf_device_props p;

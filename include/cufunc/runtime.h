@@ -71,6 +71,11 @@ CF_API cf_status cf_device_set(int device);
  * Call it after work on another device than the current one when the thread also uses the CUDA
  * runtime; the Python package calls it at the end of every call. Never fails. */
 CF_API void cf_context_restore(void);
+/* Make device's primary context current on the calling thread for the work that follows, without
+ * changing the thread's current device (cf_device_get): what a function working on device k does
+ * first (above), for a caller that hands work on k to the CUDA runtime (CuPy allocating a result
+ * on k reads the runtime's current device). cf_context_restore undoes it. */
+CF_API cf_status cf_device_enter(int device);
 /* Wait for all work on the device (cuCtxSynchronize in its primary context). */
 CF_API cf_status cf_device_synchronize(int device);
 /* Free and total memory of the device, bytes. */

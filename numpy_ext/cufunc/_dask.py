@@ -16,6 +16,17 @@ type the chunks are: CuPy chunks stay on the GPU, NumPy chunks go through cufunc
   reduce       da.reduction: cufunc's reduce per chunk (keepdims) and to combine the partials
   accumulate   da.cumreduction: cufunc's accumulate per chunk, the ufunc itself to carry the
                running value over (ufuncs with a numeric identity: each row starts from it)
+
+Chunks on several GPUs (CuPy chunks placed on each device, Dask's threaded scheduler): every
+chunk's task runs on its chunk's device, whatever the worker thread's current device (a cufunc
+call runs where its operands are, and CuPy makes its result there). A reduction's partials stay on
+their devices (no host scalar, no synchronisation per task); each combining task moves the few
+partials that live on another device than its first one to that device, device to device and
+ordered on the GPUs by events (_gather), concatenates them there and reduces: a tree of device
+partials, as Dask builds for CuPy's sum, whose root is the one value that comes back. The carry of
+an accumulation moves to the next chunk's device the same way. No kernel reads another device's
+memory (CuPy's concatenate of arrays on several devices would, on the current one, unordered
+with the devices that made them).
 The result dtype and meta come from a call on zero-size arrays of the chunks' type, which for
 NumPy chunks needs no GPU (cufunc answers empty host calls without the device): graphs are built
 anywhere. Dask's own inference (a call on one-element arrays) is never used.
@@ -27,6 +38,7 @@ dtype is given and calls the function a second time for the meta. Dask's token o
 function is its identity (``token``: the one its pickle carries), not dask's default, a pickle of
 the function and its sources on every call.
 """
+import contextlib
 import functools
 import os
 
@@ -161,6 +173,101 @@ def _reduce_chunk(ufunc, x, axis=None, keepdims=False, computing_meta=False, **k
     return ufunc.reduce(x, axis=axis, keepdims=keepdims, **kw)
 
 
+# ---- partials on several GPUs ------------------------------------------------------------------
+
+def _device_of(x):
+    """The CUDA device of a CuPy array (its memory's), None for anything else (NumPy chunks)."""
+    d = getattr(getattr(x, "data", None), "device_id", None)
+    return d if isinstance(d, int) else None
+
+
+def _on(device):
+    """The CuPy device context for work on `device` (CuPy works on its current device), or none."""
+    if device is None:
+        return contextlib.nullcontext()
+    import cupy
+    return cupy.cuda.Device(device)
+
+
+def _to_device(x, device):
+    """CuPy array x on `device`: x itself when it is there, else a copy made device to device and
+    ordered on the GPUs, not the host: the copy (on `device`'s current stream) waits for the work
+    queued on x's device's current stream (the stream x was made on: cufunc's results are ordered
+    there), and that stream waits for the copy, so x's memory is not handed out again before the
+    copy read it."""
+    import cupy as cp
+    src = x.data.device_id
+    if src == device:
+        return x
+    with cp.cuda.Device(src):
+        x = cp.ascontiguousarray(x)
+        made = cp.cuda.Event(disable_timing=True)
+        made.record()
+        src_stream = cp.cuda.get_current_stream()
+    with cp.cuda.Device(device):
+        s = cp.cuda.get_current_stream()
+        s.wait_event(made)
+        y = cp.empty(x.shape, x.dtype)
+        if x.nbytes:
+            cp.cuda.runtime.memcpyPeerAsync(y.data.ptr, device, x.data.ptr, src, x.nbytes, s.ptr)
+        copied = cp.cuda.Event(disable_timing=True)
+        copied.record(s)
+    with cp.cuda.Device(src):
+        src_stream.wait_event(copied)
+    return y
+
+
+def _leaves(parts):
+    if isinstance(parts, (list, tuple)):
+        for p in parts:
+            yield from _leaves(p)
+    else:
+        yield parts
+
+
+def _map_leaves(fn, parts):
+    if isinstance(parts, (list, tuple)):
+        return [_map_leaves(fn, p) for p in parts]
+    return fn(parts)
+
+
+def _gather(parts):
+    """(parts, device): Dask's nested list of partials with every device partial on the device of
+    the first one (the others moved there by _to_device), and that device (None: host chunks)."""
+    devices = [_device_of(p) for p in _leaves(parts)]
+    home = next((d for d in devices if d is not None), None)
+    if home is not None and any(d not in (None, home) for d in devices):
+        parts = _map_leaves(lambda p: p if _device_of(p) in (None, home) else
+                            _to_device(p, home), parts)
+    return parts, home
+
+
+def _concatenated(parts, axis):
+    """The partials Dask hands a combining task (a nested list over the reduced axes), on one
+    device and concatenated there: (array, device)."""
+    if not isinstance(parts, (list, tuple)):
+        return parts, _device_of(parts)
+    from dask.array.core import _concatenate2
+    parts, home = _gather(parts)
+    axes = sorted(axis) if axis is not None else list(range(_depth(parts)))
+    with _on(home):
+        return _concatenate2(parts, axes=axes), home
+
+
+def _depth(parts):
+    d = 0
+    while isinstance(parts, (list, tuple)):
+        parts, d = parts[0], d + 1
+    return d
+
+
+def _reduce_combine(ufunc, parts, axis=None, keepdims=False, computing_meta=False, **kw):
+    """Dask's combine and aggregate steps of ufunc.reduce: the partials gathered on one device
+    and concatenated there (_concatenated), then reduced by one cufunc call on that device."""
+    x, _ = _concatenated(parts, axis)
+    return ufunc.reduce(x, axis=axis, keepdims=keepdims, **kw)
+
+
 def _reduce(ufunc, inputs, kwargs):
     da = _da()
     (x,) = inputs
@@ -177,13 +284,13 @@ def _reduce(ufunc, inputs, kwargs):
         m = _meta(x)
         dtype = ufunc(m, m).dtype
     chunk = functools.partial(_reduce_chunk, ufunc, **kw)
-    combine = functools.partial(_reduce_chunk, ufunc, **{k: v for k, v in kw.items()
-                                                         if k != "dtype"})
+    combine = functools.partial(_reduce_combine, ufunc, **{k: v for k, v in kw.items()
+                                                           if k != "dtype"})
     from dask.array.utils import meta_from_array
     nd = x.ndim if keepdims else x.ndim - (x.ndim if axis is None else len(np.atleast_1d(axis)))
     meta = meta_from_array(x._meta, ndim=nd, dtype=dtype)
     return da.reduction(x, chunk, combine, axis=axis, keepdims=keepdims, dtype=dtype,
-                        combine=combine, meta=meta, concatenate=True)
+                        combine=combine, meta=meta, concatenate=False)
 
 
 def _accumulate(ufunc, inputs, kwargs):
@@ -198,10 +305,29 @@ def _accumulate(ufunc, inputs, kwargs):
         m = _meta(x)
         dtype = ufunc(m, m).dtype
     extra = dict(kwargs)
-    binop = functools.partial(ufunc, **extra) if extra else ufunc
     from dask.array.reductions import cumreduction
-    return cumreduction(_Accumulate(ufunc, extra), binop, ident, x, axis=axis, dtype=dtype,
-                        method="sequential")
+    return cumreduction(_Accumulate(ufunc, extra), _Carry(ufunc, extra), ident, x, axis=axis,
+                        dtype=dtype, method="sequential")
+
+
+class _Carry:
+    """cumreduction's binop: the ufunc on the running value and the next chunk (or the previous
+    chunk's last row), the running value first moved to the device of the other operand when the
+    chunks live on several GPUs (_to_device: device to device, no host)."""
+
+    def __init__(self, ufunc, extra):
+        self.ufunc, self.extra = ufunc, extra
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, carry, x):
+        d = _device_of(x)
+        if d is not None and _device_of(carry) not in (None, d):
+            carry = _to_device(carry, d)
+        return self.ufunc(carry, x, **self.extra)
+
+    def __dask_tokenize__(self):
+        from dask.base import normalize_token
+        return "cufunc-carry", token(self.ufunc), normalize_token(self.extra)
 
 
 class _Accumulate:
@@ -227,9 +353,17 @@ def _reduce_all_chunk(reducer, init, stream, c, axis=None, keepdims=False, compu
     shape = (1,) * c.ndim if keepdims else ()
     if isinstance(c, np.ndarray):
         return np.asarray(reducer(c, init=init, stream=stream)).reshape(shape)
-    res = np.empty_like(c, shape=(1,))  # the chunk's array type (__array_function__)
+    with _on(_device_of(c)):  # CuPy allocates on its current device: the chunk's
+        res = np.empty_like(c, shape=(1,))  # the chunk's array type (__array_function__)
     reducer(c, res=res, init=init, stream=stream)
     return res.reshape(shape)
+
+
+def _reduce_all_combine(reducer, init, stream, parts, axis=None, keepdims=False,
+                        computing_meta=False, **kw):
+    """cuda.reduce over the partials: gathered on one device and concatenated there."""
+    c, _ = _concatenated(parts, axis)
+    return _reduce_all_chunk(reducer, init, stream, c, axis=axis, keepdims=keepdims)
 
 
 def reduce_all(reducer, arr, size=None, res=None, init=0, stream=0):
@@ -245,8 +379,9 @@ def reduce_all(reducer, arr, size=None, res=None, init=0, stream=0):
     if size is not None:
         arr = arr[:size]
     f = functools.partial(_reduce_all_chunk, reducer, init, stream)
-    return da.reduction(arr, f, f, axis=None, keepdims=False, dtype=arr.dtype, combine=f,
-                        concatenate=True, meta=meta_from_array(arr._meta, ndim=0))
+    g = functools.partial(_reduce_all_combine, reducer, init, stream)
+    return da.reduction(arr, f, g, axis=None, keepdims=False, dtype=arr.dtype, combine=g,
+                        concatenate=False, meta=meta_from_array(arr._meta, ndim=0))
 
 
 _METHODS = {"__call__": _call, "outer": _outer, "reduce": _reduce, "accumulate": _accumulate}

@@ -84,6 +84,29 @@ static void test_a_users_own_context_comes_back(void)
     CHECK_OK(cf_device_set(0));
 }
 
+static void test_device_enter_is_undone_by_restore(void)
+{
+    NEED_GPU();
+    void *lib = dlopen(cf_driver_path(), RTLD_NOW | RTLD_LOCAL);
+    ctx_create_fn create = lib ? (ctx_create_fn)dlsym(lib, "cuCtxCreate_v2") : NULL;
+    ctx_destroy_fn destroy = lib ? (ctx_destroy_fn)dlsym(lib, "cuCtxDestroy_v2") : NULL;
+    if (!create || !destroy)
+        SKIP("the driver exports no cuCtxCreate_v2/cuCtxDestroy_v2");
+    CUcontext mine = NULL;
+    CHECK(create(&mine, 0, 0) == CUDA_SUCCESS);
+    int before = -1, after = -1;
+    CHECK_OK(cf_device_get(&before));
+    CHECK_OK(cf_device_enter(0)); /* device 0's primary context, not `mine` */
+    CHECK(current() != mine && current_device() == 0);
+    CHECK_OK(cf_device_get(&after));
+    CHECK(after == before); /* the thread's current device is not changed */
+    cf_context_restore();
+    CHECK(current() == mine);
+    destroy(mine);
+    CHECK(cf_device_enter(1 << 20) == CF_ERR_NO_DEVICE);
+    CHECK_OK(cf_device_set(0));
+}
+
 typedef struct thread_result {
     int device;
     int had_none, after_ok;
@@ -197,6 +220,7 @@ int main(void)
     RUN(test_restore_without_a_driver_is_a_no_op);
     RUN(test_no_switch_on_the_current_device);
     RUN(test_a_users_own_context_comes_back);
+    RUN(test_device_enter_is_undone_by_restore);
     RUN(test_a_thread_without_context_keeps_its_devices);
     RUN(test_work_on_device_1_is_undone);
     RUN(test_device_set_is_kept);

@@ -582,3 +582,373 @@ def test_other_device_work_leaves_the_current_context():
     import gc
     gc.collect()
     assert current_context() == ctx0 and context_device() == 0
+
+
+# ---- DLPack's C exchange API: tensors on any device, whatever the library's current device ----
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManaged(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManaged))
+_DLManaged._fields_ = [("version", _DLVersion), ("manager_ctx", ctypes.c_void_p),
+                       ("deleter", _DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
+_FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                            ctypes.POINTER(ctypes.POINTER(_DLManaged)))
+_TO_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_DLManaged), ctypes.POINTER(ctypes.c_void_p))
+_DLT_FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_DLTensor))
+_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32,
+                           ctypes.POINTER(ctypes.c_void_p))
+
+
+class _APIHeader(ctypes.Structure):
+    _fields_ = [("version", _DLVersion), ("prev_api", ctypes.c_void_p)]
+
+
+class _ExchangeAPI(ctypes.Structure):
+    _fields_ = [("header", _APIHeader), ("managed_tensor_allocator", ctypes.c_void_p),
+                ("managed_tensor_from_py_object_no_sync", _FROM_PY),
+                ("managed_tensor_to_py_object_no_sync", _TO_PY),
+                ("dltensor_from_py_object_no_sync", _DLT_FROM_PY),
+                ("current_work_stream", _STREAM)]
+
+
+def exchange_producer(memory, device_type, device_id, stream=0):
+    """A tensor type as PyTorch's: __dlpack__ refuses (PyTorch: a tensor off its current device),
+    the DLPack C exchange API (a table in a capsule, built here with ctypes) exports `memory`
+    (a 1-d float64 buffer: (address, length)) on (device_type, device_id), with `stream` as the
+    producer's current stream. Returns (the type, its log: exports, deletes, stream queries)."""
+    log = {"exports": 0, "deleted": 0, "streams": []}
+    keep = []
+
+    def deleter(m):
+        log["deleted"] += 1
+
+    c_deleter = _DELETER(deleter)
+
+    def from_py(obj, out):
+        addr, n = memory
+        shape = (ctypes.c_int64 * 1)(n)
+        m = _DLManaged()
+        m.version = _DLVersion(1, 1)
+        m.deleter = c_deleter
+        m.dl_tensor = _DLTensor(addr, _DLDevice(device_type, device_id), 1,
+                                _DLDataType(2, 64, 1), shape, None, 0)   # kDLFloat, 64 bits
+        keep.append((m, shape))
+        out[0] = ctypes.pointer(m)
+        log["exports"] += 1
+        return 0
+
+    def to_py(m, out):
+        return -1
+
+    def dlt(obj, out):
+        return -1
+
+    def current(dev_type, dev_id, out):
+        log["streams"].append((dev_type, dev_id))
+        out[0] = stream or None
+        return 0
+
+    api = _ExchangeAPI(_APIHeader(_DLVersion(1, 1), None), None, _FROM_PY(from_py),
+                       _TO_PY(to_py), _DLT_FROM_PY(dlt), _STREAM(current))
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    name = ctypes.create_string_buffer(b"dlpack_exchange_api")
+    capsule = new_capsule(ctypes.addressof(api), ctypes.addressof(name), None)
+
+    class Producer:
+        __dlpack_c_exchange_api__ = capsule
+        _keep = (api, name, keep, c_deleter)
+
+        def __dlpack__(self, stream=None, **kw):
+            raise BufferError("Can't export tensors on a different CUDA device index")
+
+        def __dlpack_device__(self):
+            return (2, device_id)   # what PyTorch's tensor on a CUDA device says
+
+    return Producer, log
+
+
+def test_from_dlpack_takes_the_exchange_api_not_dlpack():
+    """No GPU: cuda.from_dlpack asks the type's DLPack C exchange API, not __dlpack__ (which
+    refuses, as PyTorch's does for a tensor off its current device): a host tensor is then
+    refused in cufunc's words, and the producer's tensor released (its deleter ran). With the
+    API turned off, __dlpack__ speaks (PyTorch's error)."""
+    host = np.arange(8, dtype=np.float64)
+    Producer, log = exchange_producer((host.ctypes.data, host.size), 1, 0)   # kDLCPU
+    with pytest.raises(TypeError, match="CUDA device memory only"):
+        cuda.from_dlpack(Producer())
+    assert (log["exports"], log["deleted"]) == (1, 1)
+    was = _core._interop_c_api()
+    try:
+        _core._interop_c_api(False)
+        with pytest.raises(Exception) as e:   # PyTorch's BufferError (no GPU here: no device)
+            cuda.from_dlpack(Producer())
+    finally:
+        _core._interop_c_api(was)
+    assert log["exports"] == 1, "the exchange API was asked while turned off"
+    assert "CUDA device memory only" not in str(e.value)
+
+
+@pytest.mark.gpu
+def test_exchange_api_tensor_read_without_dlpack():
+    """One GPU: a producer whose __dlpack__ refuses is read through its exchange API, by
+    cuda.from_dlpack and as a call's operand (ufunc, reduce, gufunc): values right, the producer's
+    current stream asked for on the tensor's device, every export released once its view died."""
+    import gc
+    x = np.linspace(0.5, 4.0, 4096)
+    d = cuda.to_device(x)
+    s = cuda.stream()
+    Producer, log = exchange_producer((d.device_ctypes_pointer.value, x.size), 2, 0,
+                                      stream=int(s.handle))
+    p = Producer()
+    np.testing.assert_array_equal(cuda.from_dlpack(p).copy_to_host(), x)
+    np.testing.assert_allclose(host(hypot(p, p)), np.hypot(x, x))
+    np.testing.assert_allclose(float(host(add.reduce(p))), x.sum())
+    np.testing.assert_allclose(float(sum_reduce(p)), x.sum())
+    gc.collect()
+    assert log["exports"] >= 4 and log["deleted"] == log["exports"]
+    assert set(log["streams"]) == {(2, 0)}
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_torch_on_cuda_1_read_with_torch_current_device_0():
+    """PyTorch's __dlpack__ refuses a tensor on cuda:1 while its current device is 0; cufunc reads
+    it anyway (DLPack's C exchange API) in cuda.from_dlpack, a ufunc, ufunc.reduce, a gufunc,
+    cuda.reduce and accumulate; PyTorch's current device stays 0."""
+    torch = pytest.importorskip("torch")
+    if getattr(torch.Tensor, "__dlpack_c_exchange_api__", None) is None:
+        pytest.skip("this PyTorch has no DLPack C exchange API (PyTorch >= 2.10)")
+    torch.cuda.set_device(0)
+    t = torch.linspace(0.5, 4.0, 64 * 64, device="cuda:1", dtype=torch.float64)
+    x = t.cpu().numpy()
+    d = cuda.from_dlpack(t)
+    assert d.device_id == 1
+    np.testing.assert_array_equal(d.copy_to_host(), x)
+    r = hypot(t, t)
+    assert r.device == torch.device("cuda:1")
+    np.testing.assert_allclose(r.cpu().numpy(), np.hypot(x, x))
+    np.testing.assert_allclose(float(host(add.reduce(t))), x.sum())
+    np.testing.assert_allclose(host(rowsum(t.reshape(64, 64))), x.reshape(64, 64).sum(axis=1))
+    np.testing.assert_allclose(float(sum_reduce(t)), x.sum())
+    np.testing.assert_allclose(host(add.accumulate(t)), np.cumsum(x))
+    assert torch.cuda.current_device() == 0
+
+
+# ---- Dask: CuPy chunks on every GPU, the threaded scheduler -------------------------------------
+
+def _pointer_device(ptr):
+    lib = _libcuda()
+    dev = ctypes.c_int(-1)
+    assert lib.cuPointerGetAttribute(ctypes.byref(dev), 9, ctypes.c_uint64(ptr)) == 0  # ORDINAL
+    return dev.value
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_cupy_results_come_from_the_data_devices_pool():
+    """A call on CuPy arrays of device 1 with CuPy's current device 0 (a Dask worker thread's):
+    CuPy makes the result on device 1 (its pool there), and device 0's pool gets nothing."""
+    cp = pytest.importorskip("cupy")
+    with cp.cuda.Device(1):
+        x = cp.linspace(0, 1, 1 << 22, dtype=cp.float32)
+    with cp.cuda.Device(0):
+        pool = cp.get_default_memory_pool()
+        before = pool.total_bytes()
+        r = hypot(x, x)
+        assert pool.total_bytes() == before, "a result block was taken from device 0's pool"
+        assert cp.cuda.runtime.getDevice() == 0
+    assert r.data.device_id == 1 and r.device.id == 1
+    assert _pointer_device(r.data.ptr) == 1
+    np.testing.assert_allclose(r.get(), np.hypot(x.get(), x.get()), rtol=1e-6)
+
+
+def _chunk_on(device, n, seed, ndim=1, dtype=np.float32):
+    import cupy as cp
+    with cp.cuda.Device(device):
+        a = cp.random.RandomState(seed).rand(n, dtype=dtype) + 0.5
+        return a.reshape(-1, 64) if ndim == 2 else a
+
+
+def _dask_on_gpus(n, seed, ndim=1, dtype=np.float32):
+    """A dask array of CuPy chunks, chunk k made on GPU k (one per GPU), persisted. (The dtype
+    is chosen at birth: CuPy's astype would copy a chunk to CuPy's current device.)"""
+    cp = pytest.importorskip("cupy")
+    da = pytest.importorskip("dask.array")
+    import dask
+    ngpu = _core.device_count()
+    shape = (n,) if ndim == 1 else (n // 64, 64)
+    parts = [da.from_delayed(dask.delayed(_chunk_on)(k, n, seed + k, ndim, dtype), shape=shape,
+                             dtype=dtype, meta=cp.empty((0,) * ndim, dtype=dtype))
+             for k in range(ngpu)]
+    return da.concatenate(parts).persist(scheduler="threads"), ngpu
+
+
+def _blocks(x):
+    import dask
+    return dask.compute(*x.to_delayed().ravel(), scheduler="threads")
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_dask_threads_each_chunk_on_its_gpu():
+    """Chunks on every GPU, Dask's threaded scheduler, worker threads whose current device is 0:
+    a ufunc, a gufunc and accumulate run on each chunk's device and their results stay there (the
+    memory's device, CuPy's idea of it), values as NumPy's."""
+    n = 1 << 20
+    x, ngpu = _dask_on_gpus(n, 1)
+    y, _ = _dask_on_gpus(n, 50)
+    cuda.select_device(0)
+    for name, make, want in [
+        ("ufunc", lambda: hypot(x, y), lambda a, b: np.hypot(a, b)),
+        ("accumulate", lambda: add.accumulate(x, dtype=np.float64),
+         lambda a, b: np.cumsum(a.astype(np.float64))),
+    ]:
+        out = _blocks(make().persist(scheduler="threads"))
+        assert [o.data.device_id for o in out] == list(range(ngpu)), name
+        assert [o.device.id for o in out] == list(range(ngpu)), name
+        assert [_pointer_device(o.data.ptr) for o in out] == list(range(ngpu)), name
+        got = np.concatenate([o.get() for o in out])
+        a = np.concatenate([b.get() for b in _blocks(x)])
+        b = np.concatenate([b.get() for b in _blocks(y)])
+        np.testing.assert_allclose(got, want(a, b), rtol=1e-5, err_msg=name)
+    m, _ = _dask_on_gpus(n, 7, ndim=2, dtype=np.float64)
+    rows = _blocks(rowsum(m).persist(scheduler="threads"))
+    assert [o.data.device_id for o in rows] == list(range(ngpu))
+    want = np.concatenate([b.get() for b in _blocks(m)]).sum(axis=1)
+    np.testing.assert_allclose(np.concatenate([o.get() for o in rows]), want, rtol=1e-10)
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_dask_threads_reductions_over_gpus():
+    """ufunc.reduce and cuda.reduce over chunks on every GPU: each chunk's partial made on its
+    GPU, gathered device to device, one value at the end, equal to NumPy's; axis=0 of a 2-d array
+    whose row chunks live on different GPUs too."""
+    n = 1 << 20
+    x, ngpu = _dask_on_gpus(n, 3)
+    x64, _ = _dask_on_gpus(n, 3, dtype=np.float64)
+    a = np.concatenate([b.get() for b in _blocks(x)]).astype(np.float64)
+    a64 = np.concatenate([b.get() for b in _blocks(x64)])
+    import dask
+    total, total2 = dask.compute(add.reduce(x, dtype=np.float64), sum_reduce(x64),
+                                 scheduler="threads")
+    np.testing.assert_allclose(float(total), a.sum(), rtol=1e-9)
+    np.testing.assert_allclose(float(total2), a64.sum(), rtol=1e-9)
+    m, _ = _dask_on_gpus(n, 9, ndim=2, dtype=np.float64)
+    cols = add.reduce(m, axis=0).compute(scheduler="threads")
+    want = np.concatenate([b.get() for b in _blocks(m)]).sum(axis=0)
+    np.testing.assert_allclose(cols.get() if hasattr(cols, "get") else cols, want, rtol=1e-9)
+
+
+class _OnDevice(np.ndarray):
+    """A NumPy array that says it lives on a GPU (as CuPy's data.device_id does), for the Dask
+    combining steps' logic without GPUs."""
+
+    def __array_finalize__(self, obj):
+        self.gpu = getattr(obj, "gpu", None)
+
+    @property
+    def data(self):
+        return type("Mem", (), {"device_id": self.gpu})()
+
+
+def _tagged(values, device):
+    a = np.asarray(values, dtype=np.float64).view(_OnDevice)
+    a.gpu = device
+    return a
+
+
+@pytest.fixture
+def fake_moves(monkeypatch):
+    """_dask's device-to-device move and device context replaced by recorders (no GPU)."""
+    _dask = pytest.importorskip("cufunc._dask")
+    moves, contexts = [], []
+
+    def to_device(x, device):
+        moves.append((x.gpu, device))
+        return _tagged(np.asarray(x), device)
+
+    import contextlib
+
+    def on(device):
+        contexts.append(device)
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(_dask, "_to_device", to_device)
+    monkeypatch.setattr(_dask, "_on", on)
+    return _dask, moves, contexts
+
+
+def test_dask_combine_gathers_partials_on_one_device(fake_moves):
+    """A combining task of ufunc.reduce / cuda.reduce with partials on GPUs 2, 0, 2, 3: the ones
+    not on the first one's device are moved there (device to device), concatenated under that
+    device, reduced once; partials on one device, or host ones, move nowhere."""
+    _dask, moves, contexts = fake_moves
+    parts = [_tagged([1.0], 2), _tagged([2.0], 0), _tagged([3.0], 2), _tagged([4.0], 3)]
+    r = _dask._reduce_combine(np.add, parts, axis=(0,), keepdims=True)
+    assert float(np.asarray(r)[0]) == 10.0
+    assert moves == [(0, 2), (3, 2)] and contexts == [2]
+    moves.clear(), contexts.clear()
+    nested = [[_tagged([[1.0, 2.0]], 1)], [_tagged([[3.0, 4.0]], 0)]]   # 2-d, axes (0, 1)
+    r = _dask._reduce_combine(np.add, nested, axis=(0, 1), keepdims=True)
+    assert float(np.asarray(r).ravel()[0]) == 10.0 and moves == [(0, 1)] and contexts == [1]
+    moves.clear(), contexts.clear()
+    same = _dask._reduce_combine(np.add, [_tagged([1.0], 3), _tagged([5.0], 3)], axis=(0,))
+    hosts = _dask._reduce_combine(np.add, [np.ones(1), np.ones(1)], axis=(0,))
+    assert (float(same), float(hosts), moves, contexts) == (6.0, 2.0, [], [3, None])
+
+
+def test_dask_accumulate_carry_moves_to_the_chunks_device(fake_moves):
+    """cumreduction's binop: the running value moves to the device of the chunk it is added to."""
+    _dask, moves, _ = fake_moves
+    carry = _dask._Carry(np.add, {})
+    r = carry(_tagged([10.0], 0), _tagged([1.0, 2.0], 3))
+    np.testing.assert_array_equal(np.asarray(r), [11.0, 12.0])
+    assert moves == [(0, 3)]
+    carry(np.asarray([1.0]), _tagged([1.0], 2))          # a host value: uploaded by the call
+    carry(_tagged([1.0], 2), _tagged([1.0], 2))
+    assert moves == [(0, 3)]
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_distributed_one_worker_per_gpu(capsys):
+    """dask.distributed without dask-cuda, one worker process per GPU (CUDA_VISIBLE_DEVICES per
+    worker: examples/dask_multigpu.py's cluster): every block computed on its worker's GPU and
+    kept a CuPy array there, reductions combined across the workers, values as NumPy's."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("cupy")
+    here = os.path.dirname(os.path.abspath(__file__))
+    # on the path while the workers start: they import the example's functions by name
+    sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
+    try:
+        import dask_multigpu
+        rc = dask_multigpu.main(["--rows", "8192", "--no-dask-cuda"])
+    finally:
+        sys.path.pop(0)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    n = _core.device_count()
+    assert "blocks per GPU: %s" % {g: 2 for g in range(n)} in out, out
