@@ -586,9 +586,10 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
     if (st != CF_OK)
         return cf_py_fail(st == CF_ERR_TYPE ? st : st, NULL);
     cf_ufunc_loop_types(uf->uf, loop, t);
-    if (!exact && t[0] == t[1] && t[1] != t[2] && t[2] != want && !dynamic) {
-        /* NumPy's reduction rule: a loop (T, T) -> U with U != T reduces in U's loop, the
-         * elements cast to U as they are loaded (np.logical_and.reduce of floats: in bool) */
+    if (!exact && t[0] == t[1] && t[1] != t[2] && t[2] != want && !dynamic && name != NULL &&
+        strncmp(name, "logical_", 8) == 0) {
+        /* NumPy's logical ufuncs reduce any type in their bool loop (its logical promoter), the
+         * elements cast to bool as they are loaded; comparisons refuse, as NumPy does */
         cf_dtype in2[2] = {t[2], t[2]};
         int loop2 = -1;
         if (cf_ufunc_resolve(uf->uf, in2, NULL, &loop2) == CF_OK) {

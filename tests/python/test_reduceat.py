@@ -239,3 +239,16 @@ def test_cufunc_ufunc_and_output_overlap():
     want = np.add.reduceat(h, idx)
     np.add.reduceat(d, idx, out=d[:20])
     check(d[:20], want)
+
+
+def test_comparisons_do_not_reduce_logical_ufuncs_do():
+    # NumPy reduces logical_and/or/xor of any type in their bool loop and refuses comparisons;
+    # the twins' loop choice (made before any GPU work) follows it
+    from cufunc import _twins
+    a = np.ones(4)
+    for u in (np.less, np.equal):
+        with pytest.raises(TypeError):
+            u.reduceat(a, [0, 2])
+        with pytest.raises(TypeError):
+            _twins.twin(u).reduceat(a, [0, 2])
+    assert np.logical_and.reduceat(a, [0, 2]).dtype == bool
