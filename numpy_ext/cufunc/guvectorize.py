@@ -231,7 +231,7 @@ class GPUGUFunc(_core.GUFunc):
 _weak_arg_type = _loops.weak_arg_type
 
 
-def _make_compiler(pyfunc, form, fastmath, typing):
+def _make_compiler(pyfunc, form, fastmath, typing="numpy"):
     def compile_loop(in_types, out_types):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         dts = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]

@@ -117,7 +117,7 @@ class GPUUFunc(_core.UFunc):
 _weak_arg_type = _loops.weak_arg_type
 
 
-def _make_compiler(pyfunc, fastmath, typing):
+def _make_compiler(pyfunc, fastmath, typing="numpy"):
     def compile_loop(in_types, out_dtype):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         args = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
