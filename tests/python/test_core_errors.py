@@ -71,7 +71,9 @@ def test_cuda_namespace_has_numba_names():
 
 def test_cuda_jit_and_local_come_from_lang():
     from cufunc import cuda, lang
-    assert cuda.jit is lang.jit
+    # cuda.jit is lang.jit with the typing policy (typing=) recorded on the device function
+    f = cuda.jit(device=True)(lambda x: x)
+    assert isinstance(f, lang.DeviceFunction) and f.typing == "numpy"
     assert cuda.local is lang.local
 
 
