@@ -183,6 +183,18 @@ def inputs(argt, n, seed):
     return cols
 
 
+def import_numba():
+    """numba, or None when it cannot be imported. numba-cuda 0.30 still reads np.row_stack,
+    which NumPy 2.4 removed: give it the alias first."""
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+    try:
+        import numba
+    except Exception:
+        return None
+    return numba
+
+
 def _nb_type(numba, name):
     return numba.types.boolean if name == "bool" else getattr(numba.types, name)
 
@@ -191,7 +203,7 @@ def _reference_chunk(args):
     """Compile and run a chunk of bodies with Numba on the CPU (runs in a worker process)."""
     import importlib.util
     import warnings
-    import numba
+    numba = import_numba()
     path, modname, chunk, n_inputs = args
     spec = importlib.util.spec_from_file_location(modname, path)
     mod = importlib.util.module_from_spec(spec)

@@ -34,15 +34,13 @@ N_BODIES = 1000
 N_INPUTS = 64
 BATCH = 50
 SEED = 7001
-N_VECTORIZE = 60
+N_VECTORIZE = 25
 MATH_CALL = re.compile(r"math\.(exp|log1p|sin|atan|atan2|hypot)\(")
 
 
 def _numba_cuda():
-    if not hasattr(np, "row_stack"):     # numba-cuda 0.30 still names it
-        np.row_stack = np.vstack
+    numba = NB.import_numba()
     try:
-        import numba
         from numba import cuda
     except Exception as e:   # pragma: no cover - the GPU machine has both
         pytest.skip("numba-cuda is not installed: %s" % e)

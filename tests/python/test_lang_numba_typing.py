@@ -19,7 +19,10 @@ import pytest
 import lang_harness as H
 import numba_bodies as NB
 
-numba = pytest.importorskip("numba", reason="numba is not installed (pip install '.[test]')")
+numba = NB.import_numba()
+if numba is None:
+    pytest.skip("numba cannot be imported (pip install '.[test]' installs it)",
+                allow_module_level=True)
 
 import cufunc.lang as L                                  # noqa: E402
 import cufunc.types as T                                 # noqa: E402
