@@ -360,8 +360,9 @@ class Case:
     errors: the kernel gives NumPy's NaN/inf instead)."""
 
     def __init__(self, func, argtypes, return_type=None, inputs=None, check="exact", ref=None,
-                 fallback=None, label=None, precision=None):
+                 fallback=None, label=None, precision=None, typing="numpy"):
         self.func = func
+        self.typing = typing   # the translator's typing policy ("numpy" or "numba")
         self.argtypes = list(argtypes)
         self.return_type = return_type
         self.inputs = inputs
@@ -415,7 +416,7 @@ def translate_all(lang, cases):
     """Translate each case; record failures on the case."""
     for c in cases:
         try:
-            c.result = lang.translate(c.func, c.argtypes, c.return_type)
+            c.result = lang.translate(c.func, c.argtypes, c.return_type, typing=c.typing)
             if not c.result.source.lstrip().startswith('#include "cufunc/runtime.cuh"'):
                 c.error = "generated source does not start with #include \"cufunc/runtime.cuh\""
         except Exception as exc:

@@ -9,6 +9,7 @@ This package imports only NumPy and the standard library (not cufunc._core)."""
 from .. import types as _T
 from ..errors import TypingError, UnsupportedError
 from . import typesys as _TS
+from . import policy as _policy
 from . import device as _device
 from .device import DeviceFunction, const, jit, local
 from .source import SourceError, call_deep as _call_deep
@@ -35,7 +36,7 @@ class TranslationResult:
     """
 
     __slots__ = ("source", "name", "return_type", "arg_types", "return_struct",
-                 "device_array_globals", "device_array_types", "fastmath")
+                 "device_array_globals", "device_array_types", "fastmath", "typing")
 
     def __repr__(self):
         return "<TranslationResult %s: %s(%s)>" % (self.name, self.return_type,
@@ -52,7 +53,8 @@ def _arg_types(argtypes):
     return out
 
 
-def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, debug=False):
+def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, typing="numpy",
+              debug=False):
     """Translate ``pyfunc`` for the argument types ``argtypes`` into CUDA C.
 
     argtypes: cufunc types (or anything cufunc.types.to_type accepts): scalars, passed to the C
@@ -84,6 +86,11 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, debug=False
     outside the kernel language. The kernel must be compiled with --fmad=false unless
     fastmath=True (no contraction of a*b+c, as LANGUAGE.md requires).
 
+    typing: "numpy" (NumPy 2 promotion with NEP 50 Python scalars, LANGUAGE.md) or "numba"
+    (Numba's typing rules: Python literals are int64/float64, integer operations widen to
+    64 bits, the return type unifies all returns; docs/typing.md). Functions the body calls are
+    translated with the same rules.
+
     The source is found exactly (cufunc.lang.source): SourceError (an UnsupportedError) when it
     is not available or cannot be told apart (several lambdas on one line on Python 3.10, a file
     edited after import). Bodies nested up to source.MAX_NESTING (4000) levels deep translate
@@ -93,11 +100,12 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, debug=False
     if isinstance(pyfunc, DeviceFunction):
         pyfunc = pyfunc.py_func
     types = _arg_types(argtypes)
+    pol = _policy.get(typing)
     ret = None if return_type is None else _T.to_type(return_type)
     if isinstance(ret, _T.Array):
         raise UnsupportedError("functions cannot return arrays (write into an output argument)")
     def run():
-        unit = _Unit(bool(fastmath), bool(debug))
+        unit = _Unit(bool(fastmath), pol, bool(debug))
         return unit, _translate_function(unit, pyfunc, types, ret)
     # deep bodies (long sums, long elif chains) run with a deep stack; never a RecursionError
     unit, res = _call_deep(run, pyfunc)
@@ -111,6 +119,7 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, debug=False
     out.device_array_globals = [(cn, obj) for obj, at, cn in res.garrays]
     out.device_array_types = [at for obj, at, cn in res.garrays]
     out.fastmath = bool(fastmath)
+    out.typing = pol.name
     return out
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from .. import _loops
 from .. import types as T
 from ..errors import TypingError, UnsupportedError
+from . import numba_typing as NT
 from . import typesys as TS
 from .cgen import c_string, tuple_struct_name
 from .fold import fits, int_range_message
@@ -203,6 +204,9 @@ def real_arg(tr, v, node, fname, allow_complex=False):
 def b_abs(tr, node, name):
     (a,) = args(tr, node, 1, "abs")
     a = tr.scalar(a, node, "an argument of abs()")
+    if tr.policy.numba:
+        R, ta = _numba_sig(tr, node, "abs", a)
+        return unop_abs(tr, tr.cast(a, ta, node, explicit=True), R, node)
     return unop_abs(tr, a, TS.oracle(abs, a.type), node)
 
 def unop_abs(tr, a, R, node):
@@ -227,7 +231,12 @@ def b_minmax(tr, node, name):
                          "supported)" % name, UnsupportedError)
     vals = [tr.scalar(tr.expr(a), a, "an argument of %s()" % name) for a in node.args]
     R = None
-    for v in vals:
+    if tr.policy.numba:
+        R = NT.unify_all([TS.concrete(v.type) for v in vals])
+        if R is None:
+            raise tr._fail(node, "%s() of %s: Numba cannot unify these types"
+                           % (name, ", ".join(str(v.type) for v in vals)))
+    for v in vals if R is None else ():
         R = TS.join(R, v.type)
     tr.check_scalar_type(R, node)
     fn = min if name == "min" else max
@@ -253,6 +262,10 @@ def b_round(tr, node, name):
         raise tr._fail(node, "round() takes a number and an optional ndigits")
     (a,) = args(tr, node, 1, "round")
     a = real_arg(tr, a, node, "round")
+    if tr.policy.numba:
+        R, ta = _numba_sig(tr, node, "round", a)
+        a = tr.cast(a, ta, node, explicit=True)
+        return tr.cast(ir.Call(ta, "cf_round", [a]), R, node, explicit=True)
     try:
         R = TS.oracle(round, a.type)
     except TS.OracleError as e:
@@ -283,7 +296,7 @@ def _round_digits(tr, node):
         raise tr._fail(node, "round(): ndigits %d is out of range" % n)
     R = T.float64 if isinstance(a.type, TS.Weak) else a.type
     a = tr.cast(a, R, node)
-    f = tr.const_val(10.0 ** abs(n), TS.WEAK_FLOAT, node)
+    f = tr.cast(tr.const_val(10.0 ** abs(n), TS.WEAK_FLOAT, node), R, node)
     if n >= 0:
         y = tr.binop(operator.mul, "mul", "*", a, f, node)
         return tr.binop(operator.truediv, "truediv", "/", ir.Call(R, "cf_round", [y]), f, node)
@@ -311,9 +324,20 @@ def b_divmod(tr, node, name):
     return TupleVal([q, r], setup)
 
 def b_int(tr, node, name):
+    if tr.policy.numba and node.args:
+        # Numba's int(x): an integer keeps its type; a bool or a float gives int64
+        t = TS.concrete(tr.scalar(tr.expr(node.args[0]), node, "an argument of int()").type)
+        return _py_cast(tr, node, name, t if t.kind in "iu" else T.int64, int)
     return _py_cast(tr, node, name, TS.WEAK_INT, int)
 
 def b_float(tr, node, name):
+    if tr.policy.numba and node.args:
+        # Numba's float(x): float64 of an integer, the float type itself of a float
+        t = TS.concrete(tr.scalar(tr.expr(node.args[0]), node, "an argument of float()").type)
+        if t.kind in "bc":
+            raise tr._fail(node, "float() of %s: Numba's float() takes a real number" % t)
+        return _py_cast(tr, node, name, t if t.kind == "f" and t.bits >= 32 else T.float64,
+                        float)
     return _py_cast(tr, node, name, TS.WEAK_FLOAT, float)
 
 def b_bool(tr, node, name):
@@ -340,6 +364,13 @@ def b_complex(tr, node, name):
     if not node.args:
         return tr.const_val(0j, TS.WEAK_COMPLEX, node)
     vals = args(tr, node, (1, 2), "complex")
+    if tr.policy.numba:
+        # Numba's complex(): complex64 when every argument is float32, else complex128
+        ts = [TS.concrete(tr.scalar(v, node, "an argument of complex()").type) for v in vals]
+        if any(t.kind == "b" for t in ts):
+            raise tr._fail(node, "complex() of bool: Numba's complex() takes numbers")
+        return _make_complex(tr, vals, T.complex64 if all(t == T.float32 for t in ts)
+                             else T.complex128, node)
     return _make_complex(tr, vals, TS.WEAK_COMPLEX, node)
 
 def _make_complex(tr, vals, R, node):
@@ -413,7 +444,56 @@ def _math_ct(tr, vals, node, fname):
         ct = T.float32 if (t == T.float32 and ct in (None, T.float32)) else T.float64
     return ct or T.float64
 
+def _numba_sig(tr, node, opname, *vals):
+    """(result type, argument types...) of Numba's typing template `opname` for vals."""
+    types = [TS.concrete(v.type) for v in vals]
+    sig = NT.op(opname, *types)
+    if sig is None:
+        raise tr._fail(node, "Numba has no signature of %s for (%s)"
+                       % (opname, ", ".join(str(t) for t in types)))
+    return sig
+
+
+_NUMBA_MATH2 = {"atan2": "math2", "hypot": "math2", "copysign": "copysign", "pow": "mathpow"}
+
+
+def _numba_math(tr, kind, fname, node, shown):
+    """A math.* call typed by Numba's mathdecl templates, or None where cufunc's own typing
+    applies (functions Numba types elsewhere)."""
+    if kind == "m1" and len(node.args) == 1 and fname in NT.MATH1:
+        (x,) = args(tr, node, 1, shown)
+        x = real_arg(tr, x, node, shown)
+        if fname in ("floor", "ceil", "trunc"):
+            R, ta = _numba_sig(tr, node, "mathint", x)
+            cx = tr.cast(x, ta, node, explicit=True)
+            if ta.kind in "iu":
+                return tr.cast(cx, R, node, explicit=True)
+            return tr.cast(ir.Call(ta, "cf_" + fname, [cx]), R, node, explicit=True)
+        R, ta = _numba_sig(tr, node, "math1", x)
+        cx = tr.cast(x, ta, node, explicit=True)
+        # an integer argument is converted to R first, as Numba's implementations do
+        return ir.Call(R, "cf_" + fname, [tr.cast(cx, R, node, explicit=True)])
+    if kind == "m2" and fname in _NUMBA_MATH2:
+        vals = [real_arg(tr, v, node, shown) for v in args(tr, node, 2, shown)]
+        R, ta, tb = _numba_sig(tr, node, _NUMBA_MATH2[fname], *vals)
+        ca = tr.cast(tr.cast(vals[0], ta, node, explicit=True), R, node, explicit=True)
+        cb = tr.cast(tr.cast(vals[1], tb, node, explicit=True), R, node, explicit=True)
+        return ir.Call(R, "cf_" + fname, [ca, cb])
+    if kind == "mpred":
+        (x,) = args(tr, node, 1, shown)
+        x = real_arg(tr, x, node, shown)
+        R, ta = _numba_sig(tr, node, "mathpred", x)
+        if ta.kind in "iu":
+            return tr.const_val(fname == "isfinite", R, node)
+        return ir.Call(R, "cf_" + fname, [tr.cast(x, ta, node, explicit=True)])
+    return None
+
+
 def math_call(tr, kind, fname, node, shown):
+    if tr.policy.numba:
+        r = _numba_math(tr, kind, fname, node, shown)
+        if r is not None:
+            return r
     if kind == "m1":
         nargs = (1, 2) if fname == "log" else 1
         vals = args(tr, node, nargs, shown)
@@ -545,7 +625,13 @@ def np_call(tr, obj, entry, node, shown):
     vals = [tr.scalar(v, node, "an argument of %s()" % shown)
             for v in args(tr, node, n, shown)]
     try:
-        R = TS.oracle(obj, *[v.type for v in vals])
+        if tr.policy.numba:
+            # Numba resolves NumPy's loops for its own (strong) types; it has no float16 loops
+            R = TS.oracle(obj, *[TS.concrete(v.type) for v in vals])
+            if R == T.float16:
+                R = T.float32
+        else:
+            R = TS.oracle(obj, *[v.type for v in vals])
     except TS.OracleError as e:
         raise tr._fail(node, "%s() does not accept %s (%s)"
                          % (shown, ", ".join(str(v.type) for v in vals), e))

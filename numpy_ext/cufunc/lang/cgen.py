@@ -143,6 +143,36 @@ template <typename T> CF_LANG_FN cf_complex<T> cf_lang_cmax(cf_complex<T> a, cf_
 CF_LANG_FN bool cf_lang_lt_su(long long a, unsigned long long b) { return a < 0 || (unsigned long long)a < b; }
 CF_LANG_FN bool cf_lang_le_su(long long a, unsigned long long b) { return a < 0 || (unsigned long long)a <= b; }
 CF_LANG_FN bool cf_lang_eq_su(long long a, unsigned long long b) { return a >= 0 && (unsigned long long)a == b; }
+/* Numba's a ** b for an integer exponent (numba/cpython/numbers.py, int_power_impl): square and
+ * multiply in the result type. A negative exponent gives, for integers, the most negative value
+ * when a is 0 (Numba's result under its NumPy error model), a's power when a is 1 or -1, else 0;
+ * for floats 1 / r computed in double. Exponents beyond 65536 go through pow() in double. */
+CF_LANG_FN long long cf_lang_nb_ipow(long long a, long long b)
+{
+    if (b < 0) {
+        if (a == 0) return (long long)(1ULL << 63);
+        if (a != 1 && a != -1) return 0;
+        return (a == -1 && (b & 1)) ? -1 : 1;
+    }
+    unsigned long long r = 1ULL, p = (unsigned long long)a, e = (unsigned long long)b;
+    while (e != 0) { if (e & 1ULL) r *= p; e >>= 1; p *= p; }
+    return (long long)r;
+}
+CF_LANG_FN unsigned long long cf_lang_nb_ipow(unsigned long long a, unsigned long long b)
+{
+    unsigned long long r = 1ULL;
+    while (b != 0) { if (b & 1ULL) r *= a; b >>= 1; a *= a; }
+    return r;
+}
+template <typename F, typename E> CF_LANG_FN F cf_lang_nb_fpowi(F a, E b)
+{
+    bool inv = b < (E)0;
+    unsigned long long e = inv ? 0ULL - (unsigned long long)b : (unsigned long long)b;
+    if (e > 65536ULL) return (F)pow((double)a, (double)b);
+    F r = (F)1;
+    while (e != 0) { if (e & 1ULL) r *= a; e >>= 1; a *= a; }
+    return inv ? (F)(1.0 / (double)r) : r;
+}
 /* Number of iterations of range(start, stop, step), without overflow for any int64 values. */
 CF_LANG_FN unsigned long long cf_lang_range_len(long long start, long long stop, long long step)
 {

@@ -54,12 +54,13 @@ class DeviceFunction:
     def __repr__(self):
         return "<cufunc device function %s>" % getattr(self.py_func, "__qualname__", "?")
 
-    def translate(self, signature=None, fastmath=None):
+    def translate(self, signature=None, fastmath=None, typing="numpy"):
         """The TranslationResult for a signature (a string, Signature or argument-type list);
-        without one, the function's only declared signature."""
+        without one, the function's only declared signature. typing: "numpy" or "numba"
+        (called from a body, the function takes the typing of that body's translation)."""
         ret, args = self._resolve(signature)
         fm = self.options.get("fastmath", False) if fastmath is None else fastmath
-        return _translate(self.py_func, args, ret, fastmath=bool(fm),
+        return _translate(self.py_func, args, ret, fastmath=bool(fm), typing=typing,
                           debug=bool(self.options.get("debug", False)))
 
     def inspect_cuda(self, signature=None):

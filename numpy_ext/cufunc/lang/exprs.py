@@ -33,6 +33,7 @@ _CMPOPS = {
 }
 
 
+_UNOP_NAMES = {"-": "neg", "+": "pos", "~": "invert"}
 _ZERO = Val(None, "0")   # the C literal 0, for (x != 0)
 
 
@@ -208,12 +209,17 @@ class ExprsMixin:
         b = self.scalar(b, node, "an operand of %s" % sym)
         if rtype is None:
             try:
-                rtype = TS.oracle(fn, a.type, b.type)
+                rtype, ta, tb = self.policy.binop(fn, name, a.type, b.type)
             except TS.OracleError as e:
                 raise self._fail(node, "unsupported operand types for %s: %s and %s (%s)"
                                  % (sym, a.type, b.type, e))
+        else:
+            ta = tb = rtype
         R = self.check_scalar_type(rtype, node)
-        if a.is_const and b.is_const:
+        if self.policy.numba:
+            # Numba converts the operands to its chosen signature's types, then computes
+            a, b = self.cast(a, ta, node, explicit=True), self.cast(b, tb, node, explicit=True)
+        if a.is_const and b.is_const and not (self.policy.numba and name == "pow"):
             folded = self.fold(fn, (a, b), R, node)
             if folded is not None:
                 return folded
@@ -226,6 +232,13 @@ class ExprsMixin:
 
     def arith(self, name, a, b, R, node):
         k = R.kind
+        if name == "pow" and self.policy.numba and b.type.kind in "iu":
+            # Numba's integer power (square and multiply in R; its own negative exponents)
+            if k in "iu":
+                return ir.Call(R, "cf_lang_nb_ipow", [self.cast(a, R, node),
+                                                      self.cast(b, R, node)])
+            if k == "f":
+                return ir.Call(R, "cf_lang_nb_fpowi", [self.cast(a, R, node), b])
         if name in ("lshift", "rshift") and k in "iu":
             ca, cb = self.cast(a, R, node), self.cast(b, R, node)
             return ir.Call(R, "cf_" + name, [ca, cb])
@@ -283,11 +296,19 @@ class ExprsMixin:
     def unop(self, fn, sym, a, node, rtype=None):
         if rtype is None:
             try:
-                rtype = TS.oracle(fn, a.type)
+                rtype, ta = self.policy.unop(fn, _UNOP_NAMES[sym], a.type)
+                if self.policy.numba:
+                    a = self.cast(a, ta, node, explicit=True)
             except TS.OracleError as e:
                 raise self._fail(node, "bad operand type for unary %s: %s (%s)"
                                  % (sym, a.type, e))
         R = self.check_scalar_type(rtype, node)
+        if (self.policy.numba and sym in "-~" and a.type.kind in "iu"
+                and TS.concrete(a.type) != R):
+            # Numba negates and inverts an integer in its own type, then widens the result
+            # (numba/cpython/numbers.py: -uint8(100) is 156, -int8(-128) is -128)
+            return self.cast(self.unop(fn, sym, a, node, rtype=TS.concrete(a.type)), R, node,
+                             explicit=True)
         if a.is_const:
             f = self.fold(fn, (a,), R, node)
             if f is not None:
@@ -318,16 +339,17 @@ class ExprsMixin:
         a = self.scalar(a, node, "an operand of %s" % sym)
         b = self.scalar(b, node, "an operand of %s" % sym)
         try:
-            R = TS.oracle(fn, a.type, b.type)
+            R, ct = self.policy.compare(fn, sym, a.type, b.type)
         except TS.OracleError as e:
             raise self._fail(node, "unsupported comparison %s between %s and %s (%s)"
                              % (sym, a.type, b.type, e))
+        if self.policy.numba:
+            a, b = self.cast(a, ct, node, explicit=True), self.cast(b, ct, node, explicit=True)
         if a.is_const and b.is_const:
             f = self.fold(fn, (a, b), R, node)
             if f is not None:
                 return f
-        ct = TS.compare_type(a.type, b.type)
-        if ct == TS.MIXED_INT or ct == T.int64:
+        if (ct == TS.MIXED_INT or ct == T.int64) and not self.policy.numba:
             # A Python int constant that fits the other operand's type compares in that type
             # (same result, no 64-bit arithmetic).
             for w, o in ((a, b), (b, a)):
@@ -387,7 +409,7 @@ class ExprsMixin:
                 v = self.compare(fn, sym, left, right, node)
             consts = consts and v.is_const
             parts.append(v)
-            rt = v.type if rt is None else TS.join(rt, v.type)
+            rt = v.type if rt is None else self._join(rt, v.type, node)
             left = right
         if len(parts) == 1:
             return parts[0]
@@ -409,17 +431,23 @@ class ExprsMixin:
         is_and = isinstance(node.op, ast.And)
         vals = [self.scalar(self.expr(v), n, "an operand of %s" % ("and" if is_and else "or"))
                 for v, n in zip(node.values, node.values)]
+        # Numba types the result as the unification of every operand, decided or not
+        R_all = None
+        if self.policy.numba:
+            for v in vals:
+                R_all = self._join(R_all, v.type, node)
         # Leading constants decide statically: `1 or b` is the Python int 1, exactly.
         while vals and vals[0].is_const:
             decides = (not bool(vals[0].const)) if is_and else bool(vals[0].const)
             if decides or len(vals) == 1:
-                return vals[0]
+                return vals[0] if R_all is None else self.cast(vals[0], R_all, node)
             vals = vals[1:]
         if len(vals) == 1:
-            return vals[0]
-        R = None
-        for v in vals:
-            R = TS.join(R, v.type)
+            return vals[0] if R_all is None else self.cast(vals[0], R_all, node)
+        R = R_all
+        if R is None:
+            for v in vals:
+                R = TS.join(R, v.type)
         self.check_scalar_type(R, node)
         # fold from the right: a or (b or c)
         acc = self.cast(vals[-1], R, node)

@@ -31,6 +31,7 @@ from . import typesys as TS
 from . import checks, ir
 from . import emit
 from . import fold
+from . import policy as POLICY
 from .fold import fits, int_range_message
 from .ir import StaticVal, TupleVal, Val, _Bottom
 from .source import get_source, located_error
@@ -44,8 +45,9 @@ _ZERO = Val(None, "0")   # the C literal 0, for (x != 0)
 class Unit:
     """State shared by one top-level translate(): translated functions, structs and tables."""
 
-    def __init__(self, fastmath, debug=False):
+    def __init__(self, fastmath, policy=None, debug=False):
         self.fastmath = fastmath
+        self.policy = policy or POLICY.get("numpy")   # the typing rules (policy.py)
         self.debug = debug       # assert statements checked (else compiled away)
         self.funcs = {}          # key -> FuncResult
         self.stack = []          # python functions being translated (recursion check)
@@ -70,6 +72,7 @@ class FunctionTranslator(StmtsMixin, ExprsMixin, NamesMixin):
         self.argtypes = list(argtypes)
         self.declared_ret = return_type
         self.fastmath = unit.fastmath
+        self.policy = unit.policy
         if isinstance(self.tree, ast.Lambda):
             self.body = [ast.Return(value=self.tree.body, lineno=self.tree.body.lineno,
                                     col_offset=self.tree.body.col_offset,
@@ -316,12 +319,19 @@ class FunctionTranslator(StmtsMixin, ExprsMixin, NamesMixin):
         return ir.Comma(v.type, setup, v, const=v.const, nonneg=v.nonneg)
 
     def _join(self, a, b, node):
+        if self.policy.numba:
+            # Numba unifies strong types: a literal initialiser is int64/float64 already
+            a = TS.concrete(a) if a is not None else None
+            b = TS.concrete(b) if b is not None else None
         if a is None:
             return b
         if b is None:
             return a
         if isinstance(a, T.Scalar) and isinstance(b, T.Scalar):
-            return TS.join(a, b)
+            try:
+                return self.policy.join(a, b)
+            except TS.OracleError as e:
+                raise self._fail(node, str(e))
         if isinstance(a, T.Array) and isinstance(b, T.Array):
             if a.dtype == b.dtype and a.ndim == b.ndim:
                 layout = a.layout if a.layout == b.layout else "A"
@@ -351,6 +361,10 @@ class FunctionTranslator(StmtsMixin, ExprsMixin, NamesMixin):
 
     def const_val(self, value, t, node):
         """A Val for the constant `value` of type t."""
+        if self.policy.numba and isinstance(t, TS.Weak):
+            t = self.policy.literal(t, value)
+            if t.kind in "iu" and t.kind != "c" and not -2 ** 63 <= value < 2 ** 64:
+                raise self._fail(node, int_range_message(value, fits(value)))
         if isinstance(t, TS.Weak) and t.kind == "i" and not -2 ** 63 <= value < 2 ** 63:
             # A constant sub-expression may exceed 64 bits (2**64 - 1); it must be converted
             # to a type it fits before it is used (cast() checks).
