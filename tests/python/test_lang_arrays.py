@@ -571,12 +571,13 @@ def _py_args(argtypes, args):
 _BUILT = {}
 
 
-def _build(cases):
-    """Translate every case and build them all into one library (cached per test session)."""
-    key = tuple(c[0] for c in cases)
+def _build(cases, typing="numpy"):
+    """Translate every case (with one typing policy) and build them all into one library
+    (cached per test session)."""
+    key = tuple(c[0] for c in cases) + (typing,)
     if key in _BUILT:
         return _BUILT[key]
-    results = [L.translate(c[1], c[2]) for c in cases]
+    results = [L.translate(c[1], c[2], typing=typing) for c in cases]
     src = ['#include "cufunc/runtime.cuh"\n']
     dev = ['#include "cufunc/runtime.cuh"\n']
     for k, r in enumerate(results):
@@ -592,8 +593,8 @@ ALL = CASES + [case(f, ts, a + [np.zeros(len(a[0]), a[0].dtype)], "opt_" + f.__n
                for f, ts, a, _ in OPTIONAL_CASES]
 
 
-def _run_host(idx):
-    results, lib, _ = _build(ALL)
+def _run_host(idx, typing="numpy"):
+    results, lib, _ = _build(ALL, typing)
     label, func, argtypes, args, _ = ALL[idx]
     r = results[idx]
     got_args = _copy_args(args)
@@ -604,10 +605,16 @@ def _run_host(idx):
     return got_args
 
 
+TYPINGS = ["numpy", "numba"]
+
+
+@pytest.mark.parametrize("typing", TYPINGS)
 @pytest.mark.parametrize("idx", range(len(CASES)), ids=[c[0] for c in CASES])
-def test_host_against_python(idx):
+def test_host_against_python(idx, typing):
+    """Both typing policies: these bodies work on float64 and int64 arrays, where NumPy's and
+    Numba's rules give the same values."""
     label, func, argtypes, args, ref = CASES[idx]
-    got = _run_host(idx)
+    got = _run_host(idx, typing)
     want = _copy_args(args)
     ref(*_py_args(argtypes, want))
     for g, w, t in zip(got, want, argtypes):
@@ -615,14 +622,15 @@ def test_host_against_python(idx):
             np.testing.assert_array_equal(g, w, err_msg=label)
 
 
+@pytest.mark.parametrize("typing", TYPINGS)
 @pytest.mark.parametrize("k", range(len(OPTIONAL_CASES)),
                          ids=[c[0].__name__ for c in OPTIONAL_CASES])
-def test_optional_return(k):
+def test_optional_return(k, typing):
     """A device function that returns None on some path: the caller gets NaN there (0 for an
     integer result) where Numba's kernel leaves the element unwritten (debug=False)."""
     func, argtypes, args, ref = OPTIONAL_CASES[k]
     idx = len(CASES) + k
-    got = _run_host(idx)
+    got = _run_host(idx, typing)
     np.testing.assert_array_equal(got[-1], ref(args[0]))
 
 
@@ -638,8 +646,9 @@ def test_optional_return_type():
 
 
 @pytest.mark.skipif(not H.nvrtc_available(), reason="NVRTC is not available here")
-def test_nvrtc_compiles_all():
-    _, _, dev = _build(ALL)
+@pytest.mark.parametrize("typing", TYPINGS)
+def test_nvrtc_compiles_all(typing):
+    _, _, dev = _build(ALL, typing)
     ok, log = H.nvrtc_compile(dev, ("-std=c++17", "--fmad=false"))
     assert ok, log[-4000:]
 
@@ -727,6 +736,10 @@ def test_scalar_constructs():
              H.Case(round_digits, [F], inputs=[np.concatenate([xs * 1000, [2.675, 1.005,
                                                                      0.125, -2.5, 1e300]])]),
              H.Case(round_digits, [T.float32], inputs=[xs.astype(np.float32) * 100])]
+    # Numba's typing gives the same values for float64 and int64 arguments
+    cases += [H.Case(c.func, c.argtypes, inputs=c.inputs, typing="numba",
+                     label=c.label + "_numba") for c in list(cases)
+              if all(t in (F, I) for t in c.argtypes)]
     failures = H.run_cases(cases)
     assert not failures, "\n".join(failures)
 

@@ -53,7 +53,8 @@ def _arg_types(argtypes):
     return out
 
 
-def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, typing="numpy", debug=False):
+def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, typing="numpy",
+              debug=False):
     """Translate ``pyfunc`` for the argument types ``argtypes`` into CUDA C.
 
     argtypes: cufunc types (or anything cufunc.types.to_type accepts): scalars, passed to the C

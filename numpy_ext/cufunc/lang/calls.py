@@ -285,18 +285,20 @@ def _round_digits(tr, node):
     10**-n), in x's type. ndigits must be a constant."""
     a, nd = args(tr, node, 2, "round")
     a = real_arg(tr, a, node, "round")
-    if not (isinstance(nd, Val) and nd.is_const and nd.type.kind in "iub"):
+    n = tr._static_int(node.args[1])   # a literal (-1 included, under either typing) or global
+    if n is None and isinstance(nd, Val) and nd.is_const and nd.type.kind in "iub":
+        n = int(nd.const)
+    if n is None:
         raise tr._fail(node, "round(x, ndigits) needs a constant integer ndigits",
                        UnsupportedError)
     if a.type.kind != "f":
         raise tr._fail(node, "round() of an integer with ndigits is not supported (round a "
                        "float, or use (x // 10**k) * 10**k)", UnsupportedError)
-    n = int(nd.const)
     if abs(n) > 300:
         raise tr._fail(node, "round(): ndigits %d is out of range" % n)
     R = T.float64 if isinstance(a.type, TS.Weak) else a.type
     a = tr.cast(a, R, node)
-    f = tr.const_val(10.0 ** abs(n), TS.WEAK_FLOAT, node)
+    f = tr.cast(tr.const_val(10.0 ** abs(n), TS.WEAK_FLOAT, node), R, node)
     if n >= 0:
         y = tr.binop(operator.mul, "mul", "*", a, f, node)
         return tr.binop(operator.truediv, "truediv", "/", ir.Call(R, "cf_round", [y]), f, node)

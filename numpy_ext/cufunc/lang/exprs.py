@@ -519,7 +519,12 @@ class ExprsMixin:
         if not isinstance(t, T.Scalar):
             raise self._fail(node, "variable '%s' is assigned values of types %s and %s, which "
                              "cannot be unified" % (name, old, v.type))
-        return ir.SetTemp(t, self.var_c(name), self.cast(v, t, node))
+        # the expression's value is the value assigned, with its own type (a literal stays
+        # weak), not the variable's; and never a folded constant (the store must stay)
+        st, sv = self.ensure_simple(v)
+        store = ir.Assign(None, self.var_c(name), self.cast(sv, t, node))
+        setup = store if st is None else ir.Paren(None, ir.Seq(None, [st, store]))
+        return ir.Comma(sv.type, setup, sv)
 
     def expr_Call(self, node):
         return calls.call(self, node)

@@ -33,6 +33,10 @@ def subscript(tr, node, tup):
             if e is None:
                 bounds.append(None)
                 continue
+            k = tr._static_int(e)      # a literal (-1 included, under either typing) or global
+            if k is not None:
+                bounds.append(k)
+                continue
             v = tr.scalar(tr.expr(e), e, "a tuple slice bound")
             if not v.is_const or v.type.kind not in "biu":
                 raise tr._fail(e, "a tuple slice needs constant integer bounds",
