@@ -93,6 +93,10 @@ class _UfuncWrapper:
     def __call__(self, *args, out=None, stream=0):
         return _call(self._ufunc, args, out, self._scalar_retry)
 
+    @property
+    def types(self):
+        return self._ufunc.types
+
 
 def _compile_options(kwargs):
     return {k: v for k, v in kwargs.items() if k in ("nopython", "fastmath", "cache")}

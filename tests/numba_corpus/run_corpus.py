@@ -340,7 +340,36 @@ def run_one(path, index, repeat, budget_s):
     return record
 
 
-def worker_main(mode, paths, out_path, repeat, budget_s):
+def loop_types_of(module):
+    """{global name: the loop types ('ff->f', ...)} of the program's ufuncs and gufuncs."""
+    found = {}
+    for name, value in sorted(vars(module).items()):
+        if name.startswith("__") or isinstance(value, type):
+            continue
+        try:
+            types = getattr(value, "types", None)
+        except Exception:  # noqa: BLE001 - an object without loops
+            continue
+        # A reduction object may have an empty list: only objects with loops count.
+        if isinstance(types, (list, tuple)) and types and all(isinstance(t, str) for t in types):
+            found[name] = list(types)
+    return found
+
+
+def types_one(path, index):
+    """Define one program (no data, no call: no GPU needed) and read its loops' types."""
+    record = {"program": os.path.basename(path)[:-3], "stage": "define"}
+    try:
+        record["types"] = loop_types_of(_load_program(path, index))
+        record["stage"] = "done"
+    except BaseException as exc:  # noqa: BLE001 - a program's failure is a result
+        record["error"] = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0]
+                                      if str(exc).strip() else "")
+        record["traceback"] = traceback.format_exc(limit=12)[-4000:]
+    return record
+
+
+def worker_main(mode, paths, out_path, repeat, budget_s, types_only=False):
     t0 = time.perf_counter()
     try:
         library = _bind_numba(mode)
@@ -355,15 +384,18 @@ def worker_main(mode, paths, out_path, repeat, budget_s):
             records.append({"program": os.path.basename(path)[:-3], "stage": "import",
                             "error": import_error.splitlines()[0], "traceback": import_error})
         else:
-            records.append(run_one(path, index, repeat, budget_s))
+            records.append(types_one(path, index) if types_only else
+                           run_one(path, index, repeat, budget_s))
     with open(out_path, "wb") as f:
         pickle.dump({"mode": mode, "library": library, "import_s": t_import,
                      "records": records}, f)
 
 
-def run_mode(mode, paths, repeat=20, budget_s=1.0, timeout_s=600, env=None, one_process=False):
+def run_mode(mode, paths, repeat=20, budget_s=1.0, timeout_s=600, env=None, one_process=False,
+             types_only=False):
     """Run programs under `mode`, each in a fresh process (or all in one, for the quick CPU check).
-    Returns {program name: record}, each record with its library import time."""
+    Returns {program name: record}, each record with its library import time. types_only: only
+    define the programs and read their loops' types (record["types"]), which needs no GPU."""
     groups = [paths] if one_process else [[p] for p in paths]
     out = {}
     for group in groups:
@@ -371,6 +403,8 @@ def run_mode(mode, paths, repeat=20, budget_s=1.0, timeout_s=600, env=None, one_
             out_path = os.path.join(tmp, "result.pkl")
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", mode,
                    "--result", out_path, "--repeat", str(repeat), "--budget", str(budget_s)]
+            if types_only:
+                cmd.append("--types-only")
             cmd += group
             started = time.perf_counter()
             try:
@@ -440,6 +474,28 @@ def compare_modes(paths, ref_runs, got_runs):
             row["findings"] = compare_results(ref["results"], got["results"], info["tolerance"])
             row["agreement"] = summarize(row["findings"])
         rows.append(row)
+    return rows
+
+
+def compare_loop_types(paths, env=None):
+    """[(program, ok, how)]: the loop types of every ufunc and gufunc a program defines, under
+    cufunc.numba and under Numba's CPU target (which shares Numba's type inference with
+    numba-cuda). Defining needs no GPU: both compile listed signatures when the decorator runs."""
+    ref = run_mode("numba-cpu", paths, env=env, one_process=True, types_only=True)
+    got = run_mode("cufunc", paths, env=env, one_process=True, types_only=True)
+    rows = []
+    for path in paths:
+        name = os.path.basename(path)[:-3]
+        r, g = ref.get(name, {}), got.get(name, {})
+        if r.get("error") or g.get("error"):
+            rows.append((name, False, "Numba: %s; cufunc: %s" % (r.get("error") or "ok",
+                                                                g.get("error") or "ok")))
+            continue
+        diffs = ["%s: %s, Numba %s" % (k, g["types"].get(k), r["types"].get(k))
+                 for k in sorted(set(r["types"]) | set(g["types"]))
+                 if r["types"].get(k) != g["types"].get(k)]
+        rows.append((name, not diffs, "; ".join(diffs) if diffs else
+                     "%d loops" % sum(len(v) for v in r["types"].values())))
     return rows
 
 
@@ -534,14 +590,24 @@ def main(argv=None):
     ap.add_argument("--from-saved", help="compare records kept by --save instead of running")
     ap.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
+    ap.add_argument("--types-only", action="store_true",
+                    help="compare the loop types of the programs' ufuncs (no GPU needed): "
+                         "cufunc.numba against Numba's CPU target (same type inference)")
     ap.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.worker:
-        worker_main(args.worker, args.paths, args.result, args.repeat, args.budget)
+        worker_main(args.worker, args.paths, args.result, args.repeat, args.budget,
+                    args.types_only)
         return 0
 
     paths = program_paths(args.programs, os.path.abspath(args.dir) if args.dir else PROGRAMS)
+    if args.types_only:
+        rows = compare_loop_types(paths)
+        for name, ok, how in rows:
+            print("%-40s %s %s" % (name, "same" if ok else "DIFFERENT", how))
+        print("%d programs: %d with Numba's loop types" % (len(rows), sum(ok for _, ok, _ in rows)))
+        return 0 if all(ok for _, ok, _ in rows) else 1
     if args.mode in ("numba", "cufunc", "numba-cpu"):
         runs = run_mode(args.mode, paths, args.repeat, args.budget, args.timeout)
         failed = 0

@@ -194,6 +194,17 @@ def test_programs_run_on_numbas_cpu_target():
     assert sorted(runs) == sorted(IDS)
 
 
+def test_loop_types_are_numbas():
+    """Every ufunc and gufunc of the corpus gets Numba's loop types under cufunc.numba (the
+    result dtypes of Numba's typing: no GPU needed, both compile listed signatures when the
+    decorator runs), against Numba's CPU target, which shares numba-cuda's type inference."""
+    pytest.importorskip("numba", reason="Numba is the reference of the loop types")
+    pytest.importorskip("cufunc.numba", reason="cufunc.numba is what the corpus tests")
+    rows = runner.compare_loop_types(PROGRAMS)
+    assert [r for r in rows if not r[1]] == []
+    assert len(rows) == len(PROGRAMS)
+
+
 def _require_numba_cuda():
     try:
         if not hasattr(np, "row_stack"):
