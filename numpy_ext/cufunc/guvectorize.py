@@ -57,15 +57,17 @@ import numpy as np
 from . import _core
 from . import _loops
 from . import _options
+from . import errors as _errors
 from . import types as _T
 from .lang import translate as _translate
 from .lang.captures import loop_function as _loop_function
+from .vectorize import merge_sources
 
 __all__ = ["guvectorize", "GPUGUFunc"]
 
 
 def _compile_options(fastmath):
-    # LANGUAGE.md: no contraction of a*b+c into an FMA unless fastmath
+    # docs/language.md: no contraction of a*b+c into an FMA unless fastmath
     return ("--use_fast_math",) if fastmath else ("--fmad=false",)
 
 
@@ -169,7 +171,17 @@ def _return_loop(pyfunc, form, in_types, out_types, fastmath):
     r = _translate(pyfunc, seen, ret, fastmath=fastmath)
     rt = r.return_type
     outs = list(rt.types) if isinstance(rt, _T.Tuple) else [rt]
-    if isinstance(rt, _T.Void) or len(outs) != form.nout:
+    if isinstance(rt, _T.Void):
+        # a function that returns nothing meant to write its outputs: it lacks their parameters
+        n = len(in_types)
+        raise TypeError(
+            "guvectorize: %s takes %d parameter%s but the layout %s has %d operand%s (%d input%s "
+            "and %d output%s): a function that writes its outputs takes the inputs then the "
+            "outputs; one that takes only the inputs must return the output%s"
+            % (form.name, n, "" if n == 1 else "s", form.layout, form.nin + form.nout,
+               "" if form.nin + form.nout == 1 else "s", form.nin, "" if form.nin == 1 else "s",
+               form.nout, "" if form.nout == 1 else "s", "" if form.nout == 1 else "s"))
+    if len(outs) != form.nout:
         raise TypeError("guvectorize: %s returns %s, but the layout %s has %d output%s"
                         % (form.name, rt, form.layout, form.nout, "" if form.nout == 1 else "s"))
     for t in outs:
@@ -201,7 +213,7 @@ class GPUGUFunc(_core.GUFunc):
         kernel a call with these arguments would launch."""
         if args or kwargs:
             return self.kernel_source(*args, **kwargs)
-        return "\n".join(loop[2] for loop in self.loops)
+        return merge_sources(loop[2] for loop in self.loops)
 
     def __dask_tokenize__(self):
         """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
@@ -232,6 +244,7 @@ _weak_arg_type = _loops.weak_arg_type
 
 
 def _make_compiler(pyfunc, form, fastmath):
+    @_errors.user_frames_only
     def compile_loop(in_types, out_types):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         dts = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
@@ -356,6 +369,7 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     _parse_layout(signature)  # a bad layout fails at decoration, pointing at the error
     sigs = _signature_list(ftylist)
 
+    @_errors.user_frames_only
     def wrap(pyfunc):
         if not callable(pyfunc):
             raise TypeError("guvectorize: %r is not a function" % (pyfunc,))

@@ -10,7 +10,7 @@
     sum_reduce(d_arr, res=d_res)                              # into d_res[0], nothing waits
     big = cuda.Reduce(lambda a, b: a if a > b else b)         # lambdas too
 
-The function is translated by the kernel language (LANGUAGE.md) for the array's dtype, with both
+The function is translated by the kernel language (docs/language.md) for the array's dtype, with both
 arguments and the result of that dtype (a body that does not type for it raises TypingError on
 the first call with that dtype). The GPU combines elements in no fixed order -- vector lanes,
 threads, warps and blocks each fold their own share, then the shares are combined -- so the
@@ -49,6 +49,7 @@ captured array's raises ValueError naming it.
 import inspect
 
 from . import _env
+from . import errors as _errors
 from . import _options
 from . import types as _T
 
@@ -75,13 +76,14 @@ def _check_binary(functor):
 
 
 def _make_compiler(pyfunc):
+    @_errors.user_frames_only
     def compile_loop(dtype):
         from .lang import translate
         from .lang.captures import loop_function
         t = _T.from_dtype(dtype)
         r = translate(pyfunc, [t, t], t)
         source, name, captures = loop_function(r, getattr(pyfunc, "__qualname__", "reduce"))
-        # LANGUAGE.md: no contraction of a*b+c into a fused multiply-add
+        # docs/language.md: no contraction of a*b+c into a fused multiply-add
         return (source, name, ("--fmad=false",), captures)
     return compile_loop
 

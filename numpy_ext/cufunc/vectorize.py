@@ -43,6 +43,7 @@ import functools
 import numpy as np
 
 from . import _core
+from . import errors as _errors
 from . import _loops
 from . import _options
 from . import types as _T
@@ -53,7 +54,7 @@ __all__ = ["vectorize", "GPUUFunc"]
 
 
 def _compile_options(fastmath):
-    # LANGUAGE.md: no contraction of a*b+c into an FMA unless fastmath
+    # docs/language.md: no contraction of a*b+c into an FMA unless fastmath
     return ("--use_fast_math",) if fastmath else ("--fmad=false",)
 
 
@@ -75,6 +76,46 @@ def _loop_from(pyfunc, argtypes, return_type, fastmath):
     return (types, source, name, _compile_options(fastmath), captures), len(outs)
 
 
+def merge_sources(sources):
+    """The loops' sources as one text, each shared definition once.
+
+    Every loop's source repeats what all translations share (the runtime #include, the language's
+    prelude, device functions called by several loops); each definition sits in a top-level
+    ``#ifndef NAME`` guard named after it. Guarded blocks are kept the first time their guard
+    appears, an #include line the first time, other text (a gufunc's unguarded wrapper) always.
+    """
+    seen, out = set(), []
+    for src in sources:
+        lines = src.splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if line.startswith("#ifndef "):
+                depth, j = 0, i
+                while j < len(lines):
+                    w = lines[j].split(None, 1)[0] if lines[j].strip() else ""
+                    if w in ("#if", "#ifdef", "#ifndef"):
+                        depth += 1
+                    elif w == "#endif":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    j += 1
+                key, block = ("guard", line.split()[1]), lines[i:j + 1]
+                i = j + 1
+            else:
+                key, block = ("text", line), [line]
+                i += 1
+            if key[0] == "guard" or line.startswith("#include"):
+                if key in seen:
+                    continue
+                seen.add(key)
+            if block == [""] and out and out[-1] == "":
+                continue  # one blank line between blocks
+            out.extend(block)
+    return "\n".join(out).strip("\n") + "\n"
+
+
 class GPUUFunc(_core.UFunc):
     # A GPU ufunc made by vectorize; called like a NumPy ufunc (see cufunc.vectorize). Its
     # __doc__ is the decorated function's, as for a NumPy ufunc: the base type's descriptor is
@@ -86,7 +127,7 @@ class GPUUFunc(_core.UFunc):
         kernel a call with these inputs would launch."""
         if inputs:
             return self.kernel_source(*inputs)
-        return "\n".join(loop[1] for loop in self.loops)
+        return merge_sources(loop[1] for loop in self.loops)
 
     def __dask_tokenize__(self):
         """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
@@ -117,6 +158,7 @@ _weak_arg_type = _loops.weak_arg_type
 
 
 def _make_compiler(pyfunc, fastmath):
+    @_errors.user_frames_only
     def compile_loop(in_types, out_dtype):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         args = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
@@ -216,6 +258,7 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     if not (identity in _IDENTITIES or isinstance(identity, (int, float, complex, np.generic))):
         raise ValueError("identity must be a number, 'reorderable' or None, not %r" % (identity,))
 
+    @_errors.user_frames_only
     def wrap(pyfunc, sigs):
         if not callable(pyfunc):
             raise TypeError("vectorize: %r is not a function" % (pyfunc,))
@@ -228,4 +271,4 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     if isinstance(sigs, (str, _T.Signature)):
         sigs = [sigs]
     sigs = list(sigs)
-    return lambda pyfunc: wrap(pyfunc, sigs)
+    return functools.partial(wrap, sigs=sigs)  # no frame of its own in a traceback

@@ -1,4 +1,4 @@
-"""Differential tests of the kernel language (LANGUAGE.md): every operator, builtin and
+"""Differential tests of the kernel language (docs/language.md): every operator, builtin and
 math / cmath / numpy function, for every type it accepts, translated by cufunc.lang.translate,
 compiled with g++ against templates/cufunc/runtime.cuh and run through ctypes, compared with
 CPython running the same function on NumPy scalars; every translation is also compiled with NVRTC
@@ -148,7 +148,7 @@ def _binary_inputs(t1, t2, *key):
 
 
 def _ipow_ref(x, y):
-    """x ** y with LANGUAGE.md's departure: a negative integer power is 0 unless the base is
+    """x ** y with docs/language.md's departure: a negative integer power is 0 unless the base is
     1 or -1 (NumPy raises)."""
     if np.asarray(y).dtype.kind in "iu" and np.asarray(x).dtype.kind in "iub" and y < 0:
         rt = np.result_type(x, y)

@@ -1,4 +1,4 @@
-"""The kernel-language translator (cufunc.lang): every construct and builtin of LANGUAGE.md, for
+"""The kernel-language translator (cufunc.lang): every construct and builtin of docs/language.md, for
 every type it accepts, translates; result types follow CPython on NumPy scalars; the output is
 deterministic; and every translation made here compiles with NVRTC (one batched program) and with
 the host C++ compiler. Behaviour (values) is checked by the differential harness
@@ -371,7 +371,7 @@ def test_builtins_two_arguments(t):
     for f in (b_min2, b_max3, b_pow, b_divmod):
         if f is b_max3 and t == T.bool_:
             # CPython returns one of the objects (here np.bool_); the translator types min/max
-            # by promotion, as LANGUAGE.md says: bool with a Python int is int64.
+            # by promotion, as docs/language.md says: bool with a Python int is int64.
             assert tr(f, [t, t]).return_type == T.int64
             continue
         check_against_cpython(f, [t, t])

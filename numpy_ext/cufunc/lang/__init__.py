@@ -1,4 +1,4 @@
-"""The cufunc kernel language: Python function -> typed IR -> CUDA C (see LANGUAGE.md).
+"""The cufunc kernel language: Python function -> typed IR -> CUDA C (see docs/language.md).
 
     from cufunc.lang import translate, jit, local
     r = translate(f, [float32, float32])
@@ -8,6 +8,7 @@ This package imports only NumPy and the standard library (not cufunc._core)."""
 
 from .. import types as _T
 from ..errors import TypingError, UnsupportedError
+from ..errors import user_frames_only as _user_frames_only
 from . import typesys as _TS
 from .device import DeviceFunction, jit, local
 from .source import SourceError, call_deep as _call_deep
@@ -51,6 +52,7 @@ def _arg_types(argtypes):
     return out
 
 
+@_user_frames_only  # a translation error shows the user's line, not the translator's frames
 def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
     """Translate ``pyfunc`` for the argument types ``argtypes`` into CUDA C.
 
@@ -78,7 +80,7 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False):
 
     Raises TypingError / UnsupportedError (pointing at the user's file and line) for programs
     outside the kernel language. The kernel must be compiled with --fmad=false unless
-    fastmath=True (no contraction of a*b+c, as LANGUAGE.md requires).
+    fastmath=True (no contraction of a*b+c, as docs/language.md requires).
 
     The source is found exactly (cufunc.lang.source): SourceError (an UnsupportedError) when it
     is not available or cannot be told apart (several lambdas on one line on Python 3.10, a file
