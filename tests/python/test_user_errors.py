@@ -120,8 +120,8 @@ def test_inspect_cuda_shows_the_prelude_once():
     src = _two_loops().inspect_cuda()
     assert src.count('#include "cufunc/runtime.cuh"') == 1
     assert src.count("#ifndef CF_LANG_PRELUDE") == 1
-    assert src.count("/* hyp: float32(float32, float32) */") == 1
-    assert src.count("/* hyp: float64(float64, float64) */") == 1
+    assert src.count("hyp: float32(float32, float32) */") == 1
+    assert src.count("hyp: float64(float64, float64) */") == 1
 
 
 def test_inspect_cuda_gufunc_prelude_once_wrappers_kept():
