@@ -327,23 +327,51 @@ def _build(pyfunc, ftylist, layout, fastmath):
 
 
 def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cache=True, **kws):
-    """Make a GPU generalized ufunc from a Python function (Numba's guvectorize, target='cuda').
+    """Make a GPU generalized ufunc from a Python function (Numba's ``guvectorize``).
 
-    ftylist: the type list: signatures such as 'void(float32[:, :], float32[:, :], float32[:, :])',
-    Signature objects (void(float32[:], float32[:])), or tuples of argument types; or None / the
-    layout itself (``@guvectorize('(n)->()')``) to compile on first call per input types.
-    signature: the layout, '(m,n),(n,p)->(m,p)' (also accepted as layout=).
-    fastmath: allow contraction into FMAs and fast approximate math (--use_fast_math).
-    cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
-    disk cache off), those of bodies reading captured device arrays too; accepted for Numba
-    compatibility and changes nothing.
+    Parameters
+    ----------
+    ftylist : list, str, Signature or None
+        The type list: signatures such as ``'void(float32[:, :], float32[:, :], float32[:, :])'``,
+        Signature objects (``void(float32[:], float32[:])``), or tuples of argument types; or None
+        (or the layout itself, ``@guvectorize('(n)->()')``) to compile a loop on the first call
+        with each new combination of input types.
+    signature : str
+        The layout, ``'(m,n),(n,p)->(m,p)'`` (also accepted as ``layout=``).
+    target : {"cuda", "gpu"}
+        Only the GPU.
+    fastmath : bool, optional
+        Allow contraction into fused multiply-adds and fast approximate math.
+    cache : bool, optional
+        Accepted for Numba compatibility and changes nothing (kernels are always cached on disk).
+    **kws
+        Numba's other options: ``identity`` and ``is_dynamic`` are accepted and ignored (a
+        gufunc made without a type list already compiles a loop per new input types);
+        ``writable_args`` is a ``TypeError`` unless empty (a gufunc writes only its outputs);
+        ``nopython=True`` gives a ``RedundantOptionWarning``; ``nopython=False``,
+        ``forceobj=True`` and any other keyword are a ``TypeError`` that names it.
 
-    Numba's other options: identity is accepted and ignored (a gufunc has no reduce here, so no
-    use for one); is_dynamic is accepted and ignored (a gufunc made without a type list already
-    compiles a loop for each new combination of input types, as Numba's dynamic gufuncs do);
-    writable_args is a TypeError unless empty (a gufunc writes only its outputs);
-    nopython=True is accepted with a RedundantOptionWarning, nopython=False and forceobj=True
-    are a TypeError. Any other keyword is a TypeError that names it.
+    Returns
+    -------
+    callable
+        A decorator making the gufunc (a ``cufunc.GUFunc``).
+
+    Notes
+    -----
+    The function takes the inputs, then the outputs, and writes the outputs. When every output
+    is a scalar (``()``), it may instead take only the inputs and return the outputs. A layout
+    with more operands than the function has parameters is a ``TypeError`` that says so.
+
+    Examples
+    --------
+    ::
+
+        @guvectorize(['void(float32[:], float32[:])'], '(n)->()')
+        def row_sum(x, res):
+            acc = 0.0
+            for i in range(x.shape[0]):
+                acc += x[i]
+            res[0] = acc
     """
     layout = kws.pop("layout", None)
     if signature is None:

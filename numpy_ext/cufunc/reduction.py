@@ -142,11 +142,33 @@ class Reduce(_Base):
 
 
 def reduce(functor, **options):
-    """cuda.reduce: ``Reduce(functor)``, usable as a decorator::
+    """Make a GPU reduction from a binary Python function (Numba's ``cuda.reduce``).
+
+    Parameters
+    ----------
+    functor : callable
+        A function of two scalars returning one, associative and commutative (cufunc combines
+        values in whatever order its kernels find fastest). Its body is in the kernel language
+        (docs/language.md); it is compiled for each dtype it is called on.
+    **options
+        Numba's options: none has an effect; an unknown one is a ``TypeError``.
+
+    Returns
+    -------
+    Reduce
+        Call it as ``r(arr, size=None, res=None, init=0, stream=0)``: the reduction of a 1-d
+        array (NumPy, device or foreign GPU array), or of its first ``size`` elements, starting
+        from ``init``; written into the device array ``res`` when given.
+
+    Examples
+    --------
+    As a decorator::
 
         @cuda.reduce
         def max_reduce(a, b):
             return a if a > b else b
+
+        max_reduce(cuda.to_device(np.arange(10.0)))   # 9.0
     """
     _options.check("cuda.reduce", options)   # warns here, at the user's line, not in Reduce
     return Reduce(functor)

@@ -236,20 +236,52 @@ _IDENTITIES = {"reorderable", None}
 
 def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=False, cache=True,
               **kws):
-    """Make a GPU ufunc from a Python scalar function (Numba's vectorize, target='cuda').
+    """Make a GPU ufunc from a Python scalar function (Numba's ``vectorize``, target='cuda').
 
-    ftylist_or_function: a list of signatures (strings such as 'float32(float32, float32)' or
-    type objects such as float32(float32, float32)), one signature, or the function itself
-    (bare ``@vectorize``). Without signatures, loops are made on first call per input types.
-    identity: the value ufunc.reduce starts from (0, 1, 'reorderable' or None), as Numba.
-    fastmath: allow contraction into FMAs and fast approximate math (CUDA's --use_fast_math).
-    cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
-    disk cache off); the keyword is accepted for Numba compatibility and changes nothing. Bodies
-    that read captured device arrays are cached too: the arrays' addresses are not part of the
-    source.
-    nopython=True is accepted with a RedundantOptionWarning (cufunc always compiles without
-    Python objects); nopython=False and forceobj=True are a TypeError. Any other keyword
-    (Numba's CPU options nogil, parallel, ... included) is a TypeError that names it.
+    Parameters
+    ----------
+    ftylist_or_function : list, str, Signature or callable, optional
+        The loops' signatures: strings such as ``'float32(float32, float32)'`` or type objects
+        such as ``float32(float32, float32)``, one signature, or the function itself (bare
+        ``@vectorize``). Without signatures, a loop is compiled on the first call with each new
+        combination of input types.
+    target : {"cuda", "gpu"}
+        Only the GPU; any other target is a ``ValueError``.
+    identity : {0, 1, "reorderable", None} or number, optional
+        The value ``ufunc.reduce`` starts from, as Numba's.
+    fastmath : bool, optional
+        Allow contraction into fused multiply-adds and fast approximate math (CUDA's
+        ``--use_fast_math``). Off by default: results follow docs/language.md's rule.
+    cache : bool, optional
+        Accepted for Numba compatibility and changes nothing: kernels are always cached on disk
+        by their generated source (``CUFUNC_CACHE=0`` turns the disk cache off), those of bodies
+        reading captured device arrays too (their addresses are not in the source).
+    **kws
+        ``nopython=True`` is accepted with a ``RedundantOptionWarning`` (cufunc always compiles
+        without Python objects); ``nopython=False`` and ``forceobj=True`` are a ``TypeError``, as
+        is any other keyword (Numba's CPU options ``nogil``, ``parallel``, ... included).
+
+    Returns
+    -------
+    UFunc or callable
+        The ufunc (a ``cufunc.UFunc``), or, when signatures were given, a decorator making it.
+
+    Raises
+    ------
+    TypingError, UnsupportedError
+        The body is outside the kernel language, at the body's line (when signatures are given:
+        at decoration; otherwise at the first call).
+
+    Examples
+    --------
+    ::
+
+        @vectorize(['float32(float32, float32)', 'float64(float64, float64)'])
+        def hypot(x, y):
+            return math.sqrt(x * x + y * y)
+
+        hypot(a, b)              # NumPy arrays, DeviceArrays, CuPy arrays, torch tensors...
+        hypot.reduce(a)          # and NumPy's ufunc methods
     """
     _options.check("vectorize", kws, named=("target", "identity", "fastmath", "cache"))
     if target not in ("cuda", "gpu"):
