@@ -41,6 +41,8 @@ numpydoc_validation_checks = set()
 
 html_theme = "alabaster"
 html_title = "cufunc %s" % release
-html_theme_options = {"description": "GPU ufuncs from plain Python", "page_width": "1100px",
-                      "sidebar_width": "240px", "fixed_sidebar": True}
+html_theme_options = {"description": "GPU ufuncs from plain Python", "page_width": "1240px",
+                      "body_max_width": "none", "sidebar_width": "240px", "fixed_sidebar": True}
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_sidebars = {"**": ["about.html", "navigation.html", "searchbox.html"]}
