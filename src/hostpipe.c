@@ -49,7 +49,7 @@
 #define MAX_STREAMS 16
 #define DEFAULT_STREAMS 3
 /* Every host call: small ones in one chunk (one pinned DMA each way, one wait) beat the
- * whole-array path's separate pageable copies (bench/HOSTPIPE_NOTES.md, session 6). */
+ * whole-array path's separate pageable copies (bench/HOSTPIPE_NOTES.md). */
 #define DEFAULT_MIN_KB 0
 #define MIN_CHUNK ((size_t)1 << 10)
 #define MAX_CHUNK ((size_t)1 << 30)

@@ -1023,7 +1023,7 @@ static void test_stamp_damaged(void)
     }
 }
 
-/* LD_PRELOAD is not in the fingerprint (issue 13: under valgrind, whose preloads change it, the
+/* LD_PRELOAD is not in the fingerprint (under valgrind, whose preloads change it, the
  * stamp was never used): a process that preloads libraries other than NVRTC uses the stamp; one
  * that has an NVRTC in it before cufunc looks (preloaded here) does not trust the stamp, loads
  * NVRTC, and leaves the stamp alone, since the library dlopen returned may not be the one the

@@ -1,4 +1,4 @@
-"""A cufunc ufunc called in a kernel body means the ufunc (issue 16, section 4).
+"""A cufunc ufunc called in a kernel body means the ufunc.
 
 In CPython on NumPy scalars, ``hyp(x, 2.0)`` inside a body is a ufunc call: the loop is chosen
 over the ufunc's declared loops (in order; exact match first, then the first loop every input
@@ -35,7 +35,7 @@ THIS_FILE = __file__
 
 
 def _absdiff(a, b):
-    # a Python float: inlined as a plain function (before issue 16) a float32 call gave float64
+    # a Python float: inlined as a plain function a float32 call gave float64
     return math.fabs(a - b)
 
 

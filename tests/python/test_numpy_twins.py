@@ -1,4 +1,4 @@
-"""NumPy's ufuncs on cufunc DeviceArrays through their GPU twins (issue 15, section 2), against
+"""NumPy's ufuncs on cufunc DeviceArrays through their GPU twins, against
 NumPy on host copies: np.sin(d), np.add(d, 1.5), reduce/accumulate/outer, the operators of
 DeviceArray with NumPy's casting and NEP 50 scalars.
 

@@ -1,4 +1,4 @@
-"""Outputs that share memory with inputs (issue 13, section 1): NumPy defines such calls as if
+"""Outputs that share memory with inputs: NumPy defines such calls as if
 every input were copied before any output is written. Every engine is called with outputs that
 alias, partly overlap or are reversed views of its inputs, and the whole buffer afterwards is
 compared with NumPy's answer for the same aliasing on a host copy (NumPy's own call where it has

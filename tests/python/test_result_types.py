@@ -1,4 +1,4 @@
-"""Results come back in the caller's array type (issue 15, section 1): the deliver step of the call
+"""Results come back in the caller's array type: the deliver step of the call
 pipeline (numpy_ext/py_call.c, cf_py_call_deliver) wraps fresh device results with the wrapper of
 the first foreign device input (cufunc/_interop.py has the rule).
 

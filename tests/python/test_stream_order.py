@@ -1,5 +1,5 @@
 """No call reads an array before the work that produced it, whatever streams the two were queued
-on (issue 13, section 1: the three race items).
+on (the three races: inputs, outputs, frees).
 
 Every test queues a long producer (a kernel whose loop runs for tens of milliseconds, a large
 asynchronous copy, or a chain of large PyTorch/CuPy matmuls) and then the consumer at once, with no
