@@ -1,4 +1,4 @@
-"""Several GPUs of one host through Dask's distributed scheduler (issue 19): weak and strong
+"""Several GPUs of one host through Dask's distributed scheduler: weak and strong
 scaling of cufunc's hypot (a ufunc) and sum (ufunc.reduce), beside CuPy's own np.hypot and .sum on
 the same dask arrays.
 

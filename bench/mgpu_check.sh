@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19 (several GPUs) in one device call, under 4 minutes, on a 1-GPU box now and a 2/4-GPU box
+# Several GPUs in one device call, under 4 minutes, on a 1-GPU box now and a 2/4-GPU box
 # later: the Dask wheels from .whl/ into a --target folder (the GPU box has no network), the build,
 # the C context test, the multi-GPU tests with CUFUNC_REQUIRE_GPU=1 (and CUFUNC_REQUIRE_GPUS=N when
 # N >= 2 GPUs are visible: then no gpus(2) test may skip), the Dask example, the README's Dask

@@ -881,7 +881,7 @@ static void test_stamp_warm_process(void)
         fprintf(stderr, "  warm cache, new process, first lookup (configure + stamp + key + entry "
                         "read): min %.1f us, median %.1f us, max %.1f us over %d processes\n",
                 us[0], us[n / 2], us[n - 1], n);
-        CHECK(us[n / 2] < 1000.0); /* the target, with room: a typical run is ~100 us */
+        CHECK(us[n / 2] < 1000.0); /* the target, with room: a typical run is ~100 us */
     }
     read_stamp(again, sizeof again);
     CHECK(strcmp(stamp, again) == 0); /* a valid stamp is left alone */

@@ -28,7 +28,7 @@ from cufunc.errors import TypingError, UnsupportedError
 
 THIS_FILE = os.path.abspath(__file__)
 
-# -------------------------------------------------------------------------------- the issue's
+# -------------------------------------------------------------------------------- the hard
 # cases: several lambdas on one line, with the same parameter names
 FS = [lambda x: x + 1.0, lambda x: x * 2.0]
 G = (lambda x, y: x + y); H2 = (lambda x, y: x * y)  # noqa: E702

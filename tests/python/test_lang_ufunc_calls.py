@@ -271,7 +271,7 @@ def one(x):
 
 # (label, maker, maker's extra arguments, inner, argument dtypes, expected result dtype)
 CASES_TABLE = [
-    # the example: float32 and a Python float take the float32 loop
+    # the motivating example: float32 and a Python float take the float32 loop
     ("hyp_f4_lit", call_rc, (2.0,), hyp, ["float32"], "float32"),
     ("hyp_f4_intlit", call_rc, (2,), hyp, ["float32"], "float32"),
     ("hyp_f8_lit", call_rc, (2.0,), hyp, ["float64"], "float64"),

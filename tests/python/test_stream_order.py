@@ -208,7 +208,7 @@ def test_consumer_waits_for_producer(streams, n_iter, engine, producer, consumer
 @pytest.mark.parametrize("producer,consumer", PAIRS)
 @pytest.mark.parametrize("engine", ["ufunc", "gufunc", "cuda_reduce"])
 def test_consumer_waits_for_a_new_result(streams, n_iter, engine, producer, consumer):
-    """`r = slow(d, stream=s)` then a consumer on another stream (the issue's cuda.reduce case)."""
+    """`r = slow(d, stream=s)` then a consumer on another stream (the cuda.reduce case)."""
     d, want, _ = produce(streams, producer, n_iter, mode="new")
     kw, _ = streams.make(consumer)
     run, expected = ENGINES[engine]
