@@ -5,7 +5,8 @@ A page's blocks run in order in one child process (a file: the translator reads 
 so later blocks see what earlier ones defined. A block whose first line is ``# needs a GPU`` (or
 ``# needs a GPU and cupy``, ``... and cupy, torch``) and every block after it need a GPU: without
 one, the blocks before it still run, and the whole page is a GPU test that skips visibly (fails
-with CUFUNC_REQUIRE_GPU=1). Modules named after "and" are imported or the test skips naming them.
+with CUFUNC_REQUIRE_GPU=1). Modules named after "and", and the third-party modules the blocks
+import, are imported first or the test skips naming them.
 
 Examples: on the CPU each script is imported without running its main() (its decorators
 translate its kernels: the kernel language, the layouts and the signatures are checked); on the
@@ -35,11 +36,20 @@ def blocks(path):
     return out
 
 
+def imported(codes):
+    """The third-party modules the code imports (not the standard library, NumPy or cufunc)."""
+    names = set()
+    for code in codes:
+        names |= set(re.findall(r"^\s*(?:import|from)\s+(\w+)", code, re.M))
+    return sorted(n for n in names
+                  if n not in sys.stdlib_module_names and n not in ("numpy", "cufunc"))
+
+
 def split(path):
     """(the blocks that run anywhere, all blocks, modules the GPU part needs)."""
     bl = blocks(path)
     first_gpu = next((i for i, b in enumerate(bl) if b[1]), len(bl))
-    mods = sorted({m for b in bl[first_gpu:] for m in b[2]})
+    mods = sorted({m for b in bl[first_gpu:] for m in b[2]} | set(imported(b[0] for b in bl)))
     return [b[0] for b in bl[:first_gpu]], [b[0] for b in bl], mods
 
 
@@ -76,6 +86,8 @@ def test_blocks_without_gpu_run(tmp_path, path):
     if not cpu:
         pytest.skip("every block of %s needs a GPU (run by test_page_runs_on_gpu)"
                     % os.path.relpath(path, ROOT))
+    for m in imported(cpu):
+        pytest.importorskip(m)
     run_blocks(tmp_path, cpu, os.path.relpath(path, ROOT) + " (CPU part)")
 
 
