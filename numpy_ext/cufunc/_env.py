@@ -96,7 +96,11 @@ if core is not None:
 def require_core(what="this function"):
     """The extension module, or CudaSupportError saying why it is missing."""
     if core is None:
-        raise CudaSupportError("%s needs cufunc's C extension: %s" % (what, core_error))
+        msg = str(core_error)
+        if "pip install" not in msg:  # say how to get it, whatever the import said
+            msg += ("; install cufunc with pip, or build it in the source tree with "
+                    "`python setup.py build_ext --inplace`")
+        raise CudaSupportError("%s needs cufunc's C extension: %s" % (what, msg))
     return core
 
 

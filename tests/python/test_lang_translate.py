@@ -358,11 +358,23 @@ def b_complex1(a): return complex(a)
 def b_complex2(a, b): return complex(a, b)
 
 
+def _rounds_complex():
+    try:
+        round(np.complex128(1.5))
+        return True
+    except TypeError:
+        return False
+
+
+_NP_ROUNDS_COMPLEX = _rounds_complex()   # NumPy before 2.3: round() of a complex scalar works
+
+
 @pytest.mark.parametrize("t", SCALARS, ids=str)
 def test_builtins_one_argument(t):
     for f in (b_abs, b_int, b_float, b_bool, b_complex1):
         check_against_cpython(f, [t])
-    if t != T.bool_:  # np.bool_ has no __round__
+    if t != T.bool_ and not (t in (T.complex64, T.complex128) and _NP_ROUNDS_COMPLEX):
+        # np.bool_ has no __round__; NumPy's complex scalars lost theirs (the kernels follow that)
         check_against_cpython(b_round, [t])
 
 
