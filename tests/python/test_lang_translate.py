@@ -359,11 +359,14 @@ def b_complex2(a, b): return complex(a, b)
 
 
 def _rounds_complex():
-    try:
-        round(np.complex128(1.5))
-        return True
-    except TypeError:
-        return False
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # NumPy 2.x before 2.3 warns
+        try:
+            round(np.complex128(1.5))
+            return True
+        except TypeError:
+            return False
 
 
 _NP_ROUNDS_COMPLEX = _rounds_complex()   # NumPy before 2.3: round() of a complex scalar works
