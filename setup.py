@@ -1,12 +1,18 @@
 """Build of the extension cufunc._core: the C core (src/) and the CPython binding (numpy_ext/).
 
-Needs only a C compiler, Python, NumPy's headers and the CUDA headers (cuda.h, nvrtc.h). libcuda and
+Needs only a C compiler, Python, NumPy's headers and the CUDA headers (cuda.h, nvrtc.h: from a CUDA
+toolkit, else from NVIDIA's pip wheels, see tools/build_backend/cuda_headers.py). libcuda and
 libnvrtc are NOT linked: the core loads them with dlopen at first use, so `import cufunc` works on a
 machine with no GPU and no driver. The templates/ folder is embedded into the binary by
 tools/embed_templates.py.
+
+The version has one home, CUFUNC_VERSION_STRING in include/cufunc/cufunc.h (CMake reads it too).
+The extension is linked without a RUNPATH (Python's own link line may carry the build machine's)
+and without debug information, unless CUFUNC_BUILD_DEBUG=1.
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -16,19 +22,17 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GENERATED = os.path.join("build", "generated", "cf_templates_data.c")
+sys.path.insert(0, os.path.join(HERE, "tools", "build_backend"))
+import cuda_headers  # noqa: E402 - tools/build_backend/cuda_headers.py
 
 
-def cuda_include_dir():
-    candidates = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            candidates.append(os.path.join(os.environ[var], "include"))
-    candidates += ["/usr/local/cuda/include", "/opt/cuda/include", "/usr/include"]
-    for c in candidates:
-        if os.path.isfile(os.path.join(c, "cuda.h")) and os.path.isfile(os.path.join(c, "nvrtc.h")):
-            return c
-    sys.exit("cufunc: cuda.h and nvrtc.h not found in %s; set CUDA_HOME to the CUDA toolkit "
-             "(only its headers are needed to build)" % ", ".join(candidates))
+def read_version():
+    with open(os.path.join(HERE, "include", "cufunc", "cufunc.h")) as f:
+        return re.search(r'#define CUFUNC_VERSION_STRING "([^"]+)"', f.read()).group(1)
+
+
+def cuda_include_dirs():
+    return cuda_headers.include_dirs()
 
 
 def embed_templates():
@@ -38,7 +42,7 @@ def embed_templates():
 
 def build_flags():
     import numpy
-    return [numpy.get_include(), cuda_include_dir()]
+    return [numpy.get_include()] + cuda_include_dirs()
 
 
 CFLAGS = ["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra",
@@ -52,7 +56,7 @@ class BuildClib(build_clib):
     def build_libraries(self, libraries):
         embed_templates()
         for _, info in libraries:
-            info["include_dirs"] = info.get("include_dirs", []) + [cuda_include_dir()]
+            info["include_dirs"] = info.get("include_dirs", []) + cuda_include_dirs()
         super().build_libraries(libraries)
 
 class BuildExt(build_ext):
@@ -69,6 +73,12 @@ class BuildExt(build_ext):
         for ext in self.extensions:
             ext.include_dirs += build_flags()
             ext.depends = list(ext.depends) + [lib]
+            if os.environ.get("CUFUNC_BUILD_DEBUG", "") in ("", "0"):
+                ext.extra_link_args = list(ext.extra_link_args) + ["-Wl,--strip-debug"]
+        # No RUNPATH: the extension needs no library of the build machine (libcuda and libnvrtc
+        # are dlopen'ed), and a Python built with one (pyenv's -Wl,-rpath,...) would pass it on.
+        self.compiler.linker_so = [a for a in self.compiler.linker_so
+                                   if not re.match(r"-Wl,(-rpath|-R|--enable-new-dtags)", a)]
         super().build_extensions()
 
 
@@ -91,6 +101,7 @@ core = Extension(
 )
 
 setup(
+    version=read_version(),
     package_dir={"": "numpy_ext"},
     packages=["cufunc", "cufunc.lang", "cufunc.numba", "cufunc.numba.core"],
     libraries=[core_lib],

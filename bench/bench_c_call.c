@@ -1,5 +1,5 @@
 /* bench_c_call.c: the C call path's own cost, over the bare cuLaunchKernel floor, in one run
- * (issue 17: a C benchmark beside the Python one, bench/bench_call_overhead.py).
+ * (a C benchmark beside the Python one, bench/bench_call_overhead.py).
  *
  *   bench_c_call [--calls N]
  *

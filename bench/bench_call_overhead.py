@@ -1,4 +1,4 @@
-"""Where the time of a one-element call goes (issue 4's per-call target), ours beside the peers.
+"""Where the time of a one-element call goes (target: within 1.3x of the launch floor), ours beside the peers.
 
 For hypot on one-element float32 device arrays with out= given, each library's call is timed two
 ways, on the machine that runs it:

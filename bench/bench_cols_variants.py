@@ -11,7 +11,7 @@ The engine reads its knobs from the environment once per process (src/reduce.c):
 
 so every setting runs in its own child process (this script with --worker), which prints one
 RESULT line of JSON. Figures, in GB/s read: add.reduce over axis 0 of (16384, 16384) float32
-(issue 6's target: >= 90% of copy), of (8192, 16384) float64, and a max over axis 0 of the
+(target: >= 90% of copy), of (8192, 16384) float64, and a max over axis 0 of the
 float32 array (a body with a select), and sums over axis 0 of 2^28 float32 elements in other
 shapes, from 1024 to 262144 columns.
 

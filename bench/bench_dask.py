@@ -1,4 +1,4 @@
-"""hypot over a dask array of CuPy chunks (issue 15, section 3): a cufunc ufunc on the dask array
+"""hypot over a dask array of CuPy chunks: a cufunc ufunc on the dask array
 (a lazy graph, one cufunc call per chunk, threaded scheduler, one GPU), beside one cufunc call on
 the whole CuPy array and beside da.hypot (CuPy's hypot per chunk) on the same dask array.
 

@@ -1,7 +1,7 @@
 """The first call of a new ufunc: with an empty kernel cache (translation, NVRTC, module load,
 launch) and in a new process with a warm disk cache (translation, cache read, module load,
 launch). Each figure is the median of --procs fresh processes (one process is one sample: a
-single one moved by 2x between runs of the issue-14 A/B). Uses only vectorize, to_device and
+single one moved by 2x between runs of a restructuring's A/B). Uses only vectorize, to_device and
 synchronize, so it runs against older builds too (tools/ab_bench.sh).
 
 Usage: python3 bench/bench_first_call.py [--procs N]

@@ -1,4 +1,4 @@
-"""Foundation benchmarks (issue 2), run on the GPU machine:
+"""Foundation benchmarks, run on the GPU machine:
 
   * device-to-device copy bandwidth of the card (bytes read + written): the ceiling every later
     benchmark is held against;

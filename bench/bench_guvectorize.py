@@ -1,4 +1,4 @@
-"""@guvectorize benchmarks (issue 5), one run on the GPU machine, peers beside us.
+"""@guvectorize benchmarks, one run on the GPU machine, peers beside us.
 
   * row sum '(n)->()' over a (65536, 1024) float32 device array (bytes: the input + the output),
     beside Numba's guvectorize(target='cuda') and CuPy's sum(axis=-1);
@@ -10,7 +10,7 @@
     without the broadcast operand);
   * the card's device-to-device copy bandwidth (read + write), measured in the same run: the
     targets are >= 70% of it for the row sum, and >= 7x / >= 5x Numba for row sum / matmul;
-  * issue 18, small cores (flat tiles, bench/GUFUNC_NOTES.md): the cross product (3),(3)->(3) and
+  * small cores (flat tiles, bench/GUFUNC_NOTES.md): the cross product (3),(3)->(3) and
     the 4x4 matmul at >= 85% of copy. Both are timed with out= given (the benchmark's figure, as
     Numba is called) and with a fresh output. With out= given, an output is read in first (the
     body may read it, or write only part of it); before the flat tiles the matmul kernel so moved
@@ -192,7 +192,7 @@ def main():
 
     cp = P.get("cupy")
     torch = P.get("torch")
-    # -- cross product (3),(3)->(3) over 2^24 rows (issue 18: >= 85% of copy) --
+    # -- cross product (3),(3)->(3) over 2^24 rows (>= 85% of copy) --
     R = 1 << 24
     hx, hy = rng.random((R, 3), dtype=np.float32), rng.random((R, 3), dtype=np.float32)
     dx, dy = cuda.to_device(hx), cuda.to_device(hy)

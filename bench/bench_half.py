@@ -1,11 +1,11 @@
-"""float16 and bfloat16 kernels (issue 16, section 2), one run on the GPU machine:
+"""float16 and bfloat16 kernels, one run on the GPU machine:
 
   * hypot(x, y) on 2^26-element device arrays of float16, bfloat16 and float32, with cufunc's
     @vectorize (float16: NumPy's meaning, hypotf rounded to half; bfloat16: ml_dtypes' meaning):
     GB/s counting the bytes read and written (3 * n * itemsize), beside torch.hypot on float16 and
     bfloat16 (and float32) CUDA tensors when PyTorch is importable;
   * the device-to-device copy bandwidth (bytes read + written) measured in the same run: the
-    ceiling. Target (issue 16): half-precision kernels reach the same bandwidth per byte as float32
+    ceiling. Target: half-precision kernels reach the same bandwidth per byte as float32
     ones (contiguous float16/bfloat16 operands are loaded 8 elements, 16 bytes, at a time).
 
 bfloat16 needs ml_dtypes (its NumPy dtype) for the cufunc rows; torch's rows need only torch.

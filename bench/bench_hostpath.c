@@ -1,5 +1,4 @@
-/* bench_hostpath.c: where the time of a ufunc call on NumPy arrays goes (issue 18, "the host
- * path"), measured piece by piece on the GPU machine, in one table of four parts:
+/* bench_hostpath.c: where the time of a ufunc call on NumPy arrays goes, measured piece by piece on the GPU machine, in one table of four parts:
  *
  *   (a) host memcpy between pageable and pinned memory with 1, 2, 4, 8, 12, 16 threads of cufunc's
  *       copy pool (threadpool.c, cf_threadpool_memcpy_n), 1 MiB .. 256 MiB: pack (pageable ->
@@ -19,7 +18,7 @@
  * Large pageable buffers are advised to use huge pages (MADV_HUGEPAGE), as NumPy does for arrays
  * of 4 MiB or more. Built from the library's sources: it reaches the copy pool and the driver
  * table directly. The predictions these figures are held against: bench/HOSTPIPE_NOTES.md,
- * "Session 6 predictions". */
+ * "2026-11-25 predictions". */
 #define _GNU_SOURCE 1
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
-"""The host path (issue 18): ufunc calls on NumPy arrays, beside the PCIe floor measured in the
+"""The host path: ufunc calls on NumPy arrays, beside the PCIe floor measured in the
 same process and the peers (CuPy, PyTorch: asarray -> op -> asnumpy), one table.
 
-Rows (the issue's table):
+Rows:
   * hypot on two 2^26 float32 NumPy arrays, NumPy result: floor = 512 MiB in and 256 MiB out
     overlapped on two streams (pinned); target <= 1.5x the floor;
   * a 5-input float32 ufunc on 2^24 elements (a*b + c*d + e): floor = 320 MiB in, 64 MiB out,

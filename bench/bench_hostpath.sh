@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU run for issue 18's host path (< 4 minutes on the 16-core GPU machine): build, the C
+# One GPU run for the host path (< 4 minutes on the 16-core GPU machine): build, the C
 # measurements (bench_hostpath.c: copy pool, pinned DMA, registration, small round trips), the
 # Python rows under every host strategy beside the floors and the peers (bench_hostpath.py), then
 # the host path's GPU tests. Everything prints to stdout; logs of the builds go to $OUT (default

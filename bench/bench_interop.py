@@ -1,4 +1,4 @@
-"""The one-element call with results in the caller's array type (issue 15, section 1).
+"""The one-element call with results in the caller's array type.
 
 hypot on one-element float32 arrays, no out= (each call makes its result), timed as
 bench_call_overhead.py does (queued: batches of 5000 calls then a sync; CPU alone: 256 calls before
@@ -14,7 +14,7 @@ any wait):
     allocator is off by default: it was no faster);
   * with PyTorch's DLPack C exchange API (PyTorch >= 2.10, used by default) turned off: the
     attribute reads older PyTorch versions get.
-The issue's target: a call on CuPy arrays and on torch tensors within 1.3x of the call on
+The target: a call on CuPy arrays and on torch tensors within 1.3x of the call on
 DeviceArrays. The last column is each line's time over the DeviceArray call's.
 
 Usage: python3 bench/bench_interop.py

@@ -1,4 +1,4 @@
-/* bench_launch.c: the launch floor every call path is held against (issue 4's benchmark).
+/* bench_launch.c: the launch floor every call path is held against (the first benchmark).
  *
  *   bench_launch [--calls N]
  *

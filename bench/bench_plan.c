@@ -5,7 +5,7 @@
  * transposed, which keeps two axes), the small plan and the public cf_plan_elementwise.
  *
  * Built with -DBENCH_PLAN_OLD=1 and a copy of the old mirror (old_plan_make, from ufunc.c before
- * issue 14), it prints that too: how the figures in bench/RESULTS.md were taken. */
+ * a restructuring), it prints that too: how the figures in bench/RESULTS.md were taken. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-"""Reduction benchmarks (issue 6), one run on the GPU machine, peers beside us, each figure printed
+"""Reduction benchmarks, one run on the GPU machine, peers beside us, each figure printed
 beside its target:
 
   * the card's device-to-device copy bandwidth (read + write), measured first: the ceiling;
@@ -13,7 +13,7 @@ beside its target:
   * ufunc.accumulate (add) on 2^28 float32 (GB/s read + write); target >= 80% of copy bandwidth,
     beside CuPy's and PyTorch's cumsum.
 
-Reductions count the bytes read; the copy and accumulate count read + write, as issue 6 does.
+Reductions count the bytes read; the copy and accumulate count read + write.
 Usage: python3 bench/bench_reduce.py [--reps N]
 """
 import argparse
@@ -239,7 +239,7 @@ def main():
     rows.append(("ufunc.reduce, 2^26 float32 (GB/s)", gbs, "GB/s", "-", None, p5))
     del d26
 
-    # -- accumulate: 2^28 float32 (>= 88% of copy) and 2^27 float64 (>= 85%), issue 18 --
+    # -- accumulate: 2^28 float32 (>= 88% of copy) and 2^27 float64 (>= 85%) --
     for h, label, frac in ((rng.random(n, dtype=np.float32), "2^28 float32", 0.88),
                            (rng.random(n // 2), "2^27 float64", 0.85)):
         rows.append(_accumulate_row(h, label, frac, add, P, reps, sync, copy_bw))

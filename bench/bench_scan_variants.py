@@ -20,7 +20,7 @@ RESULT line of JSON. The parent measures the copy bandwidth and the peers (CuPy,
 then the settings one after the other, and prints a table per figure with the best setting.
 
 Figures: accumulate (add) on 2^28 and 2^24 float32, 2^27 float64 and 2^28 int32, in GB/s counting
-read + write (as issue 6 does; target >= 80% of the copy bandwidth for 2^28 float32); cuda.reduce
+read + write (target >= 80% of the copy bandwidth for 2^28 float32); cuda.reduce
 sum and max on 2^28 float32 in GB/s read (target >= CuPy's sum).
 
 Usage: python3 bench/bench_scan_variants.py [--reps N] [--budget SECONDS] [--quick] [--scan-only]
@@ -66,7 +66,7 @@ SCAN_SETTINGS = [
 # CUFUNC_SCAN_ITEMS also changes the 4-byte tiles). `--f64` runs these.
 SCAN_SETTINGS_F64 = [
     ("default (8-byte: 256 x 16 + 22 in shared memory, 4 blocks/SM)", {}),
-    ("256 x 16, no shared memory, no register cap (before session 7)",
+    ("256 x 16, no shared memory, no register cap (before 2026-11-25)",
      {"CUFUNC_SCAN_ITEMS": "16", "CUFUNC_SCAN_SMEM_ITEMS": "0"}),
     ("256 x 16 + 22 in shared memory, 3 blocks/SM",
      {"CUFUNC_SCAN_ITEMS": "16", "CUFUNC_SCAN_SMEM_ITEMS": "22", "CUFUNC_SCAN_MIN_BLOCKS": "3"}),

@@ -1,4 +1,4 @@
-"""NumPy's ufuncs on cufunc DeviceArrays (issue 15, section 2), one run on the GPU machine:
+"""NumPy's ufuncs on cufunc DeviceArrays, one run on the GPU machine:
 
   * np.sin(d) and d + d on 1-element float32 DeviceArrays: per-call time beside the same call of a
     cufunc ufunc (vectorize) on the same arrays; target: within 1.3x of it;

@@ -1,4 +1,4 @@
-"""@vectorize benchmarks (issue 4), one run on the GPU machine, peers beside us.
+"""@vectorize benchmarks, one run on the GPU machine, peers beside us.
 
   * hypot on two 2^26-element float32 device arrays (12 bytes per element moved), beside PyTorch,
     CuPy and Numba, and the card's device-to-device copy bandwidth (read + write);

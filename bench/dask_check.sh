@@ -1,5 +1,5 @@
 if [ -d .whl ]; then python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl; export PYTHONPATH=/tmp/site; fi
-# Issue 15 section 3 (Dask) in one device call, under 3 minutes: the build, the Dask tests with
+# Dask in one device call, under 3 minutes: the build, the Dask tests with
 # CUFUNC_REQUIRE_GPU=1 (GPU tests fail instead of skipping), then bench/bench_dask.py (hypot over
 # 2^28 float32 in 16 CuPy chunks, threaded scheduler: the graph table, the timing table and the
 # summary lines) and its --host rows (the CPU side alone, NumPy chunks). Logs in $OUT

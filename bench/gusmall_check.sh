@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 18, gufuncs with small core dimensions: one GPU run (< 5 min on the 16-core box) that
+# Gufuncs with small core dimensions: one GPU run (< 5 min on the 16-core box) that
 #   1. builds and installs cufunc from this checkout,
 #   2. runs the gufunc tests on the GPU (C test_gufunc, then pytest with CUFUNC_REQUIRE_GPU=1),
 #   3. runs bench/bench_guvectorize.py twice in separate processes: CUFUNC_GU_SMALL=0 (the plans

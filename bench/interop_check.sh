@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's one-element call on CuPy arrays and torch tensors: one GPU run (< 4 minutes) that
+# The one-element call on CuPy arrays and torch tensors: one GPU run (< 4 minutes) that
 # builds, runs the interop GPU tests, then the benchmark and the per-piece profile.
 #   bash bench/interop_check.sh        (logs in $OUT, or /tmp/interop_out)
 # Prints: the test summary lines, bench/bench_interop.py's table (the target: each foreign call

@@ -1,4 +1,4 @@
-"""Where the time of a one-element call on foreign arrays and through the twins goes (issue 15):
+"""Where the time of a one-element call on foreign arrays and through the twins goes:
 each piece timed alone (the libraries' own interface reads and wrappers, cufunc's readers), beside
 the whole calls. Microseconds, best of 5 x 3000 calls (queued; the GPU work is one element).
 Needs torch and cupy. Usage: python3 bench/prof_interop.py

@@ -1,4 +1,4 @@
-"""The CPU side of reading foreign operands and wrapping results (issue 15), measurable without a
+"""The CPU side of reading foreign operands and wrapping results, measurable without a
 GPU: each route timed alone on CPU tensors and on CuPy arrays over fake addresses (no GPU work;
 CuPy's interface at version 2 so that it makes no stream query, which needs a device).
 Microseconds, best of 5 x 20000 calls. Needs torch and/or cupy installed (a CUDA wheel runs on
@@ -28,7 +28,7 @@ def row(name, us):
 
 
 def old_torch_reader(torch):
-    """The Python reader of session 6 (_interop._torch_interface), the CUDA test left out and a
+    """The Python reader of 2026-11-25 (_interop._torch_interface), the CUDA test left out and a
     constant stream: what a tensor cost before this change."""
     names = {"float32": "<f4"}
     typestr = {getattr(torch, k): (v, int(v[2:])) for k, v in names.items()}
@@ -65,7 +65,7 @@ def main():
     if torch is not None:
         x = torch.ones(1)
         old = old_torch_reader(torch)
-        row("torch: session-6 Python reader (dict built)", t(lambda: old(x)))
+        row("torch: the former Python reader (dict built)", t(lambda: old(x)))
         row("torch: C reader alone, _core._foreign_interface(t, 2) (no dict)",
             t(lambda: _core._foreign_interface(x, 2)))
         row("torch: t.__dlpack__() (the capsule route's producer side, no stream)",
@@ -99,7 +99,7 @@ def main():
             m = cupy.cuda.UnownedMemory(1 << 20, 4, f, 0)
             return cupy.ndarray((1,), a.dtype, cupy.cuda.MemoryPointer(m, 0))
         row("cupy: ndarray over UnownedMemory (the result route, no stream wait)", t(via_unowned))
-        row("cupy: ndarray over UnownedMemory, strides given (session 6's call)",
+        row("cupy: ndarray over UnownedMemory, strides given (the 2026-11-25 call)",
             t(lambda: cupy.ndarray((1,), a.dtype, cupy.cuda.MemoryPointer(
                 cupy.cuda.UnownedMemory(1 << 20, 4, f, 0), 0), (4,))))
         cupy._util.CUDA_ARRAY_INTERFACE_EXPORT_VERSION = 3

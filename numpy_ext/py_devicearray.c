@@ -2279,7 +2279,7 @@ static PyObject *py_is_cuda_array(PyObject *self, PyObject *obj)
     return PyBool_FromLong(cf_py_is_device_object(obj));
 }
 
-/* ---- defer_cleanup, views for the Python-level methods, IPC (issue 16) ---------------------- */
+/* ---- defer_cleanup, views for the Python-level methods, IPC ---------------------------------- */
 
 /* A tuple of byte strides (any sign). */
 static int parse_strides(PyObject *obj, int *n, int64_t *out)

@@ -349,7 +349,7 @@ static int gu_apply_axes(cf_py_call *c)
     return 0;
 }
 
-/* Numba's habit for NumPy scalars (issue 16): when no loop takes the inputs as given, a strong
+/* Numba's habit for NumPy scalars: when no loop takes the inputs as given, a strong
  * NumPy scalar input (np.int64(2)) matches the first loop whose type for it casts safely *to*
  * the scalar's type (Numba's np.can_cast(loop type, given type) test, so a wider scalar matches a
  * narrower loop) and is converted as Numba converts it, with NumPy's astype (C casting). Other

@@ -118,7 +118,7 @@ static cf_status nvrtc_fail(nvrtcResult r, const char *what)
 /* Whether a source may use runtime.cuh's 2-byte float types or their helpers (cf_float16,
  * cf_bfloat16, cf_f32_to_f16, cf_bf16, CF_HALF_*). Sources that cannot are compiled with
  * -DCF_NO_HALF, which leaves those ~150 lines of C++ (classes, operators, casters, math) out of
- * the parse: NVRTC took 54 -> 64 ms per element-wise kernel when they came in (session 7,
+ * the parse: NVRTC took 54 -> 64 ms per element-wise kernel when they came in (2026-11-25,
  * tools/kernel_compare.py cubins), with identical CUBINs. The test is on the text, so the
  * decision, like the kernel cache's key, follows from the source alone. */
 static int source_may_use_half(const char *source)

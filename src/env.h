@@ -87,7 +87,7 @@ typedef struct cf_ew_knobs {
 const cf_ew_knobs *cf_ew_knobs_get(void);
 
 /* The host path's knobs (host arrays through the pipeline, hostpipe.c; bench/HOSTPIPE_NOTES.md
- * "Session 6" has the measurements the defaults come from):
+ * has the measurements the defaults come from):
  *   CUFUNC_HOST_THREADS       threads that split each pack/unpack copy between the user's pageable
  *                             memory and the pinned slots, the calling thread included (1: the
  *                             calling thread alone; 0, the default: min(online CPUs,
@@ -109,7 +109,7 @@ const cf_ew_knobs *cf_ew_knobs_get(void);
  *                             most CF_HOST_RESULT_CACHE_BYTES kept); at most
  *                             CF_HOST_RESULT_OUTSTANDING_BYTES are handed out at once (beyond it,
  *                             ordinary NumPy memory). 0: never. Default 1 MiB: measured (H100,
- *                             bench_hostpath.py, session 7) hypot on 2 x 2^26 float32 took 36.3 ms
+ *                             bench_hostpath.py, 2026-11-25) hypot on 2 x 2^26 float32 took 36.3 ms
  *                             with ordinary results (3.4x the pinned floor: unpacking into fresh
  *                             pages runs at 4-29 GB/s) and 13.7 ms (1.29x) with pinned ones.
  * cf_hostpipe_configure(NULL) reads them again (the Python tests use that). */

@@ -558,7 +558,7 @@ static int search_fingerprint(char hex[65])
  * /etc/ld.so.preload brings. The variable's text says nothing more about NVRTC: tools that preload
  * their own libraries (valgrind, sanitizer runtimes, jemalloc, profilers) change it without
  * changing which NVRTC is found, and with it in the fingerprint the stamp never matched under them
- * and was rewritten back and forth between a tool's runs and plain ones (issue 13). */
+ * and was rewritten back and forth between a tool's runs and plain ones. */
 static int mapped_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;

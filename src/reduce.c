@@ -625,7 +625,7 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
          * 48 items capped: 3007) */
         /* 8-byte accumulators: 16 in registers + 22 in shared memory (76 KiB tiles), 4 blocks
          * per SM: 2^27 float64 at 2469 GB/s = 84% of copy on an H100, against 2045 (69.5%) with
-         * 256 x 16 alone (bench_scan_variants.py --f64, session 7) */
+         * 256 x 16 alone (bench_scan_variants.py --f64, H100, 2026-11-25) */
         int items = k->scan_items ? k->scan_items : asz <= 4 ? 44 : asz == 8 ? 16 : 8;
         g->min_blocks = k->scan_min_blocks ? k->scan_min_blocks
                         : !k->scan_items && !k->scan_block && asz <= 8 ? 4 : 0;

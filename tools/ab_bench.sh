@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before/after speed in one GPU run (issue 14's "speed unchanged or better"): an older source tree
+# Before/after speed in one GPU run ("speed unchanged or better" after a restructuring): an older source tree
 # is built beside this one and the same benchmarks run against each, one after the other, so both
 # figures come from the same card, driver and host. Each version runs its own bench/ scripts (the
 # figures' definitions did not change; the older scripts know the older API).

@@ -4,7 +4,7 @@ package import each other in a cycle.
 
 The file-level call graph comes from the object files, not from reading C: `nm` lists what each
 src/X.c.o defines and what it leaves undefined; X -> Y when X uses a symbol that Y defines.
-A strongly connected component of more than one file is a cycle (issue 14: every behaviour has
+A strongly connected component of more than one file is a cycle (every behaviour has
 one home, and homes depend on each other one way).
 
     python3 tools/check_cycles.py [OBJECT_DIR]

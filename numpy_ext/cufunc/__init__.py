@@ -10,8 +10,6 @@ loaded when first needed, and functions that need a GPU raise CudaSupportError w
 
 import importlib.util as _importlib_util
 
-__version__ = "0.1.0"
-
 from . import errors
 from .errors import CompileError, CudaAPIError, CudaSupportError, TypingError, UnsupportedError
 
@@ -22,6 +20,17 @@ if _importlib_util.find_spec(__name__ + ".types") is not None:
 
 from . import cuda
 from . import _env
+
+# One home for the version: CUFUNC_VERSION_STRING in include/cufunc/cufunc.h, compiled into the
+# extension and written into the package metadata by setup.py.
+if _env.core is not None:
+    __version__ = _env.core.__version__
+else:
+    try:
+        from importlib.metadata import version as _dist_version
+        __version__ = _dist_version("cufunc")
+    except Exception:  # noqa: BLE001 - a source tree with no metadata and no extension
+        __version__ = "unknown"
 # Results in the caller's array type (CuPy, PyTorch, JAX, Numba in: the same out), or always
 # cufunc DeviceArrays: see cufunc._interop.
 from ._interop import get_output_type, set_global_output_type, using_output_type
@@ -36,11 +45,11 @@ if _env.core is not None:
     from .vectorize import vectorize
 else:
     def vectorize(*args, **kwargs):
-        """Unavailable: cufunc's C extension is not built (see cufunc._env.core_error)."""
+        """Unavailable: cufunc's C extension could not be imported (cufunc._env.core_error says why)."""
         _env.require_core("cufunc.vectorize")
 
     def guvectorize(*args, **kwargs):
-        """Unavailable: cufunc's C extension is not built (see cufunc._env.core_error)."""
+        """Unavailable: cufunc's C extension could not be imported (cufunc._env.core_error says why)."""
         _env.require_core("cufunc.guvectorize")
     UFunc = GUFunc = None
 if "types" in globals():

@@ -149,8 +149,7 @@ def main(out=sys.stdout, argv=None):
         print(line, file=out)
     core = _env.core
     if core is None:
-        print("cufunc's C extension is not built; build it with "
-              "`python setup.py build_ext --inplace` or install with pip", file=out)
+        print(_env.core_error, file=out)
         return 1
     if env["nvrtc"] is None:
         print("NVRTC is missing, so cufunc cannot compile kernels: %s" % env["nvrtc_error"],

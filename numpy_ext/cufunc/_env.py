@@ -16,13 +16,47 @@ import sys
 
 from .errors import CudaSupportError
 
+# The oldest NumPy the extension works with: it is built against NumPy 2's C API (one build serves
+# every NumPy 2.x), and the host semantics it follows are NumPy 2's (NEP 50 promotion).
+NUMPY_MIN = (2, 1)
+
+
+def _numpy_version():
+    import numpy
+    return tuple(int(p) for p in numpy.__version__.split(".")[:2] if p.isdigit())
+
+
+def explain_import_error(exc, numpy_version=None):
+    """Why cufunc._core could not be imported, in words a user can act on.
+
+    A NumPy older than NUMPY_MIN, an extension built for another Python or NumPy (an undefined
+    symbol, a wrong ABI tag), and an extension that is simply missing read differently: a
+    missing one is "not built"; the others say what to change.
+    """
+    nv = numpy_version if numpy_version is not None else _numpy_version()
+    msg = str(exc)
+    if nv < NUMPY_MIN:
+        import numpy
+        return ("cufunc needs NumPy >= %s, and this is NumPy %s (%s); upgrade NumPy"
+                % (".".join(map(str, NUMPY_MIN)), numpy.__version__, msg))
+    if "undefined symbol" in msg:
+        return ("cufunc's C extension was built against another NumPy or Python than this one "
+                "(a symbol is missing: %s); rebuild cufunc here (pip install --force-reinstall "
+                "--no-binary cufunc cufunc, or pip install . in the source tree)" % msg)
+    if isinstance(exc, ModuleNotFoundError) or "No module named" in msg:
+        return ("cufunc's C extension (cufunc._core) is not built: %s; install cufunc with pip, "
+                "or build it in the source tree with `python setup.py build_ext --inplace`" % msg)
+    return "cufunc's C extension (cufunc._core) could not be imported: %s" % msg
+
+
 try:
     # import_module, not `from . import`: its error names the missing module plainly.
     core = importlib.import_module(__package__ + "._core")
     core_error = None
-except ImportError as exc:  # not built, or built for another Python
+except ImportError as exc:  # not built, built for another Python or NumPy, or NumPy too old
     core = None
-    core_error = exc
+    core_error = ImportError(explain_import_error(exc))
+    core_error.__cause__ = exc
 
 # Wheel layouts, relative to a site-packages folder.
 _NVRTC_WHEEL_DIRS = (
@@ -62,10 +96,11 @@ if core is not None:
 def require_core(what="this function"):
     """The extension module, or CudaSupportError saying why it is missing."""
     if core is None:
-        raise CudaSupportError(
-            "%s needs cufunc's C extension (cufunc._core), which could not be imported: %s. "
-            "Build it with `python setup.py build_ext --inplace` or install cufunc with pip."
-            % (what, core_error))
+        msg = str(core_error)
+        if "pip install" not in msg:  # say how to get it, whatever the import said
+            msg += ("; install cufunc with pip, or build it in the source tree with "
+                    "`python setup.py build_ext --inplace`")
+        raise CudaSupportError("%s needs cufunc's C extension: %s" % (what, msg))
     return core
 
 

@@ -66,22 +66,52 @@ def _code(kind):
 
 
 def set_global_output_type(kind):
-    """Set the process-wide output type: ``"input"`` (results in the type of the inputs, the
-    default) or ``"cufunc"`` (cufunc DeviceArrays for device inputs). A ``using_output_type``
-    block overrides it."""
+    """Set the process-wide type of results of calls on device arrays.
+
+    Parameters
+    ----------
+    kind : {"input", "cufunc"}
+        ``"input"`` (the default): results in the array type of the inputs (CuPy in, CuPy out;
+        torch in, torch out). ``"cufunc"``: cufunc DeviceArrays whatever the device inputs.
+
+    Notes
+    -----
+    A ``using_output_type`` block overrides it in its thread or task. NumPy inputs always give
+    NumPy results.
+    """
     _global[0] = _code(kind)
 
 
 def get_output_type():
-    """The output type in effect here: ``"input"`` or ``"cufunc"``."""
+    """The output type in effect here.
+
+    Returns
+    -------
+    str
+        ``"input"`` or ``"cufunc"``: the innermost ``using_output_type`` block's, else the
+        process-wide one (``set_global_output_type``).
+    """
     v = _output_type.get()
     return _NAMES[_global[0] if v is None else v]
 
 
 @contextlib.contextmanager
 def using_output_type(kind):
-    """A block whose calls return ``kind`` results: ``"cufunc"`` (DeviceArrays, whatever the
-    device inputs) or ``"input"`` (the type of the inputs)."""
+    """A ``with`` block whose calls return results of the type ``kind``.
+
+    Parameters
+    ----------
+    kind : {"input", "cufunc"}
+        ``"cufunc"``: DeviceArrays, whatever the device inputs; ``"input"``: the type of the
+        inputs.
+
+    Examples
+    --------
+    ::
+
+        with cufunc.using_output_type("cufunc"):
+            r = hypot(torch_tensor, torch_tensor)    # a cufunc DeviceArray
+    """
     token = _output_type.set(_code(kind))
     try:
         yield

@@ -1,4 +1,4 @@
-"""GPU twins of NumPy's ufuncs, and what DeviceArray does with them (issue 15, section 2).
+"""GPU twins of NumPy's ufuncs, and what DeviceArray does with them.
 
 ``np.sin(d)``, ``np.add(d, 1.5)``, ``np.maximum.reduce(d, axis=0)``, ``np.add.accumulate(d)``,
 ``np.add.reduceat(d, idx)``, ``np.multiply.outer(a, b)`` and ``np.add.at(d, idx, v)`` on cufunc DeviceArrays run on the GPU:

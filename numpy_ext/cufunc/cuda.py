@@ -480,6 +480,13 @@ class _Context:
 
 
 def current_context():
+    """The current device's primary context, as Numba's ``cuda.current_context()``.
+
+    Returns
+    -------
+    object
+        Has ``device``, ``get_memory_info()`` (free and total bytes) and ``synchronize()``.
+    """
     return _Context(get_current_device())
 
 

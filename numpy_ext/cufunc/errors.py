@@ -48,7 +48,7 @@ class TypingError(TypeError):
 
 
 class UnsupportedError(TypeError):
-    """A kernel body uses a construct the kernel language does not support (see LANGUAGE.md)."""
+    """A kernel body uses a construct the kernel language does not support (see docs/language.md)."""
 
 
 class SignatureError(ValueError, TypeError):
@@ -66,3 +66,20 @@ class SignatureError(ValueError, TypeError):
 class RedundantOptionWarning(UserWarning):
     """A decorator option that has no effect because cufunc always behaves that way, such as
     ``nopython=True`` (cufunc compiles without Python objects, always)."""
+
+
+def user_frames_only(fn):
+    """Decorate a public entry point (a decorator, translate()) so that a TypingError or
+    UnsupportedError raised inside cufunc's translator reaches the user without the translator's
+    own frames (dozens of recursive visits of the syntax tree that say nothing about the user's
+    program). The message already points at the user's file and line; the traceback keeps the
+    user's call site and this one frame."""
+    import functools
+
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (TypingError, UnsupportedError) as exc:
+            raise exc.with_traceback(None)  # noqa: B904 - the same exception, its frames dropped
+    return entry

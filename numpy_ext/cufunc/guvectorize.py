@@ -57,15 +57,17 @@ import numpy as np
 from . import _core
 from . import _loops
 from . import _options
+from . import errors as _errors
 from . import types as _T
 from .lang import translate as _translate
 from .lang.captures import loop_function as _loop_function
+from .vectorize import merge_sources
 
 __all__ = ["guvectorize", "GPUGUFunc"]
 
 
 def _compile_options(fastmath):
-    # LANGUAGE.md: no contraction of a*b+c into an FMA unless fastmath
+    # docs/language.md: no contraction of a*b+c into an FMA unless fastmath
     return ("--use_fast_math",) if fastmath else ("--fmad=false",)
 
 
@@ -171,7 +173,17 @@ def _return_loop(pyfunc, form, in_types, out_types, fastmath, typing="numpy", de
                    **_options.translate_options(typing))
     rt = r.return_type
     outs = list(rt.types) if isinstance(rt, _T.Tuple) else [rt]
-    if isinstance(rt, _T.Void) or len(outs) != form.nout:
+    if isinstance(rt, _T.Void):
+        # a function that returns nothing meant to write its outputs: it lacks their parameters
+        n = len(in_types)
+        raise TypeError(
+            "guvectorize: %s takes %d parameter%s but the layout %s has %d operand%s (%d input%s "
+            "and %d output%s): a function that writes its outputs takes the inputs then the "
+            "outputs; one that takes only the inputs must return the output%s"
+            % (form.name, n, "" if n == 1 else "s", form.layout, form.nin + form.nout,
+               "" if form.nin + form.nout == 1 else "s", form.nin, "" if form.nin == 1 else "s",
+               form.nout, "" if form.nout == 1 else "s", "" if form.nout == 1 else "s"))
+    if len(outs) != form.nout:
         raise TypeError("guvectorize: %s returns %s, but the layout %s has %d output%s"
                         % (form.name, rt, form.layout, form.nout, "" if form.nout == 1 else "s"))
     for t in outs:
@@ -203,7 +215,7 @@ class GPUGUFunc(_core.GUFunc):
         kernel a call with these arguments would launch."""
         if args or kwargs:
             return self.kernel_source(*args, **kwargs)
-        return "\n".join(loop[2] for loop in self.loops)
+        return merge_sources(loop[2] for loop in self.loops)
 
     def __dask_tokenize__(self):
         """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
@@ -234,6 +246,7 @@ _weak_arg_type = _loops.weak_arg_type
 
 
 def _make_compiler(pyfunc, form, fastmath, typing="numpy", debug=False):
+    @_errors.user_frames_only
     def compile_loop(in_types, out_types):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         dts = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
@@ -319,30 +332,60 @@ def _build(pyfunc, ftylist, layout, fastmath, typing="numpy", debug=False):
 
 def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cache=True,
                 typing="numpy", debug=False, **kws):
-    """Make a GPU generalized ufunc from a Python function (Numba's guvectorize, target='cuda').
+    """Make a GPU generalized ufunc from a Python function (Numba's ``guvectorize``).
 
-    ftylist: the type list: signatures such as 'void(float32[:, :], float32[:, :], float32[:, :])',
-    Signature objects (void(float32[:], float32[:])), or tuples of argument types; or None / the
-    layout itself (``@guvectorize('(n)->()')``) to compile on first call per input types.
-    signature: the layout, '(m,n),(n,p)->(m,p)' (also accepted as layout=).
-    fastmath: allow contraction into FMAs and fast approximate math (--use_fast_math).
-    debug: check assert statements (else compiled away, as Numba does); a failed one stops the
-    kernel and the next synchronising call raises cufunc.errors.DeviceAssertionError (an
-    AssertionError; CUDA leaves the context unusable). docs/language-arrays.md.
-    cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
-    disk cache off), those of bodies reading captured device arrays too; accepted for Numba
-    compatibility and changes nothing.
+    Parameters
+    ----------
+    ftylist : list, str, Signature or None
+        The type list: signatures such as ``'void(float32[:, :], float32[:, :], float32[:, :])'``,
+        Signature objects (``void(float32[:], float32[:])``), or tuples of argument types; or None
+        (or the layout itself, ``@guvectorize('(n)->()')``) to compile a loop on the first call
+        with each new combination of input types.
+    signature : str
+        The layout, ``'(m,n),(n,p)->(m,p)'`` (also accepted as ``layout=``).
+    target : {"cuda", "gpu"}
+        Only the GPU.
+    fastmath : bool, optional
+        Allow contraction into fused multiply-adds and fast approximate math.
+    cache : bool, optional
+        Accepted for Numba compatibility and changes nothing (kernels are always cached on disk).
+    typing : {"numpy", "numba"}, optional
+        ``"numpy"`` (the default): the kernel language's NumPy 2 meaning (docs/language.md);
+        ``"numba"``: Numba's typing rules and its call rules (loop choice, scalar conversion,
+        ``'()'`` arguments given as one-element arrays): what ``cufunc.numba.guvectorize``
+        makes (docs/numba.md, docs/typing.md).
+    debug : bool, optional
+        Check ``assert`` statements (else compiled away, as Numba does); a failed one stops the
+        kernel and the next synchronising call raises ``cufunc.errors.DeviceAssertionError`` (an
+        ``AssertionError``; CUDA leaves the context unusable). docs/language-arrays.md.
+    **kws
+        Numba's other options: ``identity`` and ``is_dynamic`` are accepted and ignored (a
+        gufunc made without a type list already compiles a loop per new input types);
+        ``writable_args`` is a ``TypeError`` unless empty (a gufunc writes only its outputs);
+        ``nopython=True`` gives a ``RedundantOptionWarning``; ``nopython=False``,
+        ``forceobj=True`` and any other keyword are a ``TypeError`` that names it.
 
-    typing: "numpy" (the default: the kernel language's NumPy 2 meaning) or "numba" (Numba's
-    typing rules and its call rules: loop choice, scalar conversion, '()' arguments given as
-    one-element arrays; what cufunc.numba.guvectorize makes, docs/numba.md).
+    Returns
+    -------
+    callable
+        A decorator making the gufunc (a ``cufunc.GUFunc``).
 
-    Numba's other options: identity is accepted and ignored (a gufunc has no reduce here, so no
-    use for one); is_dynamic is accepted and ignored (a gufunc made without a type list already
-    compiles a loop for each new combination of input types, as Numba's dynamic gufuncs do);
-    writable_args is a TypeError unless empty (a gufunc writes only its outputs);
-    nopython=True is accepted with a RedundantOptionWarning, nopython=False and forceobj=True
-    are a TypeError. Any other keyword is a TypeError that names it.
+    Notes
+    -----
+    The function takes the inputs, then the outputs, and writes the outputs. When every output
+    is a scalar (``()``), it may instead take only the inputs and return the outputs. A layout
+    with more operands than the function has parameters is a ``TypeError`` that says so.
+
+    Examples
+    --------
+    ::
+
+        @guvectorize(['void(float32[:], float32[:])'], '(n)->()')
+        def row_sum(x, res):
+            acc = 0.0
+            for i in range(x.shape[0]):
+                acc += x[i]
+            res[0] = acc
     """
     layout = kws.pop("layout", None)
     if signature is None:
@@ -369,6 +412,7 @@ def guvectorize(ftylist=None, signature=None, target="cuda", fastmath=False, cac
     _parse_layout(signature)  # a bad layout fails at decoration, pointing at the error
     sigs = _signature_list(ftylist)
 
+    @_errors.user_frames_only
     def wrap(pyfunc):
         if not callable(pyfunc):
             raise TypeError("guvectorize: %r is not a function" % (pyfunc,))

@@ -10,7 +10,7 @@
     sum_reduce(d_arr, res=d_res)                              # into d_res[0], nothing waits
     big = cuda.Reduce(lambda a, b: a if a > b else b)         # lambdas too
 
-The function is translated by the kernel language (LANGUAGE.md) for the array's dtype, with both
+The function is translated by the kernel language (docs/language.md) for the array's dtype, with both
 arguments and the result of that dtype (a body that does not type for it raises TypingError on
 the first call with that dtype). The GPU combines elements in no fixed order -- vector lanes,
 threads, warps and blocks each fold their own share, then the shares are combined -- so the
@@ -49,6 +49,7 @@ captured array's raises ValueError naming it.
 import inspect
 
 from . import _env
+from . import errors as _errors
 from . import _options
 from . import types as _T
 
@@ -75,13 +76,14 @@ def _check_binary(functor):
 
 
 def _make_compiler(pyfunc, typing="numpy"):
+    @_errors.user_frames_only
     def compile_loop(dtype):
         from .lang import translate
         from .lang.captures import loop_function
         t = _T.from_dtype(dtype)
         r = translate(pyfunc, [t, t], t, **_options.translate_options(typing))
         source, name, captures = loop_function(r, getattr(pyfunc, "__qualname__", "reduce"))
-        # LANGUAGE.md: no contraction of a*b+c into a fused multiply-add
+        # docs/language.md: no contraction of a*b+c into a fused multiply-add
         return (source, name, ("--fmad=false",), captures)
     return compile_loop
 
@@ -143,11 +145,36 @@ class Reduce(_Base):
 
 
 def reduce(functor, typing="numpy", **options):
-    """cuda.reduce: ``Reduce(functor, typing=typing)``, usable as a decorator::
+    """Make a GPU reduction from a binary Python function (Numba's ``cuda.reduce``).
+
+    Parameters
+    ----------
+    functor : callable
+        A function of two scalars returning one, associative and commutative (cufunc combines
+        values in whatever order its kernels find fastest). Its body is in the kernel language
+        (docs/language.md); it is compiled for each dtype it is called on.
+    typing : {"numpy", "numba"}, optional
+        The body's typing rules: NumPy's (the default) or Numba's (what
+        ``cufunc.numba.cuda.reduce`` makes; docs/typing.md).
+    **options
+        Numba's options: none has an effect; an unknown one is a ``TypeError``.
+
+    Returns
+    -------
+    Reduce
+        Call it as ``r(arr, size=None, res=None, init=0, stream=0)``: the reduction of a 1-d
+        array (NumPy, device or foreign GPU array), or of its first ``size`` elements, starting
+        from ``init``; written into the device array ``res`` when given.
+
+    Examples
+    --------
+    As a decorator::
 
         @cuda.reduce
         def max_reduce(a, b):
             return a if a > b else b
+
+        max_reduce(cuda.to_device(np.arange(10.0)))   # 9.0
     """
     _options.check("cuda.reduce", options, named=("typing",))   # warns here, at the user's line
     return Reduce(functor, typing=typing)

@@ -43,6 +43,7 @@ import functools
 import numpy as np
 
 from . import _core
+from . import errors as _errors
 from . import _loops
 from . import _options
 from . import types as _T
@@ -53,7 +54,7 @@ __all__ = ["vectorize", "GPUUFunc"]
 
 
 def _compile_options(fastmath):
-    # LANGUAGE.md: no contraction of a*b+c into an FMA unless fastmath
+    # docs/language.md: no contraction of a*b+c into an FMA unless fastmath
     return ("--use_fast_math",) if fastmath else ("--fmad=false",)
 
 
@@ -76,6 +77,46 @@ def _loop_from(pyfunc, argtypes, return_type, fastmath, typing="numpy", debug=Fa
     return (types, source, name, _compile_options(fastmath), captures), len(outs)
 
 
+def merge_sources(sources):
+    """The loops' sources as one text, each shared definition once.
+
+    Every loop's source repeats what all translations share (the runtime #include, the language's
+    prelude, device functions called by several loops); each definition sits in a top-level
+    ``#ifndef NAME`` guard named after it. Guarded blocks are kept the first time their guard
+    appears, an #include line the first time, other text (a gufunc's unguarded wrapper) always.
+    """
+    seen, out = set(), []
+    for src in sources:
+        lines = src.splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if line.startswith("#ifndef "):
+                depth, j = 0, i
+                while j < len(lines):
+                    w = lines[j].split(None, 1)[0] if lines[j].strip() else ""
+                    if w in ("#if", "#ifdef", "#ifndef"):
+                        depth += 1
+                    elif w == "#endif":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    j += 1
+                key, block = ("guard", line.split()[1]), lines[i:j + 1]
+                i = j + 1
+            else:
+                key, block = ("text", line), [line]
+                i += 1
+            if key[0] == "guard" or line.startswith("#include"):
+                if key in seen:
+                    continue
+                seen.add(key)
+            if block == [""] and out and out[-1] == "":
+                continue  # one blank line between blocks
+            out.extend(block)
+    return "\n".join(out).strip("\n") + "\n"
+
+
 class GPUUFunc(_core.UFunc):
     # A GPU ufunc made by vectorize; called like a NumPy ufunc (see cufunc.vectorize). Its
     # __doc__ is the decorated function's, as for a NumPy ufunc: the base type's descriptor is
@@ -87,7 +128,7 @@ class GPUUFunc(_core.UFunc):
         kernel a call with these inputs would launch."""
         if inputs:
             return self.kernel_source(*inputs)
-        return "\n".join(loop[1] for loop in self.loops)
+        return merge_sources(loop[1] for loop in self.loops)
 
     def __dask_tokenize__(self):
         """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
@@ -118,6 +159,7 @@ _weak_arg_type = _loops.weak_arg_type
 
 
 def _make_compiler(pyfunc, fastmath, typing="numpy", debug=False):
+    @_errors.user_frames_only
     def compile_loop(in_types, out_dtype):
         strong = [t for t in in_types if isinstance(t, np.dtype)]
         args = [t if isinstance(t, np.dtype) else _weak_arg_type(t, strong) for t in in_types]
@@ -199,26 +241,60 @@ _IDENTITIES = {"reorderable", None}
 
 def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=False, cache=True,
               typing="numpy", debug=False, **kws):
-    """Make a GPU ufunc from a Python scalar function (Numba's vectorize, target='cuda').
+    """Make a GPU ufunc from a Python scalar function (Numba's ``vectorize``, target='cuda').
 
-    ftylist_or_function: a list of signatures (strings such as 'float32(float32, float32)' or
-    type objects such as float32(float32, float32)), one signature, or the function itself
-    (bare ``@vectorize``). Without signatures, loops are made on first call per input types.
-    identity: the value ufunc.reduce starts from (0, 1, 'reorderable' or None), as Numba.
-    fastmath: allow contraction into FMAs and fast approximate math (CUDA's --use_fast_math).
-    debug: check assert statements (else compiled away, as Numba does); a failed one stops the
-    kernel and the next synchronising call raises cufunc.errors.DeviceAssertionError (an
-    AssertionError; CUDA leaves the context unusable). docs/language-arrays.md.
-    cache: kernels are always cached on disk by their generated source (CUFUNC_CACHE=0 turns the
-    disk cache off); the keyword is accepted for Numba compatibility and changes nothing. Bodies
-    that read captured device arrays are cached too: the arrays' addresses are not part of the
-    source.
-    typing: "numpy" (the default: the kernel language's NumPy 2 meaning, LANGUAGE.md) or "numba"
-    (Numba's typing rules, and Numba's call rules: its loop choice and scalar conversion; what
-    cufunc.numba.vectorize makes, docs/numba.md).
-    nopython=True is accepted with a RedundantOptionWarning (cufunc always compiles without
-    Python objects); nopython=False and forceobj=True are a TypeError. Any other keyword
-    (Numba's CPU options nogil, parallel, ... included) is a TypeError that names it.
+    Parameters
+    ----------
+    ftylist_or_function : list, str, Signature or callable, optional
+        The loops' signatures: strings such as ``'float32(float32, float32)'`` or type objects
+        such as ``float32(float32, float32)``, one signature, or the function itself (bare
+        ``@vectorize``). Without signatures, a loop is compiled on the first call with each new
+        combination of input types.
+    target : {"cuda", "gpu"}
+        Only the GPU; any other target is a ``ValueError``.
+    identity : {0, 1, "reorderable", None} or number, optional
+        The value ``ufunc.reduce`` starts from, as Numba's.
+    fastmath : bool, optional
+        Allow contraction into fused multiply-adds and fast approximate math (CUDA's
+        ``--use_fast_math``). Off by default: results follow docs/language.md's rule.
+    cache : bool, optional
+        Accepted for Numba compatibility and changes nothing: kernels are always cached on disk
+        by their generated source (``CUFUNC_CACHE=0`` turns the disk cache off), those of bodies
+        reading captured device arrays too (their addresses are not in the source).
+    typing : {"numpy", "numba"}, optional
+        ``"numpy"`` (the default): the kernel language's NumPy 2 meaning (docs/language.md);
+        ``"numba"``: Numba's typing rules and its call rules (its loop choice and scalar conversion): what
+        ``cufunc.numba.vectorize`` makes (docs/numba.md, docs/typing.md).
+    debug : bool, optional
+        Check ``assert`` statements (else compiled away, as Numba does); a failed one stops the
+        kernel and the next synchronising call raises ``cufunc.errors.DeviceAssertionError`` (an
+        ``AssertionError``; CUDA leaves the context unusable). docs/language-arrays.md.
+    **kws
+        ``nopython=True`` is accepted with a ``RedundantOptionWarning`` (cufunc always compiles
+        without Python objects); ``nopython=False`` and ``forceobj=True`` are a ``TypeError``, as
+        is any other keyword (Numba's CPU options ``nogil``, ``parallel``, ... included).
+
+    Returns
+    -------
+    UFunc or callable
+        The ufunc (a ``cufunc.UFunc``), or, when signatures were given, a decorator making it.
+
+    Raises
+    ------
+    TypingError, UnsupportedError
+        The body is outside the kernel language, at the body's line (when signatures are given:
+        at decoration; otherwise at the first call).
+
+    Examples
+    --------
+    ::
+
+        @vectorize(['float32(float32, float32)', 'float64(float64, float64)'])
+        def hypot(x, y):
+            return math.sqrt(x * x + y * y)
+
+        hypot(a, b)              # NumPy arrays, DeviceArrays, CuPy arrays, torch tensors...
+        hypot.reduce(a)          # and NumPy's ufunc methods
     """
     _options.check("vectorize", kws, named=("target", "identity", "fastmath", "cache", "typing",
                                             "debug"))
@@ -229,6 +305,7 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     if not (identity in _IDENTITIES or isinstance(identity, (int, float, complex, np.generic))):
         raise ValueError("identity must be a number, 'reorderable' or None, not %r" % (identity,))
 
+    @_errors.user_frames_only
     def wrap(pyfunc, sigs):
         if not callable(pyfunc):
             raise TypeError("vectorize: %r is not a function" % (pyfunc,))
@@ -241,4 +318,4 @@ def vectorize(ftylist_or_function=(), target="cuda", identity=None, fastmath=Fal
     if isinstance(sigs, (str, _T.Signature)):
         sigs = [sigs]
     sigs = list(sigs)
-    return lambda pyfunc: wrap(pyfunc, sigs)
+    return functools.partial(wrap, sigs=sigs)  # no frame of its own in a traceback

@@ -1,5 +1,5 @@
 /* harness_selftest.c: a program built on check.h whose tests pass, skip or fail on request, so that
- * tests/c/check_harness.cmake can check the exit status ctest sees (issue 13: a file whose GPU
+ * tests/c/check_harness.cmake can check the exit status ctest sees (a file whose GPU
  * tests were skipped was reported "Passed"). argv[1]: any of "pass", "skip", "fail", in order. */
 #include "check.h"
 

@@ -881,7 +881,7 @@ static void test_stamp_warm_process(void)
         fprintf(stderr, "  warm cache, new process, first lookup (configure + stamp + key + entry "
                         "read): min %.1f us, median %.1f us, max %.1f us over %d processes\n",
                 us[0], us[n / 2], us[n - 1], n);
-        CHECK(us[n / 2] < 1000.0); /* the issue's target, with room: a typical run is ~100 us */
+        CHECK(us[n / 2] < 1000.0); /* the target, with room: a typical run is ~100 us */
     }
     read_stamp(again, sizeof again);
     CHECK(strcmp(stamp, again) == 0); /* a valid stamp is left alone */
@@ -1023,7 +1023,7 @@ static void test_stamp_damaged(void)
     }
 }
 
-/* LD_PRELOAD is not in the fingerprint (issue 13: under valgrind, whose preloads change it, the
+/* LD_PRELOAD is not in the fingerprint (under valgrind, whose preloads change it, the
  * stamp was never used): a process that preloads libraries other than NVRTC uses the stamp; one
  * that has an NVRTC in it before cufunc looks (preloaded here) does not trust the stamp, loads
  * NVRTC, and leaves the stamp alone, since the library dlopen returned may not be the one the

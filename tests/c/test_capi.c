@@ -1,4 +1,4 @@
-/* Unit tests of the conveniences for C programs (issue 17): the runtime header included for a
+/* Unit tests of the conveniences for C programs: the runtime header included for a
  * loop's source, loops checked when added (a misspelt function name) and by cf_*_check (NVRTC's
  * log with the numbered source), compiling a ufunc's kernel for a key without a GPU (through the
  * kernel cache, as a later launch will look it up), cf_ufunc_from_expr, and the calls on 1-D

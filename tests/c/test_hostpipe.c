@@ -892,7 +892,7 @@ static void test_config(void)
     unsetenv("CUFUNC_HOSTPIPE_MIN_KB");
     CHECK_OK(cf_hostpipe_configure(NULL));
     cf_hostpipe_get_config(&c);
-    /* session 6: every host call takes the pipeline by default (small ones in one chunk) */
+    /* every host call takes the pipeline by default (small ones in one chunk) */
     CHECK(c.chunk_bytes == 0 && c.streams == 3 && c.min_bytes == 0);
     CHECK(!cf_hostpipe_wanted(0) && cf_hostpipe_wanted(1) && cf_hostpipe_wanted(4 << 20));
     CHECK(c.threads == 0 && c.register_min == 0);
@@ -1059,7 +1059,7 @@ static void test_result_blocks(void)
     CHECK(c != NULL && c != b);
     cf_hostpipe_result_free(b);
     /* A block smaller than the 1 MiB allocation step, given back and asked for again, is the
-     * same block (session 7: a 120 KiB result never fitted the 1 MiB block made for it, so
+     * same block (once, a 120 KiB result never fitted the 1 MiB block made for it, so
      * every call paid cuMemHostAlloc, ~1.6 ms) */
     void *d = NULL;
     cf_hostpipe_result_free(c);

@@ -491,7 +491,7 @@ static void test_bad_pointers(void)
 }
 
 
-/* ---- issue 16: registration, mapped, managed, IPC, events ---------------------------------- */
+/* ---- registration, mapped, managed, IPC, events ------------------------------------------- */
 
 static void test_new_api_args(void)
 {

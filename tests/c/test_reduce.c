@@ -323,7 +323,7 @@ static void test_geometry(void)
      * shared-memory part when the accumulator is wider than the input (its slots hold both) */
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_FLOAT64, a.data, sms, 0, &g));
     CHECK(g.items == 16 && g.vec == 4 && g.smem_items == 0);
-    /* float64 in and out: 16 in registers + 22 in shared memory, 4 blocks per SM (session 7) */
+    /* float64 in and out: 16 in registers + 22 in shared memory, 4 blocks per SM (H100, 2026-11-25) */
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT64, CF_FLOAT64, a.data, sms, 0, &g));
     CHECK(g.items == 16 && g.smem_items == 22 && g.vec == 2 && g.min_blocks == 4);
     CHECK_OK(cf_reduce_geometry(&p, CF_FLOAT32, CF_COMPLEX128, a.data, sms, 0, &g));

@@ -87,7 +87,7 @@ static void test_layout_errors(void)
 }
 
 
-/* Issue 13: the text itself. An embedded NUL ends a C string, so the _n entry points (the length
+/* The text itself. An embedded NUL ends a C string, so the _n entry points (the length
  * given) must refuse it where it is rather than parse the part before it. */
 static void test_embedded_nul(void)
 {

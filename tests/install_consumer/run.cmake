@@ -9,7 +9,8 @@
 #      program, as written, with pkg-config;
 #   4. run the consumers and the ahead-of-time example: they compile kernels with NVRTC and need
 #      no GPU (with one they also launch).
-# Arguments: SOURCE_DIR, WORK (wiped), GENERATOR, C_COMPILER, PKG_CONFIG, CUDA_INCLUDE_DIR.
+# Arguments: SOURCE_DIR, WORK (wiped), GENERATOR, C_COMPILER, PKG_CONFIG, CUDA_INCLUDE_DIR,
+# CUDA_NVRTC_INCLUDE_DIR.
 cmake_minimum_required(VERSION 3.18)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/nopython ${WORK}/tmp)
@@ -46,6 +47,7 @@ step("configure with Python hidden" ${no_python_env} ${CMAKE_COMMAND} -S ${SOURC
      -B ${WORK}/build ${gen} -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=${C_COMPILER}
      -DCMAKE_INSTALL_PREFIX=${prefix} -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON
      -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON -DCUDA_INCLUDE_DIR=${CUDA_INCLUDE_DIR}
+     -DCUDA_NVRTC_INCLUDE_DIR=${CUDA_NVRTC_INCLUDE_DIR}
      -DCUFUNC_BUILD_TESTS=ON -DCUFUNC_BUILD_BENCH=ON -DCUFUNC_BUILD_EXAMPLES=ON)
 file(STRINGS ${WORK}/build/CMakeCache.txt py_entries REGEX "^Python[0-9]*_EXECUTABLE:.*python")
 if(py_entries)

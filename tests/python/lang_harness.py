@@ -355,7 +355,7 @@ class Case:
     ``inputs``: one array per argument (NumPy arrays of the argument dtypes, same length).
     ``check``: 'exact', or a number of ulps (real results), or ('cplx', k) for complex results.
     ``ref``: optional replacement for the Python function as reference (for the departures that
-    LANGUAGE.md lists, e.g. negative integer powers); called with the NumPy scalar arguments.
+    docs/language.md lists, e.g. negative integer powers); called with the NumPy scalar arguments.
     ``fallback``: optional reference used only where the Python function raises (math domain
     errors: the kernel gives NumPy's NaN/inf instead)."""
 
@@ -370,7 +370,7 @@ class Case:
         self.ref = ref
         self.fallback = fallback
         self.label = label or getattr(func, "__name__", "f")
-        # compare in this dtype (e.g. float32 for math.sin of a float32: LANGUAGE.md has it use
+        # compare in this dtype (e.g. float32 for math.sin of a float32: docs/language.md has it use
         # sinf, while CPython's math gives a double; the ulp bound is meant in float32 ulps)
         self.precision = precision
         self.result = None  # the translation

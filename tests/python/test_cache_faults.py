@@ -1,4 +1,4 @@
-"""Fault injection for the kernel cache on disk (issue 13, section 3). No GPU needed: NVRTC fills
+"""Fault injection for the kernel cache on disk. No GPU needed: NVRTC fills
 the cache and reads it back.
 
 Every case damages a filled cache folder in one way (truncation at every interesting length, bit
@@ -227,7 +227,7 @@ def test_damaged_entry_is_rebuilt(filled, refs, how):
 
 
 def test_flipped_ptx_flag_is_not_a_hit(filled, refs):
-    # The regression of issue 13: the flags were outside the checksum, so this was a hit, an ELF
+    # A regression once fixed: the flags were outside the checksum, so this was a hit, an ELF
     # image handed back as PTX.
     _flip(12)(entry_path(filled, "a"))
     rep, _ = run(filled, ["a"])

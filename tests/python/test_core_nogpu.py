@@ -116,7 +116,7 @@ def test_gpu_function_raises_cuda_support_error(report, name):
     assert "driver" in msg and BOGUS in msg, msg
 
 
-# ---- a library that is not a CUDA driver, a driver with no device (issue 13) ---------------------
+# ---- a library that is not a CUDA driver, a driver with no device ---------------------------------
 
 def run_with_driver(driver_path, script, tmp_path, **env_extra):
     """Run script (a file, so that its functions have source) in a child with CUFUNC_DRIVER_PATH

@@ -1,4 +1,4 @@
-"""The cost of a cufunc call on dask arrays (issue 15, section 3): the graph of `hyp(x, y)` is as
+"""The cost of a cufunc call on dask arrays: the graph of `hyp(x, y)` is as
 cheap as the graph of `da.hypot(x, y)` (dask's own ufunc path): as many tasks after dask's
 optimisation, each task a direct call of the cufunc ufunc on its chunks (no Python wrapper per
 chunk), one meta computation on zero-size arrays while building, and no pickling of the ufunc

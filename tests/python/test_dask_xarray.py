@@ -185,31 +185,4 @@ def test_cuda_reduce_compute(xp_name):
     np.testing.assert_allclose(float(got), H1.astype(np.float64).sum(), rtol=1e-4)
 
 
-# ---- the README's lines ---------------------------------------------------------------------
-
-def _readme_blocks():
-    import os
-    import re
-    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                             "README.md")).read()
-    quick = text[text.index("## Quick start"):]
-    first = re.search(r"```python\n(.*?)```", quick, re.S).group(1)
-    dask_part = quick[quick.index("### Dask and xarray"):]
-    return first, re.search(r"```python\n(.*?)```", dask_part, re.S).group(1)
-
-
-def test_readme_dask_lines_are_python():
-    compile(_readme_blocks()[1], "README dask", "exec")
-
-
-@pytest.mark.gpu
-def test_readme_dask_lines_run(tmp_path):
-    import subprocess
-    import sys
-    pytest.importorskip("cupy")
-    pytest.importorskip("torch")   # the quick start before them uses PyTorch
-    script = tmp_path / "readme_dask.py"   # a file: the translator reads function sources
-    script.write_text("\n".join(_readme_blocks()))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "[10 20 30 40]" in p.stdout
+# The README's and docs' code blocks run in tests/python/test_docs_examples.py.

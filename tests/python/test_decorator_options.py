@@ -1,4 +1,4 @@
-"""Decorator options (issue 13): an option a decorator does not support is a TypeError naming
+"""Decorator options: an option a decorator does not support is a TypeError naming
 every such option, never silently dropped; Numba's options are honoured, accepted as documented
 no-ops, or refused; nopython=True warns that it is redundant, nopython=False is a TypeError.
 No GPU needed: decoration translates but does not launch."""

@@ -1,4 +1,4 @@
-"""float16 in kernels, with NumPy's meaning (issue 16 section 2).
+"""float16 in kernels, with NumPy's meaning.
 
 Host half (no GPU): the translated float16 bodies are compiled with g++ against
 templates/cufunc/runtime.cuh (lang_harness) and compared bitwise with CPython on NumPy float16

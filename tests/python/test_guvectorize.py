@@ -118,7 +118,7 @@ def rowsum_reference(x):
 
 def scalar_product(x, y):
     """x * y as NumPy scalars compute it. For complex arrays NumPy's SIMD loops fuse a multiply
-    and an add (FMA) and round differently; the body's meaning (LANGUAGE.md) is the scalar one,
+    and an add (FMA) and round differently; the body's meaning (docs/language.md) is the scalar one,
     written out here."""
     if x.dtype.kind != "c":
         return x * y

@@ -1,4 +1,4 @@
-"""Numba's habits for gufuncs and decorators (issue 16 section 3).
+"""Numba's habits for gufuncs and decorators.
 
 - A NumPy scalar of a wider type at a gufunc's scalar parameter is cast as Numba casts it: Numba
   takes the first loop whose type casts safely *to* the given one, then converts with astype (C

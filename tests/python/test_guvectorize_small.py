@@ -1,4 +1,4 @@
-"""@guvectorize with small core dimensions (issue 18): the flat tiles of src/gufunc.c (a tile of
+"""@guvectorize with small core dimensions: the flat tiles of src/gufunc.c (a tile of
 consecutive loop iterations that is one contiguous block, copied through shared memory with
 16-byte cp.async units where aligned) against NumPy, for the cross product (3),(3)->(3), the 4x4
 matmul, a (2)->(2) and a (3)->() core: loop counts around the tile sizes, bases off 16-byte

@@ -1,4 +1,4 @@
-"""The host path's strategies (issue 18, src/hostpipe.c): each forced in turn gives NumPy's results.
+"""The host path's strategies (src/hostpipe.c): each forced in turn gives NumPy's results.
 
 Strategies, flipped at run time through `_core._hostpipe_config` (the same settings as the
 CUFUNC_HOST_* / CUFUNC_HOSTPIPE_* environment knobs):

@@ -367,7 +367,7 @@ def test_default_settings_pipeline_a_large_call():
     check_hypot(r, a, b)
     assert info["chunks"] >= 2 and info["streams"] >= 2
     small = rand(1000, np.float32, 46)
-    r, info = pipelined(lambda: hypot(small, small))  # session 6: small calls too, in one chunk
+    r, info = pipelined(lambda: hypot(small, small))  # small calls too, in one chunk
     check_hypot(r, small, small)
     assert info["chunks"] == 1 and info["streams"] == 1
     _core._hostpipe_config(min_kb=4096)        # the knob still gives the old split

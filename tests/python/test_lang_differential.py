@@ -1,4 +1,4 @@
-"""Differential tests of the kernel language (LANGUAGE.md): every operator, builtin and
+"""Differential tests of the kernel language (docs/language.md): every operator, builtin and
 math / cmath / numpy function, for every type it accepts, translated by cufunc.lang.translate,
 compiled with g++ against templates/cufunc/runtime.cuh and run through ctypes, compared with
 CPython running the same function on NumPy scalars; every translation is also compiled with NVRTC
@@ -147,8 +147,20 @@ def _binary_inputs(t1, t2, *key):
     return [a, b]
 
 
+# NumPy 2.3 and later compute a float power of 0.5 as a square root on scalars too, so
+# np.power(-inf, 0.5) is nan, as the kernels give; earlier NumPy 2 scalars took C's pow (inf).
+# Under such a NumPy that one input pair is left out of the np.power cases.
+_NP_POW_HALF_IS_SQRT = bool(np.isnan(np.power(np.float64(-np.inf), np.float64(0.5))))
+
+
+def _without_neg_inf_to_half(inputs):
+    x, y = inputs
+    keep = ~((x == -np.inf) & (y == 0.5))
+    return [x[keep], y[keep]]
+
+
 def _ipow_ref(x, y):
-    """x ** y with LANGUAGE.md's departure: a negative integer power is 0 unless the base is
+    """x ** y with docs/language.md's departure: a negative integer power is 0 unless the base is
     1 or -1 (NumPy raises)."""
     if np.asarray(y).dtype.kind in "iu" and np.asarray(x).dtype.kind in "iub" and y < 0:
         rt = np.result_type(x, y)
@@ -398,8 +410,10 @@ def build_cases():
             add(getattr(M, "np_" + f), [t], _unary_inputs(t, "np" + f))
         for f in NP2:
             b = {"hypot": ULP["hypot"], "atan2": ULP["atan2"], "pow": ULP["pow"]}.get(f)
-            add(getattr(M, "np_" + f), [t, t], _binary_inputs(t, t, "np" + f),
-                b[t == "float64"] if b else "exact")
+            ins = _binary_inputs(t, t, "np" + f)
+            if f == "pow" and not _NP_POW_HALF_IS_SQRT:
+                ins = _without_neg_inf_to_half(ins)
+            add(getattr(M, "np_" + f), [t, t], ins, b[t == "float64"] if b else "exact")
     for t in CPLX:
         for f in ["sqrt", "exp", "log", "sin", "cos", "tanh"]:
             x = _unary_inputs(t, "np" + f)[0]

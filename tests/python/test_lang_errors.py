@@ -1,4 +1,4 @@
-"""Every construct LANGUAGE.md rejects, and type errors, fail at translation time with
+"""Every construct docs/language.md rejects, and type errors, fail at translation time with
 TypingError or UnsupportedError naming the construct, the user's file and line, and showing the
 line with a caret. No GPU needed; nothing here reaches NVRTC."""
 

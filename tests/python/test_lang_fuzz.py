@@ -44,7 +44,7 @@ ARG_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "ui
              "float32", "float64", "bool"]
 NUM_TYPES = [t for t in ARG_TYPES if t != "bool"]
 
-# constructs the language rejects (LANGUAGE.md "Errors"), and odd but legal ones
+# constructs the language rejects (docs/language.md "Errors"), and odd but legal ones
 NOISE = [
     "[{e}]", "{{{e}: 1}}", "'s'", "f'{{{e}}}'", "(lambda q: q)({e})", "[q for q in range(3)]",
     "{e}[1:2]", "{e}.foo", "unknown_name", "unknown_func({e})", "None", "({e}, {e})",
@@ -118,7 +118,7 @@ def exprs(draw, names, depth=2, noise=True):
 @st.composite
 def blocks(draw, names, typed, depth, indent, nloop, noise):
     """Statements. Locals in ``typed`` ({name: dtype}) are assigned through a cast to their one
-    type (LANGUAGE.md gives a variable one type; CPython then agrees)."""
+    type (docs/language.md gives a variable one type; CPython then agrees)."""
     pad = "    " * indent
     out = []
     for _ in range(draw(st.integers(1, 3))):
@@ -261,7 +261,7 @@ def _write_programs(progs, path):
 
 
 def _lang_int(x):
-    """int() as LANGUAGE.md defines it in kernels: a conversion to int64 (NumPy's, which wraps
+    """int() as docs/language.md defines it in kernels: a conversion to int64 (NumPy's, which wraps
     integers and gives INT64_MIN for floats out of range), where CPython's int is unbounded."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -7,7 +7,7 @@ running it on NumPy scalars. The translations are also compiled with NVRTC (sm_9
 
 Programs only use operations whose results are exact (integer and boolean arithmetic, float
 + - * / // %, comparisons, casts), so agreement is exact. Every local variable keeps one NumPy type
-in CPython too (assignments are wrapped in a cast to it, as LANGUAGE.md gives each variable one
+in CPython too (assignments are wrapped in a cast to it, as docs/language.md gives each variable one
 type), and integer literals are small and non-negative (so CPython never raises OverflowError for
 a weak literal).
 

@@ -28,7 +28,7 @@ from cufunc.errors import TypingError, UnsupportedError
 
 THIS_FILE = os.path.abspath(__file__)
 
-# -------------------------------------------------------------------------------- the issue's
+# -------------------------------------------------------------------------------- the hard
 # cases: several lambdas on one line, with the same parameter names
 FS = [lambda x: x + 1.0, lambda x: x * 2.0]
 G = (lambda x, y: x + y); H2 = (lambda x, y: x * y)  # noqa: E702
@@ -175,7 +175,7 @@ def test_vectorize_counts_outputs_of_the_right_lambda():
 
 
 def test_closure_cells_are_read_at_compile_time():
-    """LANGUAGE.md: captured values are constants when the function is compiled. A lambda in a
+    """docs/language.md: captured values are constants when the function is compiled. A lambda in a
     loop shares one cell (CPython gives its last value too); a rebinding after compilation does
     not change what was compiled, and the next compilation sees it."""
     fs = _make_closures()

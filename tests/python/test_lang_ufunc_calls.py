@@ -1,4 +1,4 @@
-"""A cufunc ufunc called in a kernel body means the ufunc (issue 16, section 4).
+"""A cufunc ufunc called in a kernel body means the ufunc.
 
 In CPython on NumPy scalars, ``hyp(x, 2.0)`` inside a body is a ufunc call: the loop is chosen
 over the ufunc's declared loops (in order; exact match first, then the first loop every input
@@ -35,7 +35,7 @@ THIS_FILE = __file__
 
 
 def _absdiff(a, b):
-    # a Python float: inlined as a plain function (before issue 16) a float32 call gave float64
+    # a Python float: inlined as a plain function a float32 call gave float64
     return math.fabs(a - b)
 
 
@@ -271,7 +271,7 @@ def one(x):
 
 # (label, maker, maker's extra arguments, inner, argument dtypes, expected result dtype)
 CASES_TABLE = [
-    # the issue's example: float32 and a Python float take the float32 loop
+    # the motivating example: float32 and a Python float take the float32 loop
     ("hyp_f4_lit", call_rc, (2.0,), hyp, ["float32"], "float32"),
     ("hyp_f4_intlit", call_rc, (2,), hyp, ["float32"], "float32"),
     ("hyp_f8_lit", call_rc, (2.0,), hyp, ["float64"], "float64"),

@@ -1,4 +1,4 @@
-"""Numba's memory API in cufunc (issue 16 section 1): pinned, mapped, managed memory,
+"""Numba's memory API in cufunc: pinned, mapped, managed memory,
 defer_cleanup, events, DeviceNDArray view / split / squeeze / copy_to_host(ary) / __setitem__ /
 __len__ / get_ipc_handle and open_ipc_array. Argument checks run without a GPU; the rest is marked
 gpu."""

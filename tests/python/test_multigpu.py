@@ -1,4 +1,4 @@
-"""Several GPUs in one process (issue 19, "One process, several GPUs").
+"""Several GPUs in one process.
 
 A call runs on the device of its device operands, whatever the thread's current device: kernels,
 outputs, stream and pool of that device. Operands on two devices are a ValueError naming both;

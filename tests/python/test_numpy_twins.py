@@ -1,4 +1,4 @@
-"""NumPy's ufuncs on cufunc DeviceArrays through their GPU twins (issue 15, section 2), against
+"""NumPy's ufuncs on cufunc DeviceArrays through their GPU twins, against
 NumPy on host copies: np.sin(d), np.add(d, 1.5), reduce/accumulate/outer, the operators of
 DeviceArray with NumPy's casting and NEP 50 scalars.
 
@@ -164,7 +164,10 @@ def test_power_operator_routes_python_int_two_to_square(monkeypatch):
     assert calls == ["square", ("power", float), ("power", bool), ("power", np.int64),
                      ("power", int)]
     h = np.ones(3, bool)
-    assert (h ** 2).dtype == np.int8 and (h ** 2.0).dtype == np.float64   # NumPy's answers
+    assert (h ** 2).dtype == np.int8                                      # NumPy's answers
+    if np.lib.NumpyVersion(np.__version__) >= "2.3.0":
+        # earlier NumPy 2 took its square fast path for a float 2.0 too (int8 for bool)
+        assert (h ** 2.0).dtype == np.float64
 
 
 def _emulated_loop(tw, in_dtypes, extra):

@@ -1,4 +1,4 @@
-"""Outputs that share memory with inputs (issue 13, section 1): NumPy defines such calls as if
+"""Outputs that share memory with inputs: NumPy defines such calls as if
 every input were copied before any output is written. Every engine is called with outputs that
 alias, partly overlap or are reversed views of its inputs, and the whole buffer afterwards is
 compared with NumPy's answer for the same aliasing on a host copy (NumPy's own call where it has
@@ -138,7 +138,7 @@ CASES = [
     ("ufunc out shifted -1", (N1,), lambda e, b: e.twice_minus(b[1:], b[:-1], out=b[:-1]), "dh"),
     ("ufunc positional out shifted", (N1,), ufunc_positional, "d"),
     ("ufunc transposed out", (512, 512), lambda e, b: e.twice_minus(b, 1, out=b.T), "dh"),
-    # gufunc (n)->(n): the issue's example and its relatives
+    # gufunc (n)->(n): the motivating example and its relatives
     ("reverse out=input", (R, C), lambda e, b: e.reverse(b, out=b), "dh"),
     ("reverse out=input, 1 row", (C,), lambda e, b: e.reverse(b, out=b), "dh"),
     ("reverse out reversed rows", (R, C), lambda e, b: e.reverse(b, out=b[::-1]), "dh"),

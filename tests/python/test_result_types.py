@@ -1,4 +1,4 @@
-"""Results come back in the caller's array type (issue 15, section 1): the deliver step of the call
+"""Results come back in the caller's array type: the deliver step of the call
 pipeline (numpy_ext/py_call.c, cf_py_call_deliver) wraps fresh device results with the wrapper of
 the first foreign device input (cufunc/_interop.py has the rule).
 
@@ -11,8 +11,6 @@ the output-type setting, and (no GPU) the selection rule with stand-in library m
 import gc
 import math
 import os
-import re
-import subprocess
 import sys
 import time
 import threading
@@ -663,30 +661,4 @@ def test_out_jax_array_is_a_type_error(engine, call, what):
     assert what in str(e.value)
 
 
-# ---- README ----------------------------------------------------------------------------------------
-
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
-
-
-def readme_blocks():
-    text = open(README).read()
-    quick = text[text.index("## Quick start"):]
-    inter = text[text.index("## cufunc with CuPy, PyTorch, JAX"):]
-    block = re.compile(r"```python\n(.*?)```", re.S)
-    return block.search(quick).group(1), block.search(inter).group(1)
-
-
-def test_readme_interop_is_python():
-    compile(readme_blocks()[1], "README interop", "exec")
-
-
-@gpu
-def test_readme_interop_runs(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("cupy")
-    script = tmp_path / "interop.py"  # a file: the translator reads function sources
-    script.write_text("\n".join(readme_blocks()))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "<class 'cupy.ndarray'>" in p.stdout
-    assert "DeviceArray" in p.stdout
+# The README's and docs' code blocks run in tests/python/test_docs_examples.py.

@@ -278,7 +278,7 @@ def test_casts(shim, src):
 # integers and booleans
 
 def _ipow(a, b):
-    if b < 0:  # LANGUAGE.md: 0 unless the base is 1 or -1 (NumPy raises)
+    if b < 0:  # docs/language.md: 0 unless the base is 1 or -1 (NumPy raises)
         if a == 1:
             return a
         if a == -1:
@@ -323,7 +323,7 @@ def test_int_unary(shim, t, op):
 
 
 def test_int_division_departures(shim):
-    """The departures LANGUAGE.md names: x // 0 == x % 0 == 0, MIN // -1 == MIN, MIN % -1 == 0."""
+    """The departures docs/language.md names: x // 0 == x % 0 == 0, MIN // -1 == MIN, MIN % -1 == 0."""
     for t in H.INT_TYPES:
         ii = np.iinfo(t)
         a = np.array([5, ii.min, ii.max, 0], dtype=t)
@@ -515,7 +515,7 @@ def test_ldexp_frexp_modf(shim, t):
 
 
 def test_float_floor_division_examples(shim):
-    """LANGUAGE.md's examples and the sign rules of NumPy's npy_divmod."""
+    """docs/language.md's examples and the sign rules of NumPy's npy_divmod."""
     a = np.array([-7.5, 7.5, -1.0, 1.0, -0.0, 0.0, 1.0, -1.0, np.inf, 5.0], dtype=np.float64)
     b = np.array([2.0, -2.0, np.inf, -np.inf, 3.0, -3.0, 0.0, 0.0, 2.0, np.nan])
     fd = call(shim, "floordiv_float64", np.float64, a, b)

@@ -1,4 +1,4 @@
-"""Fuzzing the two signature parsers (issue 13): random strings, built from the grammar's tokens
+"""Fuzzing the two signature parsers: random strings, built from the grammar's tokens
 mixed with punctuation, whitespace, digits, non-ASCII characters, NULs, lone surrogates and very
 long names, and valid signatures mutated by a token. Every input must either parse to what an
 independent reference parser (below, written from the grammar in include/cufunc/signature.h)

@@ -1,4 +1,4 @@
-"""Signature and layout strings that are not plain signatures (issue 13): an embedded NUL, a lone
+"""Signature and layout strings that are not plain signatures: an embedded NUL, a lone
 surrogate, a very long text, a long dimension name. Each is refused with cufunc's one
 SignatureError, at the right position, through every way a user gives one (parse_signature,
 vectorize, guvectorize, GUFunc, the _core parsers). No GPU needed."""

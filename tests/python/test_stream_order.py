@@ -1,5 +1,5 @@
 """No call reads an array before the work that produced it, whatever streams the two were queued
-on (issue 13, section 1: the three race items).
+on (the three races: inputs, outputs, frees).
 
 Every test queues a long producer (a kernel whose loop runs for tens of milliseconds, a large
 asynchronous copy, or a chain of large PyTorch/CuPy matmuls) and then the consumer at once, with no
@@ -208,7 +208,7 @@ def test_consumer_waits_for_producer(streams, n_iter, engine, producer, consumer
 @pytest.mark.parametrize("producer,consumer", PAIRS)
 @pytest.mark.parametrize("engine", ["ufunc", "gufunc", "cuda_reduce"])
 def test_consumer_waits_for_a_new_result(streams, n_iter, engine, producer, consumer):
-    """`r = slow(d, stream=s)` then a consumer on another stream (the issue's cuda.reduce case)."""
+    """`r = slow(d, stream=s)` then a consumer on another stream (the cuda.reduce case)."""
     d, want, _ = produce(streams, producer, n_iter, mode="new")
     kw, _ = streams.make(consumer)
     run, expected = ENGINES[engine]

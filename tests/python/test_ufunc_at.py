@@ -1,4 +1,4 @@
-"""ufunc.at on device arrays (issue 15, section 2): np.add.at(d, idx, v) through the twins and
+"""ufunc.at on device arrays: np.add.at(d, idx, v) through the twins and
 uf.at(...) for any cufunc ufunc, against np.<ufunc>.at on host copies. Repeated indices must
 accumulate (the point of at): the index sets here repeat every bin many times.
 

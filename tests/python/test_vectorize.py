@@ -61,7 +61,7 @@ def random_array(dtype, shape, rng):
 
 
 def expected_muladd(a, b):
-    """x * y + x as NumPy scalars compute it (LANGUAGE.md's meaning). For complex values that is
+    """x * y + x as NumPy scalars compute it (docs/language.md's meaning). For complex values that is
     not what NumPy's array loops give: their SIMD complex multiply fuses a multiply and an add
     (FMA), rounding differently from the scalar product, which is written out here."""
     with np.errstate(all="ignore"):

@@ -1,6 +1,6 @@
 """Back-to-back calls: the call path's shortcuts must never serve a stale launch.
 
-Three shortcuts make a loop of small calls cheap (issue 4's per-call target):
+Three shortcuts make a loop of small calls cheap:
   * the fast path of UFunc calls (numpy_ext/py_ufunc.c, ufunc_fast): DeviceArrays of one shape
     with the outputs given and input dtypes seen before skip the general call's classification;
     anything else falls back to the general path;

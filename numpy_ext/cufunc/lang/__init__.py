@@ -1,4 +1,4 @@
-"""The cufunc kernel language: Python function -> typed IR -> CUDA C (see LANGUAGE.md).
+"""The cufunc kernel language: Python function -> typed IR -> CUDA C (see docs/language.md).
 
     from cufunc.lang import translate, jit, local
     r = translate(f, [float32, float32])
@@ -8,6 +8,7 @@ This package imports only NumPy and the standard library (not cufunc._core)."""
 
 from .. import types as _T
 from ..errors import TypingError, UnsupportedError
+from ..errors import user_frames_only as _user_frames_only
 from . import typesys as _TS
 from . import policy as _policy
 from . import device as _device
@@ -53,6 +54,7 @@ def _arg_types(argtypes):
     return out
 
 
+@_user_frames_only  # a translation error shows the user's line, not the translator's frames
 def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, typing="numpy",
               debug=False):
     """Translate ``pyfunc`` for the argument types ``argtypes`` into CUDA C.
@@ -84,7 +86,7 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, typing="num
 
     Raises TypingError / UnsupportedError (pointing at the user's file and line) for programs
     outside the kernel language. The kernel must be compiled with --fmad=false unless
-    fastmath=True (no contraction of a*b+c, as LANGUAGE.md requires).
+    fastmath=True (no contraction of a*b+c, as docs/language.md requires).
 
     typing: "numpy" (NumPy 2 promotion with NEP 50 Python scalars, LANGUAGE.md) or "numba"
     (Numba's typing rules: Python literals are int64/float64, integer operations widen to

@@ -1,5 +1,5 @@
 """Constant folding: NumPy's own result for operations on constants, and the range rules of
-integer constants (LANGUAGE.md: integers of at most 64 bits). Pure functions of Python and NumPy
+integer constants (docs/language.md: integers of at most 64 bits). Pure functions of Python and NumPy
 values: the translator decides when to fold and turns the results into constant values."""
 
 import math
@@ -90,7 +90,7 @@ def fits(value):
 
 def int_range_message(value, fits="64 bits", role=None, name=None):
     """The one message for an integer constant (literal, global, folded result, index) that does
-    not fit where it is used: LANGUAGE.md allows integers of at most 64 bits."""
+    not fit where it is used: docs/language.md allows integers of at most 64 bits."""
     text = "the integer %d does not fit in %s" % (value, fits)
     if name is not None:
         text = "the global '%s' = %d does not fit in %s" % (name, value, fits)
