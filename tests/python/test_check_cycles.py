@@ -37,7 +37,7 @@ def test_no_cycle(tmp_path):
                          "b.c": "int b(void) { return 1; }\n"})
     assert r.returncode == 0, r.stdout
     assert "a.c -> b.c" in r.stdout
-    assert "no call cycle between 2 files" in r.stdout
+    assert "no cycle between 2 files of src/ (calls)" in r.stdout
 
 
 def test_no_objects(tmp_path):
