@@ -8,9 +8,10 @@ The programs use the constructs whose typing differs between NumPy and Numba: li
 with small integers and float32, integer widening, true and floor division, ``**`` with literal
 exponents, abs/min/max/round/int/float, math functions, comparisons and and/or.
 
-Inputs are finite and moderate (no NaN or infinity, integers that fit a double), so that no
-conversion of a float to an integer is out of range: there C, LLVM and CUDA leave the result
-undefined, and neither side can be compared.
+Inputs are finite and moderate (no NaN or infinity; integers of 32 and 64 bits below 2**12),
+so that no conversion of a float to an integer is out of range and no signed 64-bit product
+overflows: there C, LLVM and CUDA leave the result undefined (Numba's LLVM code may assume a
+signed overflow away), and neither side can be compared.
 
 ``numba_reference(module_path, specs, target)`` compiles every body with Numba (njit on the CPU,
 the NumPy error model of its vectorize; or numba-cuda device functions) and returns, per body,
@@ -58,7 +59,10 @@ class _Gen:
             op = self.pick(["+", "-", "*", "+", "-", "*", "/", "//", "%"])
             return "(%s %s %s)" % (a, op, b)
         if k < 0.52:
-            return "(%s ** %s)" % (a, self.pick(["0", "1", "2", "3", "2.0", "0.5"]))
+            # (of an expression of the arguments: Numba folds a constant power with Python's
+            # meaning, (-0.25) ** 0.5 is complex)
+            return "(%s ** %s)" % (self.rooted(names, depth - 1),
+                                   self.pick(["0", "1", "2", "2.0", "0.5"]))
         if k < 0.56:
             return "(%s %s %s)" % (a, self.pick(["&", "|", "^"]), b)
         if k < 0.58:
@@ -66,7 +70,8 @@ class _Gen:
         if k < 0.64:
             return "(%s if %s else %s)" % (a, self.cond(names, depth - 1), b)
         if k < 0.68:
-            return "(%s %s %s)" % (a, self.pick(["and", "or"]), b)
+            # the first operand depends on an argument: Numba prunes the branch of a constant
+            return "(%s %s %s)" % (self.rooted(names, depth - 1), self.pick(["and", "or"]), b)
         if k < 0.72:
             return "(-%s)" % a
         if k < 0.76:
@@ -82,26 +87,35 @@ class _Gen:
         if k < 0.91:
             return "float(%s)" % a
         if k < 0.95:
+            # (of expressions of the arguments: a constant call is folded at compile time,
+            # by CPython's libm for cufunc and by LLVM for Numba)
+            x = self.rooted(names, depth - 1)
             return "math.%s(%s)" % (self.pick(["sqrt", "exp", "log1p", "sin", "atan"]),
-                                    "abs(%s)" % a if self.r.random() < 0.7 else p)
+                                    "abs(%s)" % x if self.r.random() < 0.7 else p)
         # (not copysign: the sign of a wrapped signed product is what LLVM may assume away,
         # as a signed overflow is undefined for Numba's integer arithmetic)
-        return "math.%s(%s, %s)" % (self.pick(["atan2", "hypot"]), a, b)
+        return "math.%s(%s, %s)" % (self.pick(["atan2", "hypot"]), self.rooted(names, depth - 1),
+                                    b)
+
+    def rooted(self, names, depth):
+        """An expression that depends on an argument (never a constant)."""
+        a = self.pick(names[:2])
+        if self.r.random() < 0.5:
+            a = "(%s %s %s)" % (a, self.pick(["+", "-", "*"]), self.expr(names, max(depth, 0)))
+        return a
 
     def cond(self, names, depth):
         # The left operand always depends on an argument: Numba prunes a branch whose
         # condition compares two constants (a literal or a variable assigned once), cufunc
         # only literal conditions (docs/typing.md).
-        a = self.pick(names[:2])
-        if self.r.random() < 0.5:
-            a = "(%s %s %s)" % (a, self.pick(["+", "-", "*"]), self.expr(names, min(depth, 1)))
+        a = self.rooted(names, min(depth, 1))
         b = self.expr(names, min(depth, 1))
         c = "%s %s %s" % (a, self.pick(["<", "<=", ">", ">=", "==", "!="]), b)
         k = self.r.random()
         if k < 0.15:
             return "not (%s)" % c
         if k < 0.3:
-            return "(%s) and (%s > %s)" % (c, self.pick(names), self.lit())
+            return "(%s) and (%s > %s)" % (c, self.pick(names[:2]), self.lit())
         return c
 
     def body(self):
@@ -109,7 +123,10 @@ class _Gen:
         lines = []
         ind = "    "
         acc = "v0"
-        lines.append("%s%s = %s" % (ind, acc, self.pick(["0", "0.", "0.5", "1"])))
+        # A float64 accumulator: every type it is given unifies to float64, so its one type
+        # is also the type of each of Numba's versions of it (Numba types each assignment on
+        # its own, cufunc a variable once: docs/typing.md)
+        lines.append("%s%s = %s" % (ind, acc, self.pick(["0.", "0.5", "1.5"])))
         names = names + [acc]
         for _ in range(int(self.r.integers(1, 5))):
             k = self.r.random()
@@ -120,14 +137,16 @@ class _Gen:
                 lines.append("%s%s %s= %s" % (ind, acc, self.pick(["+", "-", "*"]),
                                               self.expr(names, 2)))
             elif k < 0.6 and "v1" not in names:
-                lines.append("%sv1 = %s" % (ind, self.expr(names, 2)))
+                lines.append("%sv1 = %s" % (ind, self.rooted(names, 1)))
                 names = names + ["v1"]
             elif k < 0.78:
                 lines.append("%sif %s:" % (ind, self.cond(names, 2)))
                 lines.append("%s    %s = %s" % (ind, acc, self.expr(names, 2)))
                 if self.r.random() < 0.5:
+                    # (not a plain assignment in both branches: the float64 initial value
+                    # must reach the merge, or Numba's merged version has the branches' type)
                     lines.append("%selse:" % ind)
-                    lines.append("%s    %s = %s" % (ind, acc, self.expr(names, 2)))
+                    lines.append("%s    %s += %s" % (ind, acc, self.expr(names, 2)))
             elif k < 0.9:
                 lines.append("%sfor i in range(%s):" % (ind, self.pick(["3", "4", "2"])))
                 lines.append("%s    %s += %s" % (ind, acc, self.expr(names + ["i"], 1)))
@@ -167,9 +186,13 @@ def inputs(argt, n, seed):
             v = rng.integers(0, 2, n).astype(bool)
         elif dt.kind in "iu":
             info = np.iinfo(dt)
-            lo, hi = max(int(info.min), -2 ** 40), min(int(info.max), 2 ** 40)
+            # 8- and 16-bit integers over their whole range (Numba widens them to int64 first);
+            # wider ones small enough that no product of a body's terms overflows int64: a
+            # signed overflow is undefined for Numba's LLVM code, which may assume it away
+            bound = 2 ** 12 if dt.itemsize >= 4 else 2 ** 16
+            lo, hi = max(int(info.min), -bound), min(int(info.max), bound)
             edges = [0, 1, 2, 3, -1, -2, 7, 100, -100]
-            if dt.itemsize <= 4:
+            if dt.itemsize <= 2:
                 edges += [int(info.max), int(info.min)]
             edges = [e for e in edges if info.min <= e <= info.max]
             v = edges + [int(x) for x in rng.integers(lo, hi, n, endpoint=True)]

@@ -431,9 +431,21 @@ class ExprsMixin:
         is_and = isinstance(node.op, ast.And)
         vals = [self.scalar(self.expr(v), n, "an operand of %s" % ("and" if is_and else "or"))
                 for v, n in zip(node.values, node.values)]
-        # Numba types the result as the unification of every operand, decided or not
+        # Numba types the result as the unification of the operands that can give it: a
+        # constant operand's branch is pruned before typing (a deciding constant ends the
+        # chain, another one is skipped unless it is the last operand)
         R_all = None
         if self.policy.numba:
+            kept = []
+            for k, v in enumerate(vals):
+                if v.is_const:
+                    decides = (not bool(v.const)) if is_and else bool(v.const)
+                    if decides or k == len(vals) - 1:
+                        kept.append(v)
+                        break
+                    continue
+                kept.append(v)
+            vals = kept
             for v in vals:
                 R_all = self._join(R_all, v.type, node)
         # Leading constants decide statically: `1 or b` is the Python int 1, exactly.
