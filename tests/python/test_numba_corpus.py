@@ -199,7 +199,8 @@ def test_loop_types_are_numbas():
     result dtypes of Numba's typing: no GPU needed, both compile listed signatures when the
     decorator runs), against Numba's CPU target, which shares numba-cuda's type inference."""
     pytest.importorskip("numba", reason="Numba is the reference of the loop types")
-    pytest.importorskip("cufunc.numba", reason="cufunc.numba is what the corpus tests")
+    pytest.importorskip("cufunc.numba", reason="this build has no cufunc.numba, whose loop types "
+                        "the check compares")
     rows = runner.compare_loop_types(PROGRAMS)
     assert [r for r in rows if not r[1]] == []
     assert len(rows) == len(PROGRAMS)
