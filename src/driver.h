@@ -121,4 +121,23 @@ cf_status cf_cu_check(CUresult r, const char *what);
             return cf_cu_check(cf_cu_r_, #call);                                                   \
     } while (0)
 
+/* Calls CUDA calls "potentially unsafe" during a stream capture (module loads, memory-pool
+ * settings made lazily on first use) invalidate a capture under way in the global and thread-local
+ * modes (PyTorch captures in the global mode). Such a call is made with this thread's mode relaxed
+ * for its duration, as the CUDA documentation advises libraries that initialise lazily; it queues
+ * nothing on any stream. relax returns the mode to give back to restore. */
+static inline CUstreamCaptureMode cf_capture_mode_relax(void)
+{
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (cf_drv.cuThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
+        m = CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing changed: nothing to put back */
+    return m;
+}
+
+static inline void cf_capture_mode_restore(CUstreamCaptureMode m)
+{
+    if (m != CU_STREAM_CAPTURE_MODE_RELAXED)
+        cf_drv.cuThreadExchangeStreamCaptureMode(&m);
+}
+
 #endif

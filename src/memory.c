@@ -191,7 +191,11 @@ static cf_status device_pool(int device, pool_state *out)
                 goto out;
             }
             cuuint64_t threshold = UINT64_MAX;
+            /* the first allocation may come inside a capture (a cold call under
+             * torch.cuda.graph): a pool setting is not allowed there in the global mode */
+            CUstreamCaptureMode mode = cf_capture_mode_relax();
             r = cf_drv.cuMemPoolSetAttribute(p->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+            cf_capture_mode_restore(mode);
             if (r != CUDA_SUCCESS) {
                 st = cf_cu_check(r, "cuMemPoolSetAttribute(RELEASE_THRESHOLD)");
                 goto out;

@@ -96,21 +96,9 @@ static int is_jit_failure(CUresult r)
 /* Module loading is one of the calls CUDA calls "potentially unsafe" during a stream capture: in
  * the global and thread-local modes it would invalidate a capture under way (PyTorch captures in
  * the global mode). A kernel compiled or fetched during a capture is loaded with this thread's
- * mode relaxed for the call, as the CUDA documentation advises libraries that allocate lazily;
- * the load itself queues nothing on any stream. */
-static CUstreamCaptureMode capture_mode_relax(void)
-{
-    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
-    if (cf_drv.cuThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
-        m = CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing changed: nothing to put back */
-    return m;
-}
-
-static void capture_mode_restore(CUstreamCaptureMode m)
-{
-    if (m != CU_STREAM_CAPTURE_MODE_RELAXED)
-        cf_drv.cuThreadExchangeStreamCaptureMode(&m);
-}
+ * mode relaxed for the call (cf_capture_mode_relax, driver.h); the load queues nothing. */
+#define capture_mode_relax cf_capture_mode_relax
+#define capture_mode_restore cf_capture_mode_restore
 
 /* Load an image into the current context (the device's primary one). */
 static cf_status load_image(const void *image, int is_ptx, int cc_major, int cc_minor,
