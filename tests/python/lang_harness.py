@@ -253,7 +253,9 @@ def build_shared(source, tag="shim"):
     key = hashlib.sha256((source + runtime_hash() + " ".join(CXXFLAGS)).encode()).hexdigest()[:24]
     so = os.path.join(_cache_dir(), "%s-%s.so" % (tag, key))
     if not os.path.exists(so):
-        cpp = so[:-3] + ".cpp"
+        # per-process names: pytest -n workers build the same library at once, and a source
+        # file rewritten under another worker's g++ gave a library missing functions
+        cpp = so[:-3] + ".%d.cpp" % os.getpid()
         with open(cpp, "w") as f:
             f.write(source)
         tmp = so + ".%d.tmp" % os.getpid()

@@ -1097,7 +1097,10 @@ cuda_dev = CUDA.jit(device=True)(d_module_level) if CUDA is not None else None
 def test_cufunc_cuda_namespace():
     if CUDA is None:
         pytest.skip("cufunc.cuda does not import here")
-    assert CUDA.local is local and CUDA.jit is jit
+    # cuda.local is the language's; cuda.jit wraps lang.jit (it adds typing=) and makes the same
+    # DeviceFunction
+    assert CUDA.local is local
+    assert isinstance(cuda_dev, L.DeviceFunction) and cuda_dev.typing == "numpy"
     assert tr(body_cuda_namespace, [T.float32]).return_type == T.float32
 
 
