@@ -30,7 +30,10 @@ import numba_bodies as NB
 
 pytestmark = pytest.mark.gpu
 
-N_BODIES = 1000
+# Numba's CPU target refuses about a quarter of the generated bodies (the live ones are compared):
+# 1,400 generated leave over 1,000 to compare.
+N_BODIES = 1400
+N_COMPARED = 1000
 N_INPUTS = 64
 BATCH = 50
 SEED = 7001
@@ -145,7 +148,7 @@ def test_numba_typing_differential_gpu(gpu, generated):
     numba, cuda = _numba_cuda()
     lang, _ = H.import_cufunc()
     specs, mod, ref, live = generated
-    assert len(live) >= N_BODIES * 0.8, "Numba refused too many generated bodies"
+    assert len(live) >= N_COMPARED, "Numba refused too many generated bodies: %d live" % len(live)
     nbc = _numba_cuda_results(numba, cuda, mod, live, ref)
     cf = _cufunc_results(lang, mod, live)
     problems, fused, exact = [], 0, 0
@@ -196,18 +199,25 @@ def test_numba_typing_through_vectorize(gpu, generated, monkeypatch):
     numba, cuda = _numba_cuda()
     specs, mod, ref, live = generated
     vec = _cufunc_numba_vectorize(monkeypatch)
-    problems = []
+    problems, compared = [], 0
     chosen = [s for s in live if "bool" not in s[2] and ref[s[0]][0] != "bool"]
     for name, lines, argt, ret in chosen[:N_VECTORIZE]:
         rt, cpu_vals = ref[name]
         sig = "%s(%s, %s)" % (rt, argt[0], argt[1])
+        try:
+            # numba-cuda's target refuses some bodies its CPU target types (min/max of mixed
+            # types): only what both Numba targets accept is compared
+            nb = numba.vectorize([sig], target="cuda")(getattr(mod, name))
+        except numba.core.errors.TypingError:
+            continue
         uf = vec([sig])(getattr(mod, name))
         a, b = NB.inputs(argt, N_INPUTS, NB._seed(name))
         got = np.asarray(uf(a, b))
-        nb = numba.vectorize([sig], target="cuda")(getattr(mod, name))
         want = nb(a, b)
+        compared += 1
         if got.dtype != want.dtype or not H.exact_equal(want, got).all():
             if not _has_fma(numba, cuda, getattr(mod, name), argt, rt):
                 problems.append("%s: cufunc %r, numba-cuda %r\n%s"
                                 % (name, got[:4], want[:4], "\n".join(lines)))
+    assert compared >= N_VECTORIZE // 2, "numba-cuda refused most bodies: %d compared" % compared
     assert not problems, "\n\n".join(problems[:5])
