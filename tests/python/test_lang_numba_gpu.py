@@ -30,9 +30,9 @@ import numba_bodies as NB
 
 pytestmark = pytest.mark.gpu
 
-# Numba's CPU target refuses about a quarter of the generated bodies (the live ones are compared):
-# 1,400 generated leave over 1,000 to compare.
-N_BODIES = 1400
+# Numba's CPU target refuses about a quarter of the generated bodies and numba-cuda a few more
+# (only bodies both accept are compared): 1,700 generated leave over 1,000 to compare.
+N_BODIES = 1700
 N_COMPARED = 1000
 N_INPUTS = 64
 BATCH = 50
@@ -79,15 +79,20 @@ def _nb_sig(numba, argt, ret):
 
 
 def _numba_cuda_results(numba, cuda, mod, live, ref):
-    """{name: results} of numba-cuda, one kernel per BATCH bodies."""
+    """{name: results} of numba-cuda, one kernel per BATCH bodies; bodies numba-cuda's target
+    refuses although Numba's CPU target types them (min/max of a bool and a float) are left
+    out."""
     out = {}
-    for start in range(0, len(live), BATCH):
-        chunk = live[start:start + BATCH]
-        devs = {}
-        for name, lines, argt, ret in chunk:
-            rt = ref[name][0]
-            devs["d_" + name] = cuda.jit(_nb_sig(numba, argt, rt), device=True)(
-                getattr(mod, name))
+    accepted = []
+    for name, lines, argt, ret in live:
+        try:
+            dev = cuda.jit(_nb_sig(numba, argt, ref[name][0]), device=True)(getattr(mod, name))
+        except numba.core.errors.TypingError:
+            continue
+        accepted.append((name, lines, argt, ret, dev))
+    for start in range(0, len(accepted), BATCH):
+        chunk = [c[:4] for c in accepted[start:start + BATCH]]
+        devs = {"d_" + c[0]: c[4] for c in accepted[start:start + BATCH]}
         params, body = [], []
         for name, lines, argt, ret in chunk:
             params += ["A_" + name, "B_" + name, "O_" + name]
@@ -152,7 +157,9 @@ def test_numba_typing_differential_gpu(gpu, generated):
     nbc = _numba_cuda_results(numba, cuda, mod, live, ref)
     cf = _cufunc_results(lang, mod, live)
     problems, fused, exact = [], 0, 0
-    for name, lines, argt, ret in live:
+    compared = [s for s in live if s[0] in nbc]
+    assert len(compared) >= N_COMPARED, "%d bodies both Numba targets accept" % len(compared)
+    for name, lines, argt, ret in compared:
         rt, cpu_vals = ref[name]
         mine_t, mine = cf[name]
         src = "\n".join(lines)
@@ -177,10 +184,10 @@ def test_numba_typing_differential_gpu(gpu, generated):
                         % (name, argt[0], a[i], argt[1], b[i], mine[i], theirs[i],
                            cpu_vals[i], src))
     print("numba-cuda differential: %d bodies, %d identical, %d differ only where NVVM "
-          "fused a multiply-add" % (len(live), exact, fused))
+          "fused a multiply-add" % (len(compared), exact, fused))
     assert not problems, "%d bodies disagree with numba-cuda:\n%s" % (
         len(problems), "\n\n".join(problems[:6]))
-    assert exact + fused >= 800
+    assert exact + fused >= N_COMPARED
 
 
 def _cufunc_numba_vectorize(monkeypatch):
