@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from benchlib import cpu_alone
+from benchlib import cpu_alone, timeit
 from cufunc import cuda, vectorize
 
 CHAIN = 100
@@ -38,16 +38,8 @@ def hyp(x, y):
 
 
 def median_us(fn, sync, reps=7, inner=1, per=1):
-    fn()
-    sync()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / inner / per)
-    return 1e6 * statistics.median(ts)
+    """Median microseconds per call (benchlib.timeit), divided by `per` calls in each fn()."""
+    return 1e6 * timeit(fn, sync, reps, inner) / per
 
 
 def eager_only(torch):

@@ -903,6 +903,30 @@ static int rd_prepare(cf_py_call *c)
     return 0;
 }
 
+/* out= of accumulate or reduceat: NumPy's shape error, and on the device when `inputs` are ("the
+ * input is", "an input is"). */
+static int check_method_out(cf_py_call *c, const char *method, int ndim, const int64_t *shape,
+                            const char *inputs)
+{
+    const cf_array *o = &c->out[0].view;
+    if (c->outs[0] != NULL && !shapes_equal(o->ndim, o->shape, ndim, shape)) {
+        PyObject *f = cf_py_tuple_from_int64(o->ndim, o->shape);
+        PyObject *e = cf_py_tuple_from_int64(ndim, shape);
+        if (f && e)
+            PyErr_Format(PyExc_ValueError, "output parameter for %s of %s has the wrong shape: "
+                         "Found %R but expected %R", method, c->name, f, e);
+        Py_XDECREF(f);
+        Py_XDECREF(e);
+        return -1;
+    }
+    if (c->host_out && c->any_device) {
+        PyErr_Format(PyExc_TypeError, "%s of ufunc '%s': out= is a host (NumPy) array but %s on "
+                     "the device; pass a device array as out=", method, c->name, inputs);
+        return -1;
+    }
+    return 0;
+}
+
 /* Steps 1-3 of UFunc.accumulate. */
 static int ac_prepare(cf_py_call *c)
 {
@@ -910,25 +934,9 @@ static int ac_prepare(cf_py_call *c)
     if (rd_classify(c) < 0)
         return -1;
     const cf_array *a = &c->in[0].view;
-    const cf_array *o = &c->out[0].view;
     S->rndim = a->ndim;
     memcpy(S->rshape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
-    if (c->outs[0] != NULL && !shapes_equal(o->ndim, o->shape, a->ndim, a->shape)) {
-        PyObject *f = cf_py_tuple_from_int64(o->ndim, o->shape);
-        PyObject *e = cf_py_tuple_from_int64(a->ndim, a->shape);
-        if (f && e)
-            PyErr_Format(PyExc_ValueError, "output parameter for accumulate of %s has the wrong "
-                         "shape: Found %R but expected %R", c->name, f, e);
-        Py_XDECREF(f);
-        Py_XDECREF(e);
-        return -1;
-    }
-    if (c->host_out && c->any_device) {
-        PyErr_Format(PyExc_TypeError, "accumulate of ufunc '%s': out= is a host (NumPy) array but "
-                     "the input is on the device; pass a device array as out=", c->name);
-        return -1;
-    }
-    return 0;
+    return check_method_out(c, "accumulate", a->ndim, a->shape, "the input is");
 }
 
 /* The result in the accumulator type, or a host out='s (its values come back as they are). */
@@ -1183,22 +1191,8 @@ static int rat_prepare(cf_py_call *c)
     R->rndim = a->ndim;
     memcpy(R->rshape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
     R->rshape[R->ax] = c->in[1].view.shape[0];
-    const cf_array *o = &c->out[0].view;
-    if (c->outs[0] != NULL && !shapes_equal(o->ndim, o->shape, R->rndim, R->rshape)) {
-        PyObject *f = cf_py_tuple_from_int64(o->ndim, o->shape);
-        PyObject *e = cf_py_tuple_from_int64(R->rndim, R->rshape);
-        if (f && e)
-            PyErr_Format(PyExc_ValueError, "output parameter for reduceat of %s has the wrong "
-                         "shape: Found %R but expected %R", c->name, f, e);
-        Py_XDECREF(f);
-        Py_XDECREF(e);
+    if (check_method_out(c, "reduceat", R->rndim, R->rshape, "an input is") < 0)
         return -1;
-    }
-    if (c->host_out && c->any_device) {
-        PyErr_Format(PyExc_TypeError, "reduceat of ufunc '%s': out= is a host (NumPy) array but "
-                     "an input is on the device; pass a device array as out=", c->name);
-        return -1;
-    }
     return method_loop((CfPyUFunc *)c->self, R->dtype, c, a->dtype, "reduceat", &R->red,
                        &R->rloop, &R->acc);
 }
