@@ -24,6 +24,16 @@ if numba is None:
     pytest.skip("numba cannot be imported (pip install '.[test]' installs it)",
                 allow_module_level=True)
 
+# The rule tables of lang/numba_typing.py mirror Numba 0.68 (checked bit for bit against it). Older
+# Numbas type a few constructs otherwise (seen with the Numba that pip picks for NumPy 2.1 and with
+# numba-cuda 0.30's: math.atan2 of (int8, float32) in float32, a conditional of an int literal and
+# a uint64 as int64): the differential is run against the Numba the tables mirror.
+MIRRORED_NUMBA = (0, 68)
+if tuple(int(p) for p in numba.__version__.split(".")[:2]) < MIRRORED_NUMBA:
+    pytest.skip("the typing tables mirror Numba %d.%d; this Numba is %s, which types some "
+                "constructs otherwise" % (MIRRORED_NUMBA + (numba.__version__,)),
+                allow_module_level=True)
+
 N_BODIES = 2800   # about 1 in 4 is refused by Numba (a float operand of a bitwise operator)
 MIN_COMPARED = 2000
 N_INPUTS = 24

@@ -190,6 +190,10 @@ def reference(u, name, xs):
         return u(*xs)
 
 
+SPECIALS_BY_NUMPY_VERSION = {"arccosh", "arcsin", "arcsinh"}
+NUMPY_BEFORE_2_4 = tuple(int(p) for p in np.__version__.split(".")[:2]) < (2, 4)
+
+
 def compare(name, xs, want, got):
     """Failure messages (empty: within the stated tolerance)."""
     want = np.asarray(want)
@@ -215,6 +219,15 @@ def compare(name, xs, want, got):
             unit = np.spacing(np.where(np.isfinite(mag), mag, 0).astype(w.dtype)).astype(float)
             err = np.where(fin, np.abs(w.astype(float) - g.astype(float)) / unit,
                            H.ulp_distance(w, g))
+    if name in SPECIALS_BY_NUMPY_VERSION and NUMPY_BEFORE_2_4 and w.dtype.kind == "c":
+        # NumPy before 2.4 answers these functions' special values (a nan or inf component)
+        # otherwise than C99 Annex G, which the twins and NumPy 2.4 and later follow (seen with
+        # NumPy 2.1.3: arccosh(nan j) = nan+nan j, arcsin(-inf+nan j) = nan-inf j): only the
+        # finite inputs are compared there
+        with np.errstate(all="ignore"):
+            bx = [np.broadcast_to(x, want.shape).ravel() for x in xs]
+            special = np.logical_or.reduce([~np.isfinite(x) for x in bx])
+        err = np.where(special, 0.0, err)
     bad = np.nonzero(err > k)[0]
     if bad.size == 0:
         return []
