@@ -1030,6 +1030,22 @@ static PyObject *rd_run(CfPyUFunc *self, const cf_py_engine *engine, rd_state *S
     return cf_py_call_run(&c);
 }
 
+/* NumPy's refusal of reduce, accumulate and reduceat on a ufunc that is not binary with one
+ * output. */
+static int check_binary(const CfPyUFunc *self, const char *method)
+{
+    if (self->nin != 2) {
+        PyErr_Format(PyExc_ValueError, "%s only supported for binary functions", method);
+        return -1;
+    }
+    if (self->nout != 1) {
+        PyErr_Format(PyExc_ValueError, "%s only supported for functions returning a single value",
+                     method);
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs)
 {
     CfPyUFunc *self = (CfPyUFunc *)selfobj;
@@ -1037,15 +1053,8 @@ PyObject *cf_py_ufunc_reduce(PyObject *selfobj, PyObject *args, PyObject *kwargs
                          NULL};
     rd_state S = {.method = "reduce", .dtype = Py_None, .out = Py_None, .where = Py_True};
     PyObject *stream = NULL;
-    if (self->nin != 2) {
-        PyErr_SetString(PyExc_ValueError, "reduce only supported for binary functions");
+    if (check_binary(self, "reduce") < 0)
         return NULL;
-    }
-    if (self->nout != 1) {
-        PyErr_SetString(PyExc_ValueError, "reduce only supported for functions returning a "
-                        "single value");
-        return NULL;
-    }
     PyObject *r;
     int ov = cf_py_override_tp(selfobj, "reduce", 1, args, kwargs, &r);
     if (ov != 0) /* NEP 13 (py_override.h) */
@@ -1062,15 +1071,8 @@ PyObject *cf_py_ufunc_accumulate(PyObject *selfobj, PyObject *args, PyObject *kw
     static char *kw[] = {"array", "axis", "dtype", "out", "stream", NULL};
     rd_state S = {.method = "accumulate", .dtype = Py_None, .out = Py_None, .where = Py_True};
     PyObject *stream = NULL;
-    if (self->nin != 2) {
-        PyErr_SetString(PyExc_ValueError, "accumulate only supported for binary functions");
+    if (check_binary(self, "accumulate") < 0)
         return NULL;
-    }
-    if (self->nout != 1) {
-        PyErr_SetString(PyExc_ValueError, "accumulate only supported for functions returning a "
-                        "single value");
-        return NULL;
-    }
     PyObject *r;
     int ov = cf_py_override_tp(selfobj, "accumulate", 1, args, kwargs, &r);
     if (ov != 0) /* NEP 13 (py_override.h) */
@@ -1237,15 +1239,8 @@ PyObject *cf_py_ufunc_reduceat(PyObject *selfobj, PyObject *args, PyObject *kwar
     rat_state S = {.r = {.method = "reduceat", .dtype = Py_None, .out = Py_None,
                          .where = Py_True}};
     PyObject *stream = NULL;
-    if (self->nin != 2) {
-        PyErr_SetString(PyExc_ValueError, "reduceat only supported for binary functions");
+    if (check_binary(self, "reduceat") < 0)
         return NULL;
-    }
-    if (self->nout != 1) {
-        PyErr_SetString(PyExc_ValueError, "reduceat only supported for functions returning a "
-                        "single value");
-        return NULL;
-    }
     PyObject *r;
     int ov = cf_py_override_tp(selfobj, "reduceat", 2, args, kwargs, &r);
     if (ov != 0) /* NEP 13 (py_override.h) */
