@@ -637,6 +637,22 @@ static const cf_py_engine GU_ENGINE = {
     .present = gu_present,
 };
 
+/* The call pipeline made ready for arguments of a call (parsed, the engine's state pointing at
+ * them): what a call, resolve and kernel_source share. */
+static int call_begin(CfPyGUFunc *self, PyObject *args, PyObject *kwargs, gu_call *g, gu_state *S,
+                      cf_py_call *c)
+{
+    if (parse_call(self, args, kwargs, g) < 0)
+        return -1;
+    const char *name = PyUnicode_AsUTF8(self->name);
+    if (name == NULL)
+        return -1;
+    S->call = g;
+    cf_py_call_init(c, &GU_ENGINE, self, S, name, "gufunc", self->nin, self->nout, g->outs,
+                    g->stream);
+    return 0;
+}
+
 static PyObject *gufunc_call(CfPyGUFunc *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *r;
@@ -644,16 +660,10 @@ static PyObject *gufunc_call(CfPyGUFunc *self, PyObject *args, PyObject *kwargs)
     if (ov != 0) /* NEP 13 (py_override.h) */
         return ov > 0 ? r : NULL;
     gu_call g;
-    if (parse_call(self, args, kwargs, &g) < 0)
-        return NULL;
-    const char *name = PyUnicode_AsUTF8(self->name);
-    if (name == NULL)
-        return NULL;
     cf_py_call c;
     gu_state S;
-    S.call = &g;
-    cf_py_call_init(&c, &GU_ENGINE, self, &S, name, "gufunc", self->nin, self->nout, g.outs,
-                    g.stream);
+    if (call_begin(self, args, kwargs, &g, &S, &c) < 0)
+        return NULL;
     return cf_py_call_run(&c);
 }
 
@@ -662,16 +672,12 @@ static PyObject *gufunc_call(CfPyGUFunc *self, PyObject *args, PyObject *kwargs)
 static PyObject *gufunc_kernel_source(CfPyGUFunc *self, PyObject *args, PyObject *kwargs)
 {
     gu_call g;
-    if (parse_call(self, args, kwargs, &g) < 0)
-        return NULL;
-    const int nin = self->nin, nout = self->nout, nops = nin + nout;
-    const char *name = PyUnicode_AsUTF8(self->name);
-    if (name == NULL)
-        return NULL;
     cf_py_call c;
     gu_state S;
-    S.call = &g;
-    cf_py_call_init(&c, &GU_ENGINE, self, &S, name, "gufunc", nin, nout, g.outs, g.stream);
+    if (call_begin(self, args, kwargs, &g, &S, &c) < 0)
+        return NULL;
+    const int nin = self->nin, nout = self->nout, nops = nin + nout;
+    const char *name = c.name;
     PyObject *r = NULL;
     if (gu_prepare(&c) < 0)
         goto done;
@@ -732,16 +738,10 @@ done:
 static PyObject *gufunc_resolve_types(CfPyGUFunc *self, PyObject *args, PyObject *kwargs)
 {
     gu_call g;
-    if (parse_call(self, args, kwargs, &g) < 0)
-        return NULL;
-    const char *name = PyUnicode_AsUTF8(self->name);
-    if (name == NULL)
-        return NULL;
     cf_py_call c;
     gu_state S;
-    S.call = &g;
-    cf_py_call_init(&c, &GU_ENGINE, self, &S, name, "gufunc", self->nin, self->nout, g.outs,
-                    g.stream);
+    if (call_begin(self, args, kwargs, &g, &S, &c) < 0)
+        return NULL;
     PyObject *r = NULL;
     if (gu_prepare(&c) == 0) {
         r = PyTuple_New(self->nin + self->nout);
