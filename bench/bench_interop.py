@@ -101,9 +101,9 @@ def main():
         # a row's switches (_core._lib_results: flag, torch; _core._interop_c_api: c_api), set
         # around its timing
         m = dict(modes[0]) if modes else {}
-        lib_had, api_had = _core._lib_results(), _core._interop_c_api()
+        lib_had = _core._lib_results()
         _core._lib_results(m.get("flag", lib_had[0]), torch=m.get("torch", lib_had[1]))
-        _core._interop_c_api(m.get("c_api", api_had))
+        api_had = _core._interop_c_api(m.get("c_api", _core._interop_c_api()))
         q = 1e6 * timeit(fn, sync, 7, 5000)
         c = cpu_alone(fn, sync)
         _core._lib_results(*lib_had)

@@ -1078,8 +1078,10 @@ static PyObject *py_lib_results(PyObject *mod, PyObject *args, PyObject *kw)
     return Py_BuildValue("(OO)", on ? Py_True : Py_False, t ? Py_True : Py_False);
 }
 
-/* _interop_c_api(flag=None) -> whether PyTorch's DLPack C exchange API is used (reading tensors,
- * making results); a bool turns it off or back on (tests and A/B timing compare both paths). */
+/* _interop_c_api() -> whether PyTorch's DLPack C exchange API is used (reading tensors, making
+ * results): PyTorch publishes it and the switch is on. _interop_c_api(flag) sets the switch (tests
+ * and A/B timing compare both paths) and returns the switch as it was, not whether the API is
+ * used: restoring with that value leaves the switch on where PyTorch was not loaded yet. */
 static PyObject *py_interop_c_api(PyObject *mod, PyObject *args)
 {
     PyObject *flag = Py_None;
@@ -1089,7 +1091,9 @@ static PyObject *py_interop_c_api(PyObject *mod, PyObject *args)
         int on = PyObject_IsTrue(flag);
         if (on < 0)
             return NULL;
+        int was_on = !tr.api_off;
         tr.api_off = !on;
+        return PyBool_FromLong(was_on);
     }
     if (torch_load() < 0)
         return NULL;
@@ -1103,7 +1107,8 @@ PyMethodDef cf_py_interop_methods[] = {
      "(tests, timing)."},
     {"_interop_c_api", (PyCFunction)py_interop_c_api, METH_VARARGS,
      "_interop_c_api(flag=None) -> whether PyTorch tensors are read and results made through "
-     "PyTorch's DLPack C exchange API; a bool turns it off or on (tests, timing)."},
+     "PyTorch's DLPack C exchange API; a bool turns it off or on (tests, timing) and returns the "
+     "switch as it was."},
     {"_foreign_interface", (PyCFunction)py_foreign_interface, METH_VARARGS,
      "_foreign_interface(obj, test=0) -> obj's CUDA Array Interface as cufunc reads it (the "
      "fast readers of PyTorch tensors and CuPy arrays); for tests and diagnostics."},

@@ -10,8 +10,10 @@ namespace (a cufunc ufunc named ``add`` would become NumPy's add) and refuses ``
 What each method becomes (every task calls the cufunc function on one chunk, of whatever array
 type the chunks are: CuPy chunks stay on the GPU, NumPy chunks go through cufunc's host path):
   __call__     one output: da.blockwise as da.elemwise builds it (_elemwise; with out= or
-               where=, da.elemwise itself); gufuncs, several outputs: da.apply_gufunc with the
-               signature
+               where=, da.elemwise itself); gufuncs, several outputs: da.apply_gufunc's graph
+               (_gufunc), less its one-block concatenation of core dimensions, which would copy
+               a CuPy chunk to the worker thread's current device (apply_gufunc itself with
+               axes=, axis= or keepdims=)
   outer        da.blockwise over the concatenated indices
   reduce       da.reduction: cufunc's reduce per chunk (keepdims) and to combine the partials
   accumulate   da.cumreduction: cufunc's accumulate per chunk, the ufunc itself to carry the
@@ -40,6 +42,7 @@ the function and its sources on every call.
 """
 import contextlib
 import functools
+import operator
 import os
 
 import numpy as np
@@ -120,7 +123,9 @@ def _call(ufunc, inputs, kwargs):
         signature = ufunc.signature or "%s->%s" % (",".join(["()"] * ufunc.nin),
                                                    ",".join(["()"] * ufunc.nout))
         meta = _meta_call(ufunc, inputs, extra=1, **kwargs)
-        return da.apply_gufunc(ufunc, signature, *inputs, meta=meta, **kwargs)
+        if any(k in kwargs for k in ("axes", "axis", "keepdims")):
+            return da.apply_gufunc(ufunc, signature, *inputs, meta=meta, **kwargs)
+        return _gufunc(ufunc, signature, inputs, meta, kwargs)
     op = functools.partial(ufunc, **kwargs) if kwargs else ufunc
     inputs = [np.asarray(a) if isinstance(a, (list, tuple)) else a for a in inputs]
     meta = _meta_call(op, inputs)
@@ -154,6 +159,96 @@ def _elemwise(op, inputs, meta):
     name = "%s-%s" % (fname, tokenize(op, meta.dtype, *args, True))
     return blockwise(op, tuple(range(ndim))[::-1], *pairs, name=name, token=fname.strip("_"),
                      dtype=meta.dtype, meta=meta)
+
+
+class _GufuncTask:
+    """One chunk's gufunc call, as _gufunc's blockwise hands it the blocks: an input core
+    dimension that the outputs lack comes as a list of its blocks (one: core dimensions are one
+    chunk), which is unwrapped here instead of concatenated by dask (a one-block concatenation
+    that copies a CuPy chunk to the worker thread's current device, across GPUs)."""
+
+    def __init__(self, ufunc, kwargs):
+        self.ufunc, self.kwargs = ufunc, kwargs
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, *blocks):
+        args = []
+        for b in blocks:
+            while isinstance(b, (list, tuple)):
+                if len(b) != 1:
+                    raise ValueError("a gufunc's core dimension spans several chunks")
+                b = b[0]
+            args.append(b)
+        return self.ufunc(*args, **self.kwargs)
+
+    def __dask_tokenize__(self):
+        from dask.base import normalize_token
+        return "cufunc-gufunc", token(self.ufunc), normalize_token(self.kwargs)
+
+
+def _gufunc(ufunc, signature, inputs, meta, kwargs):
+    """da.apply_gufunc(ufunc, signature, *inputs, meta=meta) without its concatenation of the
+    contracted core dimensions (_GufuncTask): the same loop and core dimensions, checks, graph
+    shape and outputs. Each chunk's call reads its blocks where they are."""
+    from itertools import chain
+    from dask.array.core import Array
+    from dask.array.gufunc import _parse_gufunc_signature
+    from dask.array.utils import meta_from_array
+    from dask.highlevelgraph import HighLevelGraph
+    da = _da()
+    in_core, out_core = _parse_gufunc_signature(signature)
+    nout = None if isinstance(out_core, tuple) else len(out_core)
+    outs = [out_core] if nout is None else out_core
+    args = [da.asarray(a) for a in inputs]
+    if len(in_core) != len(args):
+        raise ValueError("%s takes %d arguments (signature %s), %d given"
+                         % (ufunc.__name__, len(in_core), signature, len(args)))
+    nloop = [a.ndim - len(cd) for a, cd in zip(args, in_core)]
+    if min(nloop) < 0:
+        k = nloop.index(min(nloop))
+        raise ValueError("%s: input %d has %d dimension(s), its core dimensions %s need %d"
+                         % (ufunc.__name__, k, args[k].ndim, in_core[k], len(in_core[k])))
+    top = max(nloop)
+    loop = tuple("__loopdim%d__" % d for d in range(top))
+    dims = [loop[top - n:] + cd for n, cd in zip(nloop, in_core)]
+    core = {}
+    for a, ds in zip(args, dims):
+        for d, size, chunks in zip(ds, a.shape, a.chunks):
+            if d in loop:
+                continue
+            if core.setdefault(d, size) != size:
+                raise ValueError("Dimension `'%s'` with different lengths in arrays" % d)
+            if len(chunks) > 1:
+                raise ValueError("Core dimension `'%s'` consists of multiple chunks. To fix, "
+                                 "rechunk into a single chunk along this dimension" % d)
+    task = _GufuncTask(ufunc, kwargs)
+    tmp = da.blockwise(task, loop, *chain.from_iterable(zip(args, dims)), concatenate=False,
+                       meta=meta)
+    if any(d not in core for ocd in outs for d in ocd):
+        raise ValueError("%s: an output core dimension of %s is in no input"
+                         % (ufunc.__name__, signature))
+    metas = (meta,) if nout is None else tuple(meta)
+    keys = list(_flat_keys(tmp.__dask_keys__()))
+    name, tok = keys[0][0].split("-", 1)
+    leaves = []
+    for i, (ocd, m) in enumerate(zip(outs, metas)):
+        core_shape = tuple(core[d] for d in ocd)
+        leaf = "%s_%d-%s" % (name, i, tok)
+        dsk = {(leaf,) + key[1:] + (0,) * len(ocd): ((operator.getitem, key, i) if nout else key)
+               for key in keys}
+        graph = HighLevelGraph.from_collections(leaf, dsk, dependencies=[tmp])
+        shape = tmp.shape + core_shape
+        leaves.append(Array(graph, leaf, chunks=tmp.chunks + tuple((c,) for c in core_shape),
+                            shape=shape, meta=meta_from_array(m, len(shape))))
+    return leaves[0] if nout is None else tuple(leaves)
+
+
+def _flat_keys(keys):
+    if isinstance(keys, list):
+        for k in keys:
+            yield from _flat_keys(k)
+    else:
+        yield keys
 
 
 def _outer(ufunc, inputs, kwargs):

@@ -118,6 +118,62 @@ def test_direct_graph_computes_as_dask_elemwise(operands, kwargs):
     np.testing.assert_array_equal(got, want)
 
 
+# gufuncs (and multi-output ufuncs) on dask arrays: cufunc/_dask.py's _gufunc, run with NumPy's own
+# gufuncs on the CPU: apply_gufunc's shapes, chunks and values, and no task that concatenates a
+# core dimension's blocks (a one-block concatenation copies a CuPy chunk to the current device)
+GUFUNCS = [
+    ("vecdot", "(n),(n)->()", lambda x, y: (x, y)),
+    ("vecdot", "(n),(n)->()", lambda x, y: (x, y[0])),
+    ("vecdot", "(n),(n)->()", lambda x, y: (x[:1], y)),
+    ("divmod", "(),()->(),()", lambda x, y: (x, y + 0.25)),
+    ("matvec", "(m,n),(n)->(m)", lambda x, y: (x.reshape(4, 16, 48), y[0])),
+]
+
+
+def _concatenates(r):
+    from dask.array.core import concatenate_axes
+    graph = dict(r.__dask_graph__())
+    funcs = set()
+    for v in graph.values():
+        if type(v).__name__ == "Task":
+            funcs.add(v.func)
+            funcs.update(getattr(a, "func", None) for a in getattr(v, "args", ()))
+        elif isinstance(v, tuple) and v and callable(v[0]):
+            funcs.add(v[0])
+            funcs.update(a[0] for a in v[1:] if isinstance(a, tuple) and a and callable(a[0]))
+    return concatenate_axes in funcs or any(getattr(f, "__name__", "") == "concatenate_axes"
+                                            for f in funcs)
+
+
+@pytest.mark.parametrize("name, signature, operands", GUFUNCS)
+def test_gufunc_graph_as_apply_gufunc_without_concatenation(name, signature, operands):
+    f = getattr(np, name, None)
+    if f is None:
+        pytest.skip("this NumPy has no np.%s" % name)
+    x, y = arrays()
+    x = x.rechunk((16, 48))  # core dimensions in one chunk, loop dimensions in several
+    y = y.rechunk((16, 48))
+    inputs = operands(x, y)
+    r = _dask.array_ufunc(x, f, "__call__", *inputs)
+    ref = da.apply_gufunc(f, signature, *inputs, output_dtypes=(
+        [np.float32] * f.nout if f.nout > 1 else np.float32))
+    rs, refs = (r, ref) if f.nout > 1 else ((r,), (ref,))
+    host = dask.compute(*inputs, scheduler="sync")
+    want = f(*host)
+    wants = want if f.nout > 1 else (want,)
+    for got, exp, w in zip(rs, refs, wants):
+        assert (got.shape, got.chunks, got.dtype) == (exp.shape, exp.chunks, w.dtype)
+        assert not _concatenates(got)
+        np.testing.assert_array_equal(got.compute(scheduler="sync"), w)
+    assert _concatenates(refs[0]) == (signature.split("->")[0] != "(),()")
+
+
+def test_gufunc_core_dimension_in_several_chunks_refused():
+    x, y = arrays()  # chunks (16, 24): the core dimension n = 48 in two chunks
+    with pytest.raises(ValueError, match="Core dimension .*n.* consists of multiple chunks"):
+        _dask.array_ufunc(x, np.vecdot, "__call__", x, y)
+
+
 def test_keywords_reach_each_chunk_call():
     x, y = arrays()
     r = hyp(x, y, dtype=np.float64)

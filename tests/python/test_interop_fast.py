@@ -63,9 +63,9 @@ def torch_path(request):
     had = _core._interop_c_api()
     if request.param == "c_api" and not had:
         pytest.skip("this PyTorch publishes no DLPack C exchange API (__dlpack_c_exchange_api__)")
-    _core._interop_c_api(request.param == "c_api")
+    switch = _core._interop_c_api(request.param == "c_api")
     yield request.param
-    _core._interop_c_api(had)
+    _core._interop_c_api(switch)
 
 
 def test_torch_c_api_is_used_when_published():

@@ -699,15 +699,31 @@ def test_from_dlpack_takes_the_exchange_api_not_dlpack():
     with pytest.raises(TypeError, match="CUDA device memory only"):
         cuda.from_dlpack(Producer())
     assert (log["exports"], log["deleted"]) == (1, 1)
-    was = _core._interop_c_api()
+    was = _core._interop_c_api(False)
     try:
-        _core._interop_c_api(False)
         with pytest.raises(Exception) as e:   # PyTorch's BufferError (no GPU here: no device)
             cuda.from_dlpack(Producer())
     finally:
         _core._interop_c_api(was)
     assert log["exports"] == 1, "the exchange API was asked while turned off"
     assert "CUDA device memory only" not in str(e.value)
+
+
+def test_exchange_api_switch_restores_to_on():
+    """_interop_c_api(flag) answers the switch as it was, so that setting it back restores it:
+    the getter's answer (whether the API is used) is False wherever PyTorch is not loaded, and
+    restoring that would leave the exchange API off for every later producer."""
+    was = _core._interop_c_api(False)
+    try:
+        assert _core._interop_c_api() is False
+        assert _core._interop_c_api(False) is False
+    finally:
+        assert _core._interop_c_api(was) is False
+    assert was is True, "the exchange API switch was left off by an earlier test"
+    Producer, log = exchange_producer((0, 0), 1, 0)   # kDLCPU: refused in cufunc's words
+    with pytest.raises(TypeError, match="CUDA device memory only"):
+        cuda.from_dlpack(Producer())
+    assert log["exports"] == 1
 
 
 @pytest.mark.gpu
