@@ -10,7 +10,8 @@ import warnings
 
 from .errors import RedundantOptionWarning
 
-__all__ = ["check", "check_typing", "translate_options", "call_rules", "TYPINGS"]
+__all__ = ["check", "check_typing", "translate_options", "call_rules", "compile_options",
+           "TYPINGS"]
 
 
 def check(where, options, named=(), accepted=(), stacklevel=3):
@@ -61,3 +62,17 @@ def call_rules(typing):
     """The rules= of the UFunc/GUFunc a decorator makes: Numba's typing comes with Numba's call
     rules (its loop choice and scalar conversion, numba-cuda's ufunc mechanism)."""
     return "numba" if typing == "numba" else "numpy"
+
+
+def compile_options(fastmath, typing="numpy"):
+    """NVRTC's options for a loop's kernel (docs/typing.md, "Fused multiply-add on the GPU").
+
+    fastmath: ``--use_fast_math``. Otherwise NumPy's typing keeps every operation rounded as
+    written (``--fmad=false``: a * b + c is never contracted into a fused multiply-add), and
+    Numba's typing compiles as numba-cuda does, with NVRTC's defaults, which are NVVM's: a * b + c
+    may be contracted, division and square root exact, no flush to zero; the same optimizer then
+    makes the same choices for the same arithmetic, so results are numba-cuda's.
+    """
+    if fastmath:
+        return ("--use_fast_math",)
+    return () if typing == "numba" else ("--fmad=false",)

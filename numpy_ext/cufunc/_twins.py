@@ -29,7 +29,7 @@ from . import _core
 from . import _loops
 from . import _twin_defs
 from . import types as _T
-from .vectorize import GPUUFunc, _compile_options, _loop_from
+from .vectorize import GPUUFunc, _loop_from
 
 __all__ = ["twin", "loop_signatures", "has_twin", "array_ufunc"]
 

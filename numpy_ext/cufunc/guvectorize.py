@@ -66,10 +66,6 @@ from .vectorize import merge_sources
 __all__ = ["guvectorize", "GPUGUFunc"]
 
 
-def _compile_options(fastmath):
-    # docs/language.md: no contraction of a*b+c into an FMA unless fastmath
-    return ("--use_fast_math",) if fastmath else ("--fmad=false",)
-
 
 def _parse_layout(layout):
     """(input core dims, output core dims) from the C parser; ValueError pointing at the error."""
@@ -154,7 +150,7 @@ def _void_loop(pyfunc, form, argtypes, fastmath, typing="numpy", debug=False):
                         % (form.name, r.return_type, form.layout))
     source, name, captures = _loop_function(r, form.name)
     types = tuple((t.dtype if isinstance(t, _T.Array) else t).dtype for t in seen)
-    return (types, tuple(ndims), source, name, _compile_options(fastmath), captures)
+    return (types, tuple(ndims), source, name, _options.compile_options(fastmath, typing), captures)
 
 
 def _return_loop(pyfunc, form, in_types, out_types, fastmath, typing="numpy", debug=False):
@@ -202,7 +198,8 @@ def _return_loop(pyfunc, form, in_types, out_types, fastmath, typing="numpy", de
         source, wrapper, ", ".join(params), "\n".join(body))
     types = tuple((t.dtype if isinstance(t, _T.Array) else t).dtype for t in seen)
     types += tuple(t.dtype for t in outs)
-    return (types, tuple(ndims) + (1,) * len(outs), source, wrapper, _compile_options(fastmath),
+    return (types, tuple(ndims) + (1,) * len(outs), source, wrapper,
+            _options.compile_options(fastmath, typing),
             captures)
 
 

@@ -83,8 +83,7 @@ def _make_compiler(pyfunc, typing="numpy"):
         t = _T.from_dtype(dtype)
         r = translate(pyfunc, [t, t], t, **_options.translate_options(typing))
         source, name, captures = loop_function(r, getattr(pyfunc, "__qualname__", "reduce"))
-        # docs/language.md: no contraction of a*b+c into a fused multiply-add
-        return (source, name, ("--fmad=false",), captures)
+        return (source, name, _options.compile_options(False, typing), captures)
     return compile_loop
 
 

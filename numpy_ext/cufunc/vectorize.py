@@ -53,10 +53,6 @@ from .lang.captures import loop_function as _loop_function
 __all__ = ["vectorize", "GPUUFunc"]
 
 
-def _compile_options(fastmath):
-    # docs/language.md: no contraction of a*b+c into an FMA unless fastmath
-    return ("--use_fast_math",) if fastmath else ("--fmad=false",)
-
 
 def _loop_from(pyfunc, argtypes, return_type, fastmath, typing="numpy", debug=False):
     """Translate one loop: (types, source, fn_name, options, captures) for UFunc.add_loop, and
@@ -74,7 +70,7 @@ def _loop_from(pyfunc, argtypes, return_type, fastmath, typing="numpy", debug=Fa
                             "not %s" % (pyfunc.__qualname__, t))
     source, name, captures = _loop_function(r, pyfunc.__qualname__)
     types = tuple(t.dtype for t in list(r.arg_types) + outs)
-    return (types, source, name, _compile_options(fastmath), captures), len(outs)
+    return (types, source, name, _options.compile_options(fastmath, typing), captures), len(outs)
 
 
 def merge_sources(sources):

@@ -192,3 +192,40 @@ def test_reduce_options_checked_before_the_function():
     # a bad option is reported even when the function is bad too
     with pytest.raises(TypeError, match="unsupported option 'what1'"):
         cuda.Reduce(np.add, what1=1)
+
+
+# ---- the contraction rule (docs/typing.md): what each typing compiles its loops with -------------
+
+def _loop_options(make):
+    """The NVRTC options of the loop a decorator hands the engine (spec[3]), without a GPU."""
+    import importlib
+    G, R, V = (importlib.import_module("cufunc." + m)  # modules (cufunc.vectorize: the function)
+               for m in ("guvectorize", "reduction", "vectorize"))
+    from cufunc import types as T
+    f32 = T.from_dtype(np.dtype(np.float32))
+
+    def fma(a, b):
+        return a * b + a
+
+    def fma3(a, b, out):
+        out[0] = a[0] * b[0] + a[0]
+    if make == "vectorize":
+        return lambda typing, fast=False: V._loop_from(fma, [f32, f32], f32, fast, typing)[0][3]
+    if make == "guvectorize":
+        arr = T.Array(f32, 1)
+        form = G._Form(fma3, "(n),(n)->(n)", *G._parse_layout("(n),(n)->(n)"))
+        return lambda typing, fast=False: G._void_loop(fma3, form, [arr, arr, arr], fast,
+                                                       typing)[4]
+    return lambda typing, fast=False: R._make_compiler(fma, typing)(np.dtype(np.float32))[2]
+
+
+@pytest.mark.parametrize("make", ["vectorize", "guvectorize", "reduce"])
+def test_contraction_follows_the_typing(make):
+    """NumPy's typing never contracts a * b + c (--fmad=false); Numba's compiles as numba-cuda
+    does (NVRTC's defaults: contraction allowed, exact division and square root); fastmath is
+    --use_fast_math for both."""
+    opts = _loop_options(make)
+    assert tuple(opts("numpy")) == ("--fmad=false",)
+    assert tuple(opts("numba")) == ()
+    if make != "reduce":
+        assert tuple(opts("numpy", True)) == tuple(opts("numba", True)) == ("--use_fast_math",)
