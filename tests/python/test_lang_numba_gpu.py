@@ -10,7 +10,8 @@ The contraction rule (docs/typing.md): cufunc.numba compiles as numba-cuda does,
 defaults, so that a * b + c may be contracted into a fused multiply-add by the same optimizer.
 Every body must agree with numba-cuda bit for bit, except where numba-cuda's PTX for it holds an
 fma instruction (the optimizer's choice of what to fuse, which may differ between the two
-translations of one body); those are counted and printed.
+translations of one body), and where numba-cuda itself departs from Numba's CPU target (a float
+division or modulo by zero) and cufunc gives Numba's CPU answer; both are counted and printed.
 
 A smaller set of bodies also runs through cufunc.vectorize itself, with typing="numba".
 """
@@ -155,7 +156,7 @@ def test_numba_typing_differential_gpu(gpu, generated):
     assert len(live) >= N_COMPARED, "Numba refused too many generated bodies: %d live" % len(live)
     nbc = _numba_cuda_results(numba, cuda, mod, live, ref)
     cf = _cufunc_results(lang, mod, live)
-    problems, fused, exact = [], 0, 0
+    problems, fused, exact, departs = [], 0, 0, 0
     compared = [s for s in live if s[0] in nbc]
     assert len(compared) >= N_COMPARED, "%d bodies both Numba targets accept" % len(compared)
     for name, lines, argt, ret in compared:
@@ -173,16 +174,27 @@ def test_numba_typing_differential_gpu(gpu, generated):
         if _has_fma(numba, cuda, getattr(mod, name), argt, rt):
             fused += 1
             continue
+        # numba-cuda departing from Numba's CPU target (a float division or modulo by zero):
+        # cufunc.numba gives Numba's CPU answer, element by element
+        cpu = np.array([0 if v is None else v for v in cpu_vals], dtype=rt)
+        known = np.array([v is not None for v in cpu_vals])
+        theirs_cpu = H.exact_equal(cpu, theirs)
+        mine_cpu = H.exact_equal(cpu, mine)
+        if (known & mine_cpu & ~theirs_cpu)[~same].all():
+            departs += 1
+            continue
         i = int(np.nonzero(~same)[0][0])
         a, b = NB.inputs(argt, N_INPUTS, NB._seed(name))
         problems.append("%s(%s(%r), %s(%r)): cufunc %r, numba-cuda %r, Numba CPU %r\n%s"
                         % (name, argt[0], a[i], argt[1], b[i], mine[i], theirs[i],
                            cpu_vals[i], src))
     print("numba-cuda differential: %d bodies, %d identical, %d differ only where NVVM "
-          "fused a multiply-add" % (len(compared), exact, fused))
+          "fused a multiply-add, %d only where numba-cuda departs from Numba's CPU answer "
+          "(cufunc gives Numba's)" % (len(compared), exact, fused, departs))
     assert not problems, "%d bodies disagree with numba-cuda:\n%s" % (
         len(problems), "\n\n".join(problems[:6]))
-    assert exact + fused >= N_COMPARED
+    assert exact + fused + departs >= N_COMPARED
+    assert departs <= 0.02 * len(compared), "numba-cuda departs from Numba in %d bodies" % departs
 
 
 def _cufunc_numba_vectorize(monkeypatch):
