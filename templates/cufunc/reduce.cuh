@@ -1315,9 +1315,8 @@ __device__ __forceinline__ void cf_red_segments_check(const cf_red_params &p)
             __threadfence();
             const unsigned long long v = atomicExch(acc, 0ull);
             *(volatile unsigned long long *)p.status = v;
-            if (p.aggregate)
+            if (p.aggregate) /* the host reads it after the kernel's event: no system fence */
                 *(volatile unsigned long long *)p.aggregate = v;
-            __threadfence_system();
             *(volatile unsigned *)p.tickets = 0;
         }
     }

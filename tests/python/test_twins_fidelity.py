@@ -432,3 +432,29 @@ def test_gpu_every_twin_loop_j_edge_values_layouts(j):
         for f in ex.map(lambda n: one_case(n, j), todo):
             fails += f
     assert not fails, "%d disagreements:\n%s" % (len(fails), "\n".join(fails))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_gpu_complex_power_infinite_exponent_intermediates(dtype):
+    """Complex power with an infinite or NaN part in the exponent is exp(b * log(a)) with Annex G's
+    product: the result hangs on the signs and zeros of log(a)'s parts and on |a| near overflow.
+    The same cases as the loop test, with the GPU's log(a) and |a| beside NumPy's in the message
+    of any disagreement (which intermediate differs)."""
+    loop = (np.dtype(dtype),) * 3
+    xs = operands("power", loop, 2)
+    keep = ~np.isfinite(xs[1])
+    a, b = xs[0][keep], xs[1][keep]
+    want = reference(np.power, "power", [a, b])
+    got = np.power(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+    k = tolerance("power", want.dtype)[1]
+    bad = np.nonzero(H.complex_error_ulps(want, got) > k)[0]
+    if bad.size:
+        with np.errstate(all="ignore"):
+            la_np, ab_np = np.log(a[bad]), np.abs(a[bad])
+        la = np.log(cuda.to_device(a[bad])).copy_to_host()
+        ab = np.abs(cuda.to_device(a[bad])).copy_to_host()
+        rows = ["power(%r, %r) = %r, NumPy %r; log(a) %r, NumPy %r; |a| %r, NumPy %r"
+                % (a[i], b[i], got[i], want[i], la[j], la_np[j], ab[j], ab_np[j])
+                for j, i in enumerate(bad[:8])]
+        pytest.fail("%d of %d outside cplx %d:\n%s" % (bad.size, a.size, k, "\n".join(rows)))
