@@ -1205,6 +1205,10 @@ static int rat_launch(cf_py_call *c)
     rd_state *R = &S->r;
     cf_status st = CF_OK;
     int64_t n = c->in[0].view.shape[R->ax], bad = -1, value = 0;
+    if (S->device_indices && c->pl.capturing) /* the check would need a host wait */
+        return cf_py_capture_refuse(c->name, "reduceat with device indices (their bounds check "
+                                    "waits for the device)", "call it before or after the "
+                                    "capture");
     Py_BEGIN_ALLOW_THREADS
     if (S->device_indices)
         /* checked on the device, the reduction queued behind the check (it writes nothing when
