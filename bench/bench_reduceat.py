@@ -4,8 +4,9 @@ installed, cuda.compute's segmented_reduce, against the device-to-device copy ba
 in the same run.
 
 Bytes counted: the array read, the indices read and the results written. Two forms of indices:
-  * device indices (a DeviceArray of int64): checked on the device before the reduction (NumPy's
-    IndexError, nothing written), which waits for the check: one round trip per call;
+  * device indices (a DeviceArray of int64): checked on the device by a kernel the reduction is
+    queued behind (NumPy's IndexError, nothing written: the reduction reads the check's verdict
+    first); the call waits for the check alone, so the GPU does not idle between the two;
   * host indices (a NumPy int64 array): checked on the host, moved over with the call.
 Targets: >= 85% of the copy bandwidth for 2^10 and 2^16 segments, ahead of CuPy at all three
 sizes. Each result is checked against NumPy on the host (float32 sums of values in [0, 1):

@@ -1205,21 +1205,25 @@ static int rat_launch(cf_py_call *c)
     rd_state *R = &S->r;
     cf_status st = CF_OK;
     int64_t n = c->in[0].view.shape[R->ax], bad = -1, value = 0;
-    if (S->device_indices) {
-        /* device indices are checked on the device before anything is written (one wait) */
-        Py_BEGIN_ALLOW_THREADS
-        st = cf_reduceat_check(R->red, R->rloop, c->pl.s, &c->in[1].view, n, &bad, &value);
-        Py_END_ALLOW_THREADS
-        if (st != CF_OK)
-            return cf_py_fail(st, c->name);
-        if (bad >= 0)
-            return rat_index_error(c, (long long)value, (long long)n);
-    }
+    if (S->device_indices && c->pl.capturing) /* the check would need a host wait */
+        return cf_py_capture_refuse(c->name, "reduceat with device indices (their bounds check "
+                                    "waits for the device)", "call it before or after the "
+                                    "capture");
     Py_BEGIN_ALLOW_THREADS
-    st = cf_reduceat_launch(R->red, R->rloop, c->pl.s, &c->in[0].view, R->ax, &c->in[1].view,
-                            &c->out[0].view);
+    if (S->device_indices)
+        /* checked on the device, the reduction queued behind the check (it writes nothing when
+         * an index lies outside); the wait is for the check alone */
+        st = cf_reduceat_launch_checked(R->red, R->rloop, c->pl.s, &c->in[0].view, R->ax,
+                                        &c->in[1].view, &c->out[0].view, &bad, &value);
+    else
+        st = cf_reduceat_launch(R->red, R->rloop, c->pl.s, &c->in[0].view, R->ax,
+                                &c->in[1].view, &c->out[0].view);
     Py_END_ALLOW_THREADS
-    return st == CF_OK ? 0 : cf_py_fail(st, c->name);
+    if (st != CF_OK)
+        return cf_py_fail(st, c->name);
+    if (bad >= 0)
+        return rat_index_error(c, (long long)value, (long long)n);
+    return 0;
 }
 
 /* Outputs sharing memory with the array or the indices: computed from copies (NumPy's meaning). */

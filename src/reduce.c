@@ -24,6 +24,7 @@
 #include "util.h"
 #include "fastdiv.h"
 #include "ktable.h"
+#include "reduce_hooks.h"
 #include "loopfn.h"
 #include "strbuf.h"
 
@@ -839,12 +840,14 @@ static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, cf_ke
 
 /* ---- per-stream scratch -------------------------------------------------------------------- */
 
-/* tickets, then the scan tile counter, then the partials of full reductions and their flags */
+/* tickets, then the scan tile counter, then the partials of full reductions and their flags, then
+ * reduceat's index check */
 #define SCR_TICKETS 0
 #define SCR_TILE_COUNTER (CF_RED_NTICKETS * 4)
 #define SCR_PARTIALS (SCR_TILE_COUNTER + 256)
 #define SCR_PARTIAL_OK (SCR_PARTIALS + CF_RED_MAX_BLOCKS * 16)
-#define SCR_BYTES (SCR_PARTIAL_OK + CF_RED_MAX_BLOCKS)
+#define SCR_SEG (SCR_PARTIAL_OK + CF_RED_MAX_BLOCKS) /* reduceat's index check (reduceat.c) */
+#define SCR_BYTES (SCR_SEG + CF_RED_SEG_SCRATCH)
 
 typedef struct red_scratch {
     int device;
@@ -1328,165 +1331,20 @@ done:
     return st;
 }
 
-/* ---- reduceat -------------------------------------------------------------------------------- */
+/* ---- what reduce.c lends reduceat.c (reduce_hooks.h) ------------------------------------------ */
 
-#define RAT_BLOCK 256
-
-static int64_t view_reach(const cf_array *a)
+cf_status cf_red_hook_check_loop(cf_reducer *r, int loop, cf_stream *s)
 {
-    int64_t reach = (int64_t)cf_dtype_size(a->dtype) + 16;
-    for (int k = 0; k < a->ndim; k++)
-        reach += (a->shape[k] > 0 ? a->shape[k] - 1 : 0) * cf_abs64(a->strides[k]);
-    return reach;
+    return check_loop(r, loop, s);
 }
 
-/* The kernel's shape: a thread per output along a strided axis (cols); else lanes per segment
- * from the mean segment length: about two 16-byte vectors per lane up to a warp, a block per
- * segment from BLOCK x 4 vectors on, split over several blocks when the outputs alone would not
- * fill the card twice (tickets allowing). Pure. */
-static void rat_geometry(const cf_reduce_plan *p, int cols, int64_t n_axis, int64_t n_seg,
-                         int contiguous, size_t insz, int sms, red_spec *sp, unsigned grid[2])
+cf_status cf_red_hook_check_operands(const cf_reducer *r, int device, const cf_array *in,
+                                     const cf_array *indices, const cf_array *out)
 {
-    const int64_t n_q = p->n_out;
-    const int64_t resident = (int64_t)sms * (RED_THREADS_PER_SM / RAT_BLOCK);
-    sp->block = RAT_BLOCK;
-    sp->vec = contiguous && insz < 16 && !cols ? (int)(16 / insz) : 1;
-    sp->unroll = 4;
-    grid[1] = 1;
-    if (cols) {
-        sp->group = 1;
-        grid[0] = (unsigned)max64(1, min64(ceil_div(n_q, RAT_BLOCK), resident * 8));
-        return;
-    }
-    const int64_t mean = n_seg > 0 ? max64(1, n_axis / n_seg) : 1;
-    if (mean >= (int64_t)RAT_BLOCK * sp->vec * 4) {
-        sp->group = RAT_BLOCK;
-        int64_t splits = 1;
-        if (n_q < 2 * resident && n_q <= CF_RED_NTICKETS) {
-            splits = ceil_div(2 * resident, n_q);
-            /* every part keeps a vector per thread at least */
-            splits = max64(1, min64(splits, mean / ((int64_t)RAT_BLOCK * sp->vec)));
-            splits = min64(splits, 65535);
-        }
-        grid[0] = (unsigned)(splits > 1 ? n_q : min64(n_q, 0x7fffffff));
-        grid[1] = (unsigned)splits;
-        return;
-    }
-    int g = 1;
-    while (g < 32 && (int64_t)g * 2 * sp->vec < mean)
-        g *= 2;
-    sp->group = g;
-    grid[0] = (unsigned)max64(1, min64(ceil_div(n_q, RAT_BLOCK / g), resident * 16));
-}
-
-static cf_status rat_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, cf_dtype in,
-                          cf_dtype out, cf_dtype idx, red_spec *sp)
-{
-    memset(sp, 0, sizeof *sp);
-    sp->loop = loop;
-    sp->kind = CF_REDUCE_SEGMENTS;
-    sp->in = in;
-    sp->out = out;
-    sp->acc = r->loops[loop].acc;
-    sp->idx = idx;
-    sp->knd = p ? p->kept_ndim : 0;
-    sp->index32 = p ? p->index32 : 0;
-    if (cf_dtype_kind(idx) != 'i' && cf_dtype_kind(idx) != 'u' && idx != CF_BOOL)
-        return cf_error_set(CF_ERR_TYPE, "reduceat: indices must be integers, not %s",
-                            cf_dtype_name(idx));
-    return CF_OK;
-}
-
-cf_status cf_reduceat_check(cf_reducer *r, int loop, cf_stream *s, const cf_array *indices,
-                            int64_t n, int64_t *bad, int64_t *value)
-{
-    cf_status st = check_loop(r, loop, s);
-    if (st)
-        return st;
-    if (!indices || !bad || !value || indices->ndim != 1)
-        return cf_error_set(CF_ERR_INVALID, "cf_reduceat_check: bad arguments");
-    *bad = -1;
-    *value = 0;
-    int64_t n_seg = indices->shape[0];
-    if (n_seg == 0)
-        return CF_OK;
-    int device = cf_stream_device(s);
-    red_spec sp;
-    cf_kentry k;
-    if ((st = check_device(indices, device, "indices")) ||
-        (st = rat_spec(r, loop, NULL, r->loops[loop].acc, r->loops[loop].acc, indices->dtype,
-                       &sp)))
-        return st;
-    sp.check = 1;
-    sp.block = RAT_BLOCK;
-    if ((st = get_kernel(r, &sp, device, &k)))
-        return st;
-    uint64_t flag = 0;
-    if ((st = cf_mem_alloc(s, 8, &flag)))
-        return st;
-    cf_red_params prm;
-    memset(&prm, 0, sizeof prm);
-    prm.where = indices->data;
-    prm.where_red[0] = indices->strides[0];
-    prm.tiles_per_row = n_seg;
-    prm.n_red = n;
-    prm.partials = flag;
-    unsigned grid[3] = {(unsigned)min64(ceil_div(n_seg, RAT_BLOCK), 4096), 1, 1};
-    unsigned block[3] = {RAT_BLOCK, 1, 1};
-    void *args[1] = {&prm};
-    uint64_t pos = 0;
-    if (!(st = cf_memset8(s, flag, 0xff, 8)) && !(st = cf_launch(k.fn, grid, block, 0, s, args)))
-        st = cf_memcpy_dtoh(s, &pos, flag, 8, 1);
-    cf_status fst = cf_mem_free(s, flag);
-    if (!st)
-        st = fst;
-    if (st || pos == ~(uint64_t)0)
-        return st;
-    *bad = (int64_t)pos;
-    size_t isz = cf_dtype_size(indices->dtype);
-    unsigned char b[8] = {0};
-    if ((st = cf_memcpy_dtoh(s, b, indices->data + (uint64_t)((int64_t)pos * indices->strides[0]),
-                             isz, 1)))
-        return st;
-    char kind = cf_dtype_kind(indices->dtype);
-    if (kind == 'u' || indices->dtype == CF_BOOL) {
-        uint64_t u = 0;
-        memcpy(&u, b, isz); /* little-endian */
-        *value = (int64_t)u;
-    } else {
-        int64_t v = 0;
-        memcpy(&v, b, isz);
-        int shift = 64 - 8 * (int)isz;
-        *value = shift ? (int64_t)((uint64_t)v << shift) >> shift : v;
-    }
-    return CF_OK;
-}
-
-cf_status cf_reduceat_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in, int axis,
-                             const cf_array *indices, const cf_array *out)
-{
-    cf_status st = check_loop(r, loop, s);
-    if (st)
-        return st;
-    if (!in || !indices || !out)
-        return cf_error_set(CF_ERR_INVALID, "cf_reduceat_launch: NULL argument");
+    cf_status st;
     if ((st = check_view(in, "the array")) || (st = check_view(out, "out")) ||
         (st = check_view(indices, "indices")))
         return st;
-    if (axis < 0 || axis >= in->ndim || indices->ndim != 1 || out->ndim != in->ndim)
-        return cf_error_set(CF_ERR_INVALID, "reduceat: bad axis, indices or out");
-    const int64_t n_seg = indices->shape[0], n_axis = in->shape[axis];
-    for (int k = 0; k < in->ndim; k++)
-        if (out->shape[k] != (k == axis ? n_seg : in->shape[k]))
-            return cf_error_set(CF_ERR_INVALID, "reduceat: out has the wrong shape");
-    int64_t total = 1;
-    for (int k = 0; k < out->ndim; k++)
-        total *= out->shape[k];
-    if (total == 0)
-        return CF_OK;
-    if (n_axis == 0)
-        return cf_error_set(CF_ERR_RANGE, "reduceat: indices into an empty axis");
-    int device = cf_stream_device(s);
     if ((st = check_device(in, device, "the array")) || (st = check_device(out, device, "out")) ||
         (st = check_device(indices, device, "indices")) ||
         (st = check_aligned(in, "the array")) || (st = check_aligned(out, "out")) ||
@@ -1494,70 +1352,47 @@ cf_status cf_reduceat_launch(cf_reducer *r, int loop, cf_stream *s, const cf_arr
         (st = check_no_overlap(r, in, out, 0, "the array")) ||
         (st = check_no_overlap(r, indices, out, 0, "the indices")))
         return st;
-    /* the kept axes planned as a reduction over `axis` into out with extent 1 there */
-    unsigned char reduced[CF_MAX_DIMS] = {0};
-    reduced[axis] = 1;
-    cf_array ov = *out;
-    ov.shape[axis] = 1;
-    ov.strides[axis] = 0;
-    cf_reduce_plan p;
-    if ((st = cf_reduce_plan_axes(&p, in, reduced, &ov, NULL)))
-        return st;
-    p.n_out *= n_seg; /* outputs: kept positions x segments */
-    p.index32 = p.index32 && p.n_out < ((int64_t)1 << 31) && view_reach(out) < ((int64_t)1 << 31)
-                && view_reach(indices) < ((int64_t)1 << 31) && view_reach(in) < ((int64_t)1 << 31);
-    const int64_t n_kept = p.n_out / n_seg;
-    const int64_t sa = in->strides[axis];
-    const size_t insz = cf_dtype_size(in->dtype);
-    int cols = n_kept > 1 && p.kept_ndim > 0 &&
-               cf_abs64(sa) > cf_abs64(p.in_kept[p.kept_ndim - 1]);
-    cf_device_props props;
-    if ((st = cf_device_props_get(device, &props)))
-        return st;
+    return CF_OK;
+}
+
+cf_status cf_red_hook_kernel(cf_reducer *r, int loop, const cf_red_seg_spec *ss, int device,
+                             cf_kentry *out)
+{
     red_spec sp;
-    unsigned grid[3] = {1, 1, 1};
-    if ((st = rat_spec(r, loop, &p, in->dtype, out->dtype, indices->dtype, &sp)))
-        return st;
-    sp.cols = cols;
-    rat_geometry(&p, cols, n_axis, n_seg, sa == (int64_t)insz, insz, props.multiprocessor_count,
-                 &sp, grid);
-    cf_kentry k;
-    if ((st = get_kernel(r, &sp, device, &k)))
-        return st;
+    memset(&sp, 0, sizeof sp);
+    sp.loop = loop;
+    sp.kind = CF_REDUCE_SEGMENTS;
+    sp.in = ss->in;
+    sp.out = ss->out;
+    sp.acc = r->loops[loop].acc;
+    sp.idx = ss->idx;
+    sp.knd = ss->knd;
+    sp.rnd = 1;
+    sp.index32 = ss->index32;
+    sp.block = ss->block;
+    sp.group = ss->group;
+    sp.vec = ss->vec;
+    sp.unroll = ss->unroll;
+    sp.cols = ss->cols;
+    sp.check = ss->check;
+    return get_kernel(r, &sp, device, out);
+}
+
+cf_status cf_red_hook_scratch(cf_stream *s, uint64_t *tickets, uint64_t *seg)
+{
     red_scratch scr;
-    if ((st = get_scratch(s, 0, &scr)))
+    cf_status st = get_scratch(s, 0, &scr);
+    if (st)
         return st;
-    cf_red_params prm;
+    *tickets = scr.base + SCR_TICKETS;
+    *seg = scr.base + SCR_SEG;
+    return CF_OK;
+}
+
+void cf_red_hook_params(cf_red_params *pr, const cf_reduce_plan *p, uint64_t in, uint64_t out,
+                        uint64_t where)
+{
     cf_reduce_geom g;
     memset(&g, 0, sizeof g);
-    p.red_ndim = 0; /* the axis travels in in_red[0] below, not as reduced axes */
-    fill_params(&prm, &p, &g, in->data, out->data, indices->data, NULL, 0);
-    prm.n_red = n_axis;
-    prm.tiles_per_row = n_seg;
-    prm.epoch = n_kept;
-    prm.in_red[0] = sa;
-    prm.out_red[0] = out->strides[axis];
-    prm.where_red[0] = indices->strides[0];
-    cf_fastdiv_init(&prm.red_div[1], (uint64_t)n_seg, p.index32);
-    cf_fastdiv_init(&prm.red_div[2], (uint64_t)n_kept, p.index32);
-    prm.tickets = scr.base + SCR_TICKETS;
-    uint64_t split_mem = 0;
-    if (grid[1] > 1) {
-        size_t accsz = cf_dtype_size(r->loops[loop].acc);
-        int64_t parts = (int64_t)grid[1] * p.n_out;
-        size_t vbytes = (size_t)(((parts * (int64_t)accsz + 15) / 16) * 16);
-        if ((st = cf_mem_alloc(s, vbytes + (size_t)parts, &split_mem)))
-            return st;
-        prm.partials = split_mem;
-        prm.partial_ok = split_mem + vbytes;
-    }
-    unsigned block[3] = {(unsigned)sp.block, 1, 1};
-    void *args[1] = {&prm};
-    st = cf_launch(k.fn, grid, block, 0, s, args);
-    if (split_mem) {
-        cf_status fst = cf_mem_free(s, split_mem); /* stream-ordered: after the kernel */
-        if (!st)
-            st = fst;
-    }
-    return st;
+    fill_params(pr, p, &g, in, out, where, NULL, 0);
 }

@@ -153,18 +153,23 @@ CF_API cf_status cf_scan_launch(cf_reducer *r, int loop, cf_stream *s, const cf_
 /* NumPy's reduceat: out[..., s, ...] = the reduction of in[..., indices[s]:indices[s+1], ...] along
  * `axis` (the last segment runs to the axis' end; where indices[s] >= indices[s+1], the element
  * in[..., indices[s], ...] alone). `indices` is a 1-d device array of an integer (or bool) dtype
- * whose values the caller has checked to lie in [0, in->shape[axis]) (cf_reduceat_check);
- * `out` has in's shape with indices' extent on `axis`, any dtype, not sharing memory with `in`
- * or `indices`. The kernel's shape (lanes per segment, vector loads, blocks per long segment) is
- * chosen from the outputs' count and the mean segment length. No initial value. Returns without
- * waiting. */
+ * whose values the caller has checked to lie in [0, in->shape[axis]) (else see
+ * cf_reduceat_launch_checked); `out` has in's shape with indices' extent on `axis`, any dtype, not
+ * sharing memory with `in` or `indices`. The kernel's shape (lanes per segment, vector loads,
+ * blocks per long segment) is chosen from the outputs' count and the mean segment length. No
+ * initial value. Returns without waiting. (src/reduceat.c) */
 CF_API cf_status cf_reduceat_launch(cf_reducer *r, int loop, cf_stream *s, const cf_array *in,
                                     int axis, const cf_array *indices, const cf_array *out);
 
-/* Check device `indices` (1-d, integer or bool) against [0, n) on stream s and wait: *bad = the
- * first position whose value lies outside (and *value = that value), or -1. */
-CF_API cf_status cf_reduceat_check(cf_reducer *r, int loop, cf_stream *s, const cf_array *indices,
-                                   int64_t n, int64_t *bad, int64_t *value);
+/* cf_reduceat_launch for device `indices` not checked yet: a kernel checks them against
+ * [0, in->shape[axis]) on s and the reduction, queued right behind it, writes nothing when one
+ * lies outside. Waits for the check only, not for the reduction: *bad = the first position whose
+ * value lies outside (and *value = that value; out is left as it was), or -1. A stream being
+ * captured into a graph is refused (CF_ERR_UNSUPPORTED: the check must wait). */
+CF_API cf_status cf_reduceat_launch_checked(cf_reducer *r, int loop, cf_stream *s,
+                                            const cf_array *in, int axis,
+                                            const cf_array *indices, const cf_array *out,
+                                            int64_t *bad, int64_t *value);
 
 /* The CUDA C of the kernel cf_reduce_launch / cf_scan_launch would use (axis < 0: a reduction),
  * for inspection and tests; needs no GPU. The caller frees *source with cf_free_buffer. */

@@ -42,7 +42,11 @@
  *                 contiguous; a long segment with few outputs is split over gridDim.y blocks
  *                 whose partials the last of them combines (as cf_red_rows). COLS: a thread per
  *                 output, adjacent threads on adjacent kept positions (the axis strided).
- *   cf_red_segments_check  the indices' first value outside [0, n) (atomicMin of its position).
+ *                 With device indices it reads the check's verdict first and, if an index
+ *                 lies outside, returns at once: nothing is written.
+ *   cf_red_segments_check  the indices' first position outside [0, n): the last block to finish
+ *                 publishes the verdict for the reduction queued behind it (and in a mapped host
+ *                 word for the host waiting on the check alone).
  */
 #ifndef CUFUNC_REDUCE_CUH
 #define CUFUNC_REDUCE_CUH
@@ -54,6 +58,13 @@
 /* Per-stream tickets for split reductions (one per output tile) and partials of full reductions. */
 #define CF_RED_NTICKETS 8192
 #define CF_RED_MAX_BLOCKS 4096
+/* reduceat's index check in the per-stream scratch: the running verdict (0 between launches), the
+ * last check's verdict (0: every index inside, else ~ the first bad position), the check's ticket
+ * (0 between launches) */
+#define CF_RED_SEG_ACC 0
+#define CF_RED_SEG_VERDICT 8
+#define CF_RED_SEG_TICKET 16
+#define CF_RED_SEG_SCRATCH 32
 
 typedef struct cf_red_params {
     cf_ka_u64 in, out, where;         /* addresses of element (0, ..., 0) */
@@ -1147,7 +1158,8 @@ __device__ __forceinline__ void cf_scan_cols(const cf_red_params &p)
 /* cf_red_params as cf_red_segments reads it: n_out = outputs (n_kept * n_seg), n_red = the axis'
  * extent, tiles_per_row = n_seg (indices), epoch = n_kept, where = the indices' address; in_red[0],
  * out_red[0], where_red[0]: byte strides of the axis in the input and the output and of the
- * indices; red_div[1], red_div[2]: division by n_seg and by n_kept; the kept axes as for rows. */
+ * indices; red_div[1], red_div[2]: division by n_seg and by n_kept; the kept axes as for rows;
+ * status: the check's verdict for device indices (0: indices checked on the host). */
 
 /* The group's values combined in lane order; the result is in the group's lane 0. Every lane of
  * the warp calls (G <= 32 lanes per group, G a power of two). */
@@ -1200,6 +1212,10 @@ __device__ __forceinline__ void cf_red_segments(const cf_red_params &p)
     const I mine = GROUP >= 32 ? 0 : (I)((threadIdx.x % 32) / GROUP);
     const I step = (I)gridDim.x * per_block;
     const bool split = GROUP == BLOCK && gridDim.y > 1; /* then gridDim.x == n_q */
+    /* device indices: the check's verdict (the same for every thread: nothing is written, no
+     * ticket taken, when an index lies outside) */
+    if (p.status && *(volatile const unsigned long long *)p.status != 0)
+        return;
     for (I base = (I)blockIdx.x * per_block + first; base < n_q; base += step) {
         const I q = base + mine;
         T v;
@@ -1274,18 +1290,35 @@ __device__ __forceinline__ void cf_red_segments(const cf_red_params &p)
     }
 }
 
-/* The first position s whose index lies outside [0, n_red) goes to *(unsigned long long
- * *)p.partials by atomicMin (the host set it to ~0 and reads it back). */
+/* The first position s whose index lies outside [0, n_red): the threads fold ~s into the running
+ * verdict at p.partials by atomicMax (the smallest s wins; 0 is "none"); the last block to finish
+ * (ticket at p.tickets) moves it to p.status, where the reduction behind reads it, and to the
+ * mapped host word p.aggregate (when not 0), and leaves the running verdict and the ticket at 0. */
 template <typename TIdx, int BLOCK>
 __device__ __forceinline__ void cf_red_segments_check(const cf_red_params &p)
 {
     const long long n_seg = p.tiles_per_row, n = p.n_red;
     const long long si = p.where_red[0];
+    unsigned long long *acc = (unsigned long long *)p.partials;
     for (long long s = (long long)blockIdx.x * BLOCK + threadIdx.x; s < n_seg;
          s += (long long)gridDim.x * BLOCK) {
         const long long x = (long long)*(const TIdx *)(p.where + (cf_ka_u64)(s * si));
         if (x < 0 || x >= n)
-            atomicMin((unsigned long long *)p.partials, (unsigned long long)s);
+            atomicMax(acc, ~(unsigned long long)s);
+    }
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        s_last = atomicAdd((unsigned *)p.tickets, 1u) == gridDim.x - 1;
+        if (s_last) {
+            __threadfence();
+            const unsigned long long v = atomicExch(acc, 0ull);
+            *(volatile unsigned long long *)p.status = v;
+            if (p.aggregate) /* the host reads it after the kernel's event: no system fence */
+                *(volatile unsigned long long *)p.aggregate = v;
+            *(volatile unsigned *)p.tickets = 0;
+        }
     }
 }
 

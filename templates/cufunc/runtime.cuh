@@ -361,10 +361,31 @@ CF_M1(tanh, tanhf, tanh) CF_M1(asinh, asinhf, asinh) CF_M1(acosh, acoshf, acosh)
 CF_M1(floor, floorf, floor) CF_M1(ceil, ceilf, ceil) CF_M1(trunc, truncf, trunc) CF_M1(fabs, fabsf, fabs)
 CF_M1(erf, erff, erf) CF_M1(erfc, erfcf, erfc) CF_M1(gamma, tgammaf, tgamma) CF_M1(lgamma, lgammaf, lgamma)
 CF_M1(round, rintf, rint) /* round half to even in the default rounding mode */
-CF_M2(atan2, atan2f, atan2) CF_M2(hypot, hypotf, hypot) CF_M2(fmod, fmodf, fmod)
+CF_M2(atan2, atan2f, atan2) CF_M2(fmod, fmodf, fmod)
 CF_M2(remainder, remainderf, remainder) CF_M2(copysign, copysignf, copysign) CF_M2(pow, powf, pow)
 #undef CF_M1
 #undef CF_M2
+/* hypot with C's overflow (glibc's, NumPy's): inf exactly where sqrt(x^2 + y^2) rounds past the
+ * largest finite value. Arguments from 2^64 (float) / 2^512 (double) on are scaled by the inverse
+ * power of two before and the result by it after: exact (only exponents move; a component small
+ * enough to lose bits in the scaling adds nothing next to the other), and the overflow, if any,
+ * happens in that last product, rounded as IEEE rounds it. So the result never depends on how a
+ * library's hypot treats arguments near the overflow threshold (complex log1p, sign, absolute and
+ * log compute |z| with it; NumPy's |max + max j| is inf). inf with a NaN stays inf. */
+CF_HD float cf_hypot(float x, float y)
+{
+    float ax = x < 0 ? -x : x, ay = y < 0 ? -y : y, m = ax > ay ? ax : ay;
+    if (m >= 1.8446744073709552e+19f) /* 2^64 */
+        return hypotf(x * 5.421010862427522e-20f, y * 5.421010862427522e-20f) * 1.8446744073709552e+19f;
+    return hypotf(x, y);
+}
+CF_HD double cf_hypot(double x, double y)
+{
+    double ax = x < 0 ? -x : x, ay = y < 0 ? -y : y, m = ax > ay ? ax : ay;
+    if (m >= 1.3407807929942597e+154) /* 2^512 */
+        return hypot(x * 7.458340731200207e-155, y * 7.458340731200207e-155) * 1.3407807929942597e+154;
+    return hypot(x, y);
+}
 /* float: NumPy's npy_degreesf/npy_radiansf multiply by 180.0f / NPY_PIf and NPY_PIf / 180.0f, the
  * float quotients (57.295776f, not the float nearest 180/pi, 57.29578f) */
 CF_HD float cf_degrees(float x) { return x * (180.0f / 3.14159265358979323846f); }

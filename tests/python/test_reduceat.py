@@ -252,3 +252,71 @@ def test_comparisons_do_not_reduce_logical_ufuncs_do():
         with pytest.raises(TypeError):
             _twins.twin(u).reduceat(a, [0, 2])
     assert np.logical_and.reduceat(a, [0, 2]).dtype == bool
+
+
+@gpu
+def test_device_indices_after_bad_ones_and_many_calls():
+    # the device check leaves its scratch as it found it: a bad call, then good ones on the same
+    # stream (each queued behind its own check), every kernel shape, results as NumPy's
+    a = small(1 << 16, np.float32)
+    d = cuda.to_device(a)
+    bad = cuda.to_device(np.array([0, 5, 1 << 16]))
+    out = cuda.to_device(np.full(3, 7.5, np.float32))
+    with pytest.raises(IndexError, match="index 65536 out-of-bounds"):
+        np.add.reduceat(d, bad, out=out)
+    np.testing.assert_array_equal(out.copy_to_host(), 7.5)
+    for n_seg in (1, 4, 64, 4096, 1 << 16):   # split blocks, a block, lanes, a lane per segment
+        idx = np.sort(RNG.integers(0, 1 << 16, n_seg))
+        di = cuda.to_device(idx)
+        got = [np.add.reduceat(d, di) for _ in range(3)]
+        for g in got:
+            check(g, np.add.reduceat(a, idx))
+    # the first bad position is the one reported (NumPy reports the first)
+    idx = np.array([3, -4, 9, 1 << 20, -1])
+    with pytest.raises(IndexError) as want:
+        np.add.reduceat(a, idx)
+    with pytest.raises(IndexError) as got:
+        np.add.reduceat(d, cuda.to_device(idx))
+    assert str(got.value) == str(want.value)
+
+
+@gpu
+def test_device_indices_from_threads():
+    # concurrent calls each wait for their own check
+    import concurrent.futures as cfut
+    a = small(5000, np.int32)
+    d = cuda.to_device(a)
+    cases = [np.sort(RNG.integers(0, 5000, k)) for k in (3, 50, 700, 5000)] * 4
+    cases += [np.array([0, 5000 + k]) for k in range(4)]
+
+    def one(idx):
+        try:
+            return np.add.reduceat(d, cuda.to_device(idx)).copy_to_host()
+        except IndexError as e:
+            return str(e)
+
+    with cfut.ThreadPoolExecutor(6) as ex:
+        results = list(ex.map(one, cases))
+    for idx, r in zip(cases, results):
+        try:
+            want = np.add.reduceat(a, idx)
+        except IndexError as e:
+            assert r == str(e)
+            continue
+        np.testing.assert_array_equal(r, want)
+
+
+@gpu
+def test_device_indices_refused_in_a_graph_capture():
+    from cufunc import errors
+    a = cuda.to_device(np.arange(8.0))
+    idx = cuda.to_device(np.array([0, 4]))
+    out = cuda.device_array(2, np.float64)
+    s = cuda.stream()
+    np.add.reduceat(a, idx, out=out)        # compiled outside the capture
+    s.begin_capture()
+    try:
+        with pytest.raises(errors.GraphCaptureError, match="device indices"):
+            np.add.reduceat(a, idx, out=out, stream=s)
+    finally:
+        s.end_capture()

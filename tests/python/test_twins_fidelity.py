@@ -15,7 +15,8 @@ Tolerances (one table, `tolerance(name, dtype)`):
   * math functions of reals: ulps of the result, the bound of CUDA's libdevice function (CUDA Math
     API, "Mathematical Functions" appendix) plus 1 for the reference's own rounding, the table
     test_runtime_header.ULP, which is also the runtime header's own; 2 ulp where that is
-    smaller than 2 (NumPy documents no bound);
+    smaller than 2 (NumPy documents no bound); an infinity exactly NumPy's (the largest finite
+    value is 1 ulp from inf, and an overflow NumPy has is not a rounding difference);
   * complex functions: each component within k ulps of the larger component's magnitude
     (test_runtime_header.CULP, the runtime's complex algorithms); non-finite components exactly
     NumPy's, which are C99 Annex G's (cos(nan+inf j) = inf+nan j, ...);
@@ -175,8 +176,9 @@ def reference(u, name, xs):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if name in ("multiply", "square") and xs[0].dtype.kind == "c":
-            ys = xs if name == "multiply" else [xs[0], xs[0]]
-            out = np.empty(xs[0].shape, xs[0].dtype)
+            # the operands broadcast first (a (13, 1) by (1, 11) product is (13, 11))
+            ys = np.broadcast_arrays(*(xs if name == "multiply" else [xs[0], xs[0]]))
+            out = np.empty(ys[0].shape, xs[0].dtype)
             for i, (a, b) in enumerate(zip(ys[0].ravel(), ys[1].ravel())):
                 out.ravel()[i] = a * b
             return out
@@ -208,7 +210,8 @@ def compare(name, xs, want, got):
     if mode == "exact":
         err = np.where(_same(w, g), 0.0, np.inf)
     elif mode == "ulp":
-        err = H.ulp_distance(w, g)
+        # an infinity is NumPy's exactly: the largest finite value lies 1 ulp from inf
+        err = np.where(np.isinf(w) != np.isinf(g), np.inf, H.ulp_distance(w, g))
     elif mode == "cplx":
         err = H.complex_error_ulps(w, g)
     else:   # scaled: ulps of max(|x|, |y|, |result|)
@@ -309,6 +312,46 @@ def test_host_translation_every_loop_edge_values(name):
     assert not fails, "\n".join(fails)
 
 
+def test_host_hypot_near_overflow_is_c_hypot():
+    """The runtime's hypot (|z| of every complex function) scales arguments from 2^64 / 2^512 on,
+    so that its overflow is C's whatever the library's hypot does near the threshold: compiled
+    with g++, bit for bit against NumPy's np.hypot (the C library's) over the top binades, where
+    NumPy's complex log1p, sign and absolute of max + max j overflow to inf."""
+    if shutil.which(H.CXX) is None:
+        pytest.skip("no C++ compiler (%s) on this machine" % H.CXX)
+    lib = H.build_shared('#include "cufunc/runtime.cuh"\n'
+                         'extern "C" void hf(const float *x, const float *y, float *o, long n)'
+                         ' { for (long i = 0; i < n; i++) o[i] = cf_hypot(x[i], y[i]); }\n'
+                         'extern "C" void hd(const double *x, const double *y, double *o, long n)'
+                         ' { for (long i = 0; i < n; i++) o[i] = cf_hypot(x[i], y[i]); }\n',
+                         "hypot")
+    for dt, fn in ((np.float32, lib.hf), (np.float64, lib.hd)):
+        fi = np.finfo(dt)
+        big = np.array([fi.max, fi.max / 2, fi.max / 1.5, fi.max * 0.7, fi.max / 4, 2.0 ** 64,
+                        2.0 ** 64 * 0.99, 2.0 ** 512 if dt is np.float64 else 1e30, 1e300
+                        if dt is np.float64 else 1e37, 3.0, 1e-3, 0.0, float(fi.tiny), np.inf,
+                        np.nan], dt)
+        big = np.concatenate([big, -big])
+        x, y = np.repeat(big, big.size), np.tile(big, big.size)
+        out = np.empty_like(x)
+        fn(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p),
+           out.ctypes.data_as(ctypes.c_void_p), ctypes.c_long(x.size))
+        with np.errstate(all="ignore"):
+            want = np.hypot(x, y)
+        assert _same(want, out).all(), [(a, b, g, w) for a, b, g, w in zip(x, y, out, want)
+                                         if not _same(np.array([w]), np.array([g]))[0]][:5]
+        assert np.isinf(out[(x == fi.max) & (y == fi.max)]).all()
+
+
+def test_reference_of_a_broadcast_complex_product():
+    # NumPy's scalar products over the broadcast shape: (13, 1) x (1, 11) is (13, 11)
+    a = (np.arange(13) + 1j).astype(np.complex128)[:, None]
+    b = (2 - 1j * np.arange(11)).astype(np.complex128)[None, :]
+    want = reference(np.multiply, "multiply", [a, b])
+    assert want.shape == (13, 11)
+    assert want[4, 7] == a[4, 0] * b[0, 7]
+
+
 # ---- layouts -------------------------------------------------------------------------------------
 
 def layouts(xs):
@@ -389,3 +432,29 @@ def test_gpu_every_twin_loop_j_edge_values_layouts(j):
         for f in ex.map(lambda n: one_case(n, j), todo):
             fails += f
     assert not fails, "%d disagreements:\n%s" % (len(fails), "\n".join(fails))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_gpu_complex_power_infinite_exponent_intermediates(dtype):
+    """Complex power with an infinite or NaN part in the exponent is exp(b * log(a)) with Annex G's
+    product: the result hangs on the signs and zeros of log(a)'s parts and on |a| near overflow.
+    The same cases as the loop test, with the GPU's log(a) and |a| beside NumPy's in the message
+    of any disagreement (which intermediate differs)."""
+    loop = (np.dtype(dtype),) * 3
+    xs = operands("power", loop, 2)
+    keep = ~np.isfinite(xs[1])
+    a, b = xs[0][keep], xs[1][keep]
+    want = reference(np.power, "power", [a, b])
+    got = np.power(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+    k = tolerance("power", want.dtype)[1]
+    bad = np.nonzero(H.complex_error_ulps(want, got) > k)[0]
+    if bad.size:
+        with np.errstate(all="ignore"):
+            la_np, ab_np = np.log(a[bad]), np.abs(a[bad])
+        la = np.log(cuda.to_device(a[bad])).copy_to_host()
+        ab = np.abs(cuda.to_device(a[bad])).copy_to_host()
+        rows = ["power(%r, %r) = %r, NumPy %r; log(a) %r, NumPy %r; |a| %r, NumPy %r"
+                % (a[i], b[i], got[i], want[i], la[j], la_np[j], ab[j], ab_np[j])
+                for j, i in enumerate(bad[:8])]
+        pytest.fail("%d of %d outside cplx %d:\n%s" % (bad.size, a.size, k, "\n".join(rows)))
