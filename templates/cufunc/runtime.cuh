@@ -366,25 +366,38 @@ CF_M2(remainder, remainderf, remainder) CF_M2(copysign, copysignf, copysign) CF_
 #undef CF_M1
 #undef CF_M2
 /* hypot with C's overflow (glibc's, NumPy's): inf exactly where sqrt(x^2 + y^2) rounds past the
- * largest finite value. Arguments from 2^64 (float) / 2^512 (double) on are scaled by the inverse
- * power of two before and the result by it after: exact (only exponents move; a component small
- * enough to lose bits in the scaling adds nothing next to the other), and the overflow, if any,
- * happens in that last product, rounded as IEEE rounds it. So the result never depends on how a
- * library's hypot treats arguments near the overflow threshold (complex log1p, sign, absolute and
- * log compute |z| with it; NumPy's |max + max j| is inf). inf with a NaN stays inf. */
+ * largest finite value, whatever a library's hypot does near that threshold (CUDA's is within 2 ulp,
+ * not correctly rounded; complex log1p, sign, absolute and log compute |z| with it, and NumPy's
+ * |max + 1j| is max, |max + max j| inf). Finite arguments only (inf and NaN: the library's, which
+ * follows C99):
+ *   - the smaller below 2^-27 (float: 2^-13) of the larger: the larger, which is the correctly
+ *     rounded result (the exact one lies within half an ulp of it);
+ *   - the larger from 2^512 (float: 2^64): both scaled down by that power of two and the result
+ *     back up (only exponents move), so that an overflow happens in the last product, as IEEE
+ *     rounds it. */
+template <typename T> CF_HD T cf_hypot_scaled(T x, T y, T big, T inv, T tiny, T lib(T, T))
+{
+    T ax = x < 0 ? -x : x, ay = y < 0 ? -y : y;
+    if (!(ax - ax == 0 && ay - ay == 0)) /* inf or NaN */
+        return lib(x, y);
+    T hi = ax > ay ? ax : ay, lo = ax > ay ? ay : ax;
+    if (lo < hi * tiny)
+        return hi;
+    if (hi >= big)
+        return lib(x * inv, y * inv) * big;
+    return lib(x, y);
+}
+CF_HD float cf_lib_hypot(float x, float y) { return hypotf(x, y); }
+CF_HD double cf_lib_hypot(double x, double y) { return hypot(x, y); }
 CF_HD float cf_hypot(float x, float y)
 {
-    float ax = x < 0 ? -x : x, ay = y < 0 ? -y : y, m = ax > ay ? ax : ay;
-    if (m >= 1.8446744073709552e+19f) /* 2^64 */
-        return hypotf(x * 5.421010862427522e-20f, y * 5.421010862427522e-20f) * 1.8446744073709552e+19f;
-    return hypotf(x, y);
+    return cf_hypot_scaled<float>(x, y, 1.8446744073709552e+19f, 5.421010862427522e-20f,
+                                  1.220703125e-04f /* 2^-13 */, cf_lib_hypot);
 }
 CF_HD double cf_hypot(double x, double y)
 {
-    double ax = x < 0 ? -x : x, ay = y < 0 ? -y : y, m = ax > ay ? ax : ay;
-    if (m >= 1.3407807929942597e+154) /* 2^512 */
-        return hypot(x * 7.458340731200207e-155, y * 7.458340731200207e-155) * 1.3407807929942597e+154;
-    return hypot(x, y);
+    return cf_hypot_scaled<double>(x, y, 1.3407807929942597e+154, 7.458340731200207e-155,
+                                   7.450580596923828e-09 /* 2^-27 */, cf_lib_hypot);
 }
 /* float: NumPy's npy_degreesf/npy_radiansf multiply by 180.0f / NPY_PIf and NPY_PIf / 180.0f, the
  * float quotients (57.295776f, not the float nearest 180/pi, 57.29578f) */
