@@ -159,3 +159,44 @@ def test_the_check_fails_on_a_bad_docstring():
     codes = {e.split()[0] for e in problems("bad", bad)}
     assert {"SS02", "SS03", "PR01", "PR02", "PR08", "PR09", "RT01"} <= codes, codes
     assert "C001" in {e.split()[0] for e in problems("c", cufunc.cuda.Stream.__enter__)}
+
+
+def _api_page_objects():
+    """{id(object): (directive, has :members:)} of the auto* directives of docs/api.md."""
+    import os
+    import re
+    import importlib
+    page = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "api.md")
+    text = open(page).read()
+    out = {}
+    for m in re.finditer(r"^\.\. auto(\w+):: ([\w.]+)\n((?:   :\w+:.*\n)*)", text, re.M):
+        kind, target, opts = m.groups()
+        parts = target.split(".")
+        obj = importlib.import_module(parts[0])
+        for i, p in enumerate(parts[1:], 2):
+            # an attribute first (cufunc.vectorize is the function, not the module)
+            obj = (getattr(obj, p) if hasattr(obj, p)
+                   else importlib.import_module(".".join(parts[:i])))
+        out[id(obj)] = (kind, ":members:" in opts)
+    return out
+
+
+def test_the_api_page_documents_every_public_name():
+    """docs/api.md has an autodoc directive for every public function and class (by identity:
+    an alias such as cufunc.numba.cuda.to_device is documented once), and its classes with
+    public methods or attributes list their members."""
+    on_page = _api_page_objects()
+    missing, no_members = [], []
+    for name, obj in PUBLIC:
+        owner = name.rsplit(".", 1)[0]
+        if any(n == owner for n, _ in PUBLIC):
+            continue                       # a method or attribute: the class's :members:
+        if " (" in name:
+            continue                       # the class of a namespace object (cuda.local)
+        if id(obj) not in on_page:
+            missing.append(name)
+        elif isinstance(obj, type) and not on_page[id(obj)][1] and any(
+                n.startswith(name + ".") for n, _ in PUBLIC):
+            no_members.append(name)
+    assert not missing, "not in docs/api.md: %s" % missing
+    assert not no_members, "classes in docs/api.md without :members:: %s" % no_members
