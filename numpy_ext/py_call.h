@@ -268,14 +268,14 @@ PyObject *cf_py_func_get_loops(PyObject *self, void *c);
 PyObject *cf_py_func_get_compiler(PyObject *self, void *c);
 /* The PyGetSetDef entries of those, for the type's table; `what` is "ufunc" or "gufunc". */
 #define CF_PY_FUNC_GETSET(what)                                                                   \
-    {"nin", cf_py_func_get_nin, NULL, "number of inputs", NULL},                                  \
-    {"nout", cf_py_func_get_nout, NULL, "number of outputs", NULL},                               \
-    {"nargs", cf_py_func_get_nargs, NULL, "number of arguments (nin + nout)", NULL},              \
+    {"nin", cf_py_func_get_nin, NULL, "The number of inputs.", NULL},                                  \
+    {"nout", cf_py_func_get_nout, NULL, "The number of outputs.", NULL},                               \
+    {"nargs", cf_py_func_get_nargs, NULL, "The number of arguments (nin + nout).", NULL},              \
     {"__name__", cf_py_func_get_name, NULL, "the " what "'s name", NULL},                         \
     {"__doc__", cf_py_func_get_doc, cf_py_func_set_doc, "the " what "'s docstring", NULL},        \
-    {"compiler", cf_py_func_get_compiler, NULL, "the loop compiler of a dynamic " what ", or None",\
+    {"compiler", cf_py_func_get_compiler, NULL, "The loop compiler of a dynamic " what ", or None.",\
      NULL},                                                                                       \
-    {"rules", cf_py_func_get_rules, NULL, "the call rules: 'numpy', or 'numba' (cufunc.numba)",    \
+    {"rules", cf_py_func_get_rules, NULL, "The call rules: 'numpy', or 'numba' (cufunc.numba).",    \
      NULL}
 
 #endif

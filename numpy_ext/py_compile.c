@@ -685,14 +685,25 @@ static PyObject *rk_repr(RawKernel *self)
 
 static PyMethodDef rk_methods[] = {
     {"compile", (PyCFunction)rk_compile, METH_VARARGS,
-     "compile(device=None): compile and load the kernel now on a device (default: current)."},
+     "compile($self, device=None, /)\n"
+     "--\n"
+     "\n"
+     "Compile and load the kernel now on a device.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "device : int, optional\n"
+     "    The device's ordinal; the current device when not given.\n"},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef rk_getset[] = {
-    {"source", (getter)rk_get, NULL, NULL, (void *)offsetof(RawKernel, source)},
-    {"name", (getter)rk_get, NULL, NULL, (void *)offsetof(RawKernel, name)},
-    {"options", (getter)rk_get, NULL, NULL, (void *)offsetof(RawKernel, options)},
+    {"source", (getter)rk_get, NULL,
+     "The CUDA C source.", (void *)offsetof(RawKernel, source)},
+    {"name", (getter)rk_get, NULL,
+     "The name of the ``__global__`` function.", (void *)offsetof(RawKernel, name)},
+    {"options", (getter)rk_get, NULL,
+     "The NVRTC options, a tuple of str.", (void *)offsetof(RawKernel, options)},
     {"attributes", (getter)rk_get_attributes, NULL,
      "Registers, shared and local memory, max threads per block on the current device.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -706,11 +717,25 @@ static PyTypeObject RawKernel_Type = {
     .tp_repr = (reprfunc)rk_repr,
     .tp_call = (ternaryfunc)rk_call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "RawKernel(source, name, options=()): an `extern \"C\" __global__` function of CUDA C "
-              "source, compiled with NVRTC on first use on each device (through the kernel "
-              "cache).\n\nkernel(grid, block, args, shared_mem=0, stream=None) launches it "
-              "asynchronously; args are device arrays (passed as pointers), NumPy scalars (their "
-              "exact type), int (int64), float (float64), complex (complex128) and bool.",
+    .tp_doc =
+        "RawKernel(source, name, options=())\n"
+        "--\n"
+        "\n"
+        "An ``extern \"C\" __global__`` function of CUDA C, compiled with NVRTC on first use.\n"
+        "\n"
+        "It is compiled once per device, through the kernel cache. ``kernel(grid, block, args,\n"
+        "shared_mem=0, stream=None)`` launches it asynchronously; ``args`` are device arrays (passed as\n"
+        "pointers), NumPy scalars (their exact type), int (int64), float (float64), complex (complex128)\n"
+        "and bool.\n"
+        "\n"
+        "Parameters\n"
+        "----------\n"
+        "source : str\n"
+        "    The CUDA C source.\n"
+        "name : str\n"
+        "    The name of the ``__global__`` function.\n"
+        "options : sequence of str, optional\n"
+        "    NVRTC options.\n",
     .tp_methods = rk_methods,
     .tp_getset = rk_getset,
     .tp_new = rk_new,
@@ -741,10 +766,28 @@ PyMethodDef cf_py_compile_methods[] = {
      "cache_key(source, options=(), arch=None) -> the hex cache key of a compilation."},
     {"compile_source", (PyCFunction)(void (*)(void))py_compile_source,
      METH_VARARGS | METH_KEYWORDS,
-     "compile_source(source, options=(), arch=None, cache=False) -> (image, is_ptx): CUBIN (or "
-     "PTX when NVRTC does not know the arch) for arch (major, minor); None means the current "
-     "device's, or (9, 0) without a GPU. With cache=True the kernel cache is used and a third "
-     "item says where the image came from (0 compiled, 1 memory, 2 disk). Needs no GPU."},
+     "compile_source($module, /, source, options=(), arch=None, cache=False)\n"
+     "--\n"
+     "\n"
+     "Compile CUDA C source with NVRTC, without a GPU.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "source : str\n"
+     "    The CUDA C source.\n"
+     "options : sequence of str, optional\n"
+     "    NVRTC options.\n"
+     "arch : tuple of int, optional\n"
+     "    The compute capability ``(major, minor)``; the current device's, or (9, 0) without a GPU,\n"
+     "    when not given.\n"
+     "cache : bool, optional\n"
+     "    Use the kernel cache.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "tuple\n"
+     "    ``(image, is_ptx)``: CUBIN, or PTX when NVRTC does not know the arch; with ``cache=True``\n"
+     "    a third item says where the image came from (0 compiled, 1 memory, 2 disk).\n"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -467,7 +467,26 @@ PyMethodDef cf_py_device_methods[] = {
     {"mem_outstanding", py_mem_outstanding, METH_NOARGS,
      "mem_outstanding() -> bytes allocated from the device pools and not yet freed."},
     {"pinned_array", (PyCFunction)(void (*)(void))py_pinned_array, METH_VARARGS | METH_KEYWORDS,
-     "pinned_array(shape, dtype=float64, order='C') -> a NumPy array over page-locked memory."},
+     "pinned_array($module, /, shape, dtype='float64', order='C')\n"
+     "--\n"
+     "\n"
+     "Allocate a NumPy array in page-locked host memory.\n"
+     "\n"
+     "Copies between it and the device are direct DMA, and asynchronous on a stream.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "shape : int or tuple of int\n"
+     "    The shape.\n"
+     "dtype : dtype_like, optional\n"
+     "    The element type.\n"
+     "order : {'C', 'F'}, optional\n"
+     "    The memory layout.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "numpy.ndarray\n"
+     "    The array (uninitialised).\n"},
     {"special_array", (PyCFunction)(void (*)(void))py_special_array, METH_VARARGS | METH_KEYWORDS,
      "special_array(kind, shape, dtype, order, attach_global) -> (ndarray, device pointer): "
      "mapped or managed memory (cuda.mapped_array / managed_array wrap it)."},

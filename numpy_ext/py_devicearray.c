@@ -2029,33 +2029,192 @@ static PyObject *da_py_get_ipc_handle(PyObject *self, PyObject *args, PyObject *
 
 static PyMethodDef da_methods[] = {
     {"copy_to_host", (PyCFunction)(void (*)(void))da_copy_to_host, METH_VARARGS | METH_KEYWORDS,
-     "copy_to_host(ary=None, stream=0) -> a NumPy array with the data (a new one, or `ary`, which "
-     "must have the same shape and dtype)."},
+     "copy_to_host($self, /, ary=None, stream=0)\n"
+     "--\n"
+     "\n"
+     "Copy the array's data to host memory.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "ary : numpy.ndarray, optional\n"
+     "    The host array to fill, of the same shape and dtype; a new one when not given.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the copy is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "numpy.ndarray\n"
+     "    ``ary``, or a new NumPy array holding the data.\n"},
     {"copy_to_device", (PyCFunction)(void (*)(void))da_copy_to_device,
      METH_VARARGS | METH_KEYWORDS,
-     "copy_to_device(ary, stream=0): copy a host array or a device array of the same shape and "
-     "dtype into this one."},
+     "copy_to_device($self, /, ary, stream=0)\n"
+     "--\n"
+     "\n"
+     "Copy a host or device array of the same shape and dtype into this array.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "ary : array_like\n"
+     "    A NumPy array, a device array or an object with ``__cuda_array_interface__``.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the copy is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"},
     {"reshape", (PyCFunction)(void (*)(void))da_reshape, METH_VARARGS | METH_KEYWORDS,
-     "reshape(*shape, order='C') -> a view with a new shape; NotImplementedError where NumPy would "
-     "have to copy."},
+     "reshape($self, /, *shape, order='C')\n"
+     "--\n"
+     "\n"
+     "Give a view of the same data with a new shape.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "*shape : int or tuple of int\n"
+     "    The new shape (one -1 is inferred), as NumPy's ``reshape``.\n"
+     "order : {'C', 'F', 'A'}, optional\n"
+     "    The index order, as NumPy's.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The view.\n"
+     "\n"
+     "Raises\n"
+     "------\n"
+     "NotImplementedError\n"
+     "    Where NumPy would have to copy.\n"},
     {"ravel", (PyCFunction)(void (*)(void))da_ravel, METH_VARARGS | METH_KEYWORDS,
-     "ravel(order='C') -> a 1-D view; NotImplementedError where a copy would be needed."},
+     "ravel($self, /, order='C', stream=0)\n"
+     "--\n"
+     "\n"
+     "Give a 1-d view of the data.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "order : {'C', 'F', 'A', 'K'}, optional\n"
+     "    The index order, as NumPy's.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the copy is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The 1-d view.\n"
+     "\n"
+     "Raises\n"
+     "------\n"
+     "NotImplementedError\n"
+     "    Where a copy would be needed.\n"},
     {"transpose", (PyCFunction)da_transpose, METH_VARARGS,
-     "transpose(*axes) -> a view with the axes permuted (reversed by default)."},
-    {"is_c_contiguous", (PyCFunction)da_is_c_contiguous, METH_NOARGS, NULL},
+     "transpose($self, /, *axes)\n"
+     "--\n"
+     "\n"
+     "Give a view with the axes permuted.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "*axes : int or tuple of int\n"
+     "    The permutation; the axes reversed when not given.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The view.\n"},
+    {"is_c_contiguous", (PyCFunction)da_is_c_contiguous, METH_NOARGS,
+     "is_c_contiguous($self, /)\n"
+     "--\n"
+     "\n"
+     "Tell whether the array is contiguous in C (row-major) order.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    True when its elements are adjacent in C order.\n"},
     {"view", (PyCFunction)(void (*)(void))da_py_view, METH_VARARGS | METH_KEYWORDS,
-     "view(dtype): the same memory as another dtype (Numba's rules), no copy."},
+     "view($self, /, dtype)\n"
+     "--\n"
+     "\n"
+     "Give a view of the same memory as another dtype, without a copy.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "dtype : dtype_like\n"
+     "    The new dtype; the last axis is rescaled as Numba does.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The view.\n"},
     {"split", (PyCFunction)(void (*)(void))da_py_split, METH_VARARGS | METH_KEYWORDS,
-     "split(section, stream=0): an iterator of 1-d views of `section` elements (the last may "
-     "be shorter)."},
+     "split($self, /, section, stream=0)\n"
+     "--\n"
+     "\n"
+     "Split a 1-d array into views of ``section`` elements.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "section : int\n"
+     "    The number of elements of each view (the last may be shorter).\n"
+     "stream : Stream or int, optional\n"
+     "    The stream of the views.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "iterator of DeviceNDArray\n"
+     "    The views, in order.\n"},
     {"squeeze", (PyCFunction)(void (*)(void))da_py_squeeze, METH_VARARGS | METH_KEYWORDS,
-     "squeeze(axis=None, stream=0): the view without axes of extent 1."},
+     "squeeze($self, /, axis=None, stream=0)\n"
+     "--\n"
+     "\n"
+     "Give a view without the axes of extent 1.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "axis : int or tuple of int, optional\n"
+     "    The axes to remove (each must have extent 1); all of extent 1 when not given.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream of the view.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The view.\n"},
     {"get_ipc_handle", (PyCFunction)(void (*)(void))da_py_get_ipc_handle,
      METH_VARARGS | METH_KEYWORDS,
-     "get_ipc_handle() -> an IpcArrayHandle another process opens to use this memory."},
-    {"is_f_contiguous", (PyCFunction)da_is_f_contiguous, METH_NOARGS, NULL},
+     "get_ipc_handle($self, /)\n"
+     "--\n"
+     "\n"
+     "Export the array's memory for another process (CUDA IPC).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "IpcArrayHandle\n"
+     "    A picklable handle; another process opens it to use this memory.\n"},
+    {"is_f_contiguous", (PyCFunction)da_is_f_contiguous, METH_NOARGS,
+     "is_f_contiguous($self, /)\n"
+     "--\n"
+     "\n"
+     "Tell whether the array is contiguous in Fortran (column-major) order.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    True when its elements are adjacent in Fortran order.\n"},
     {"bind", (PyCFunction)(void (*)(void))da_bind, METH_VARARGS | METH_KEYWORDS,
-     "bind(stream=0) -> a view whose operations are ordered on `stream`."},
+     "bind($self, /, stream=0)\n"
+     "--\n"
+     "\n"
+     "Give a view whose operations are ordered on a stream.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "stream : Stream or int, optional\n"
+     "    The stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The view.\n"},
     {"__array__", (PyCFunction)(void (*)(void))da_array, METH_VARARGS | METH_KEYWORDS,
      "A host copy, for np.asarray()."},
     {"__dlpack__", (PyCFunction)(void (*)(void))cf_py_devicearray_dlpack,
@@ -2071,22 +2230,31 @@ static PyMethodDef da_methods[] = {
 };
 
 static PyGetSetDef da_getset[] = {
-    {"shape", (getter)da_get_shape, NULL, NULL, NULL},
-    {"strides", (getter)da_get_strides, NULL, "In bytes.", NULL},
-    {"dtype", (getter)da_get_dtype, NULL, NULL, NULL},
-    {"size", (getter)da_get_size, NULL, NULL, NULL},
-    {"ndim", (getter)da_get_ndim, NULL, NULL, NULL},
-    {"nbytes", (getter)da_get_nbytes, NULL, NULL, NULL},
-    {"itemsize", (getter)da_get_itemsize, NULL, NULL, NULL},
+    {"shape", (getter)da_get_shape, NULL,
+     "The extent of each axis (a tuple of int).", NULL},
+    {"strides", (getter)da_get_strides, NULL,
+     "The step in bytes along each axis (a tuple of int).", NULL},
+    {"dtype", (getter)da_get_dtype, NULL,
+     "The NumPy dtype of the elements.", NULL},
+    {"size", (getter)da_get_size, NULL,
+     "The number of elements.", NULL},
+    {"ndim", (getter)da_get_ndim, NULL,
+     "The number of axes.", NULL},
+    {"nbytes", (getter)da_get_nbytes, NULL,
+     "The number of bytes the elements span (size times itemsize).", NULL},
+    {"itemsize", (getter)da_get_itemsize, NULL,
+     "The size of one element in bytes.", NULL},
     {"device_id", (getter)da_get_device_id, NULL, "The ordinal of the device holding the data.",
      NULL},
     {"ptr", (getter)da_get_ptr, NULL, "The address of element (0, ..., 0).", NULL},
     {"stream", (getter)da_get_stream, NULL, "The array's stream, or 0 for the default stream.",
      NULL},
-    {"readonly", (getter)da_get_readonly, NULL, NULL, NULL},
+    {"readonly", (getter)da_get_readonly, NULL,
+     "Whether the array is read-only (writes to it raise).", NULL},
     {"base", (getter)da_get_base, NULL, "The object that owns the memory.", NULL},
     {"alloc_size", (getter)da_get_alloc_size, NULL, "Bytes of the underlying allocation.", NULL},
-    {"flags", (getter)da_get_flags, NULL, NULL, NULL},
+    {"flags", (getter)da_get_flags, NULL,
+     "The flags 'C_CONTIGUOUS', 'F_CONTIGUOUS' and 'WRITEABLE', as a dict.", NULL},
     {"device_ctypes_pointer", (getter)da_get_device_ctypes_pointer, NULL,
      "The data pointer as ctypes.c_void_p (as Numba).", NULL},
     {"T", (getter)da_get_T, NULL, "The transposed view.", NULL},
@@ -2596,17 +2764,88 @@ CF_DA_PY_METHOD(get_ipc_handle)
 
 PyMethodDef cf_py_devicearray_methods[] = {
     {"device_array", (PyCFunction)(void (*)(void))py_device_array, METH_VARARGS | METH_KEYWORDS,
-     "device_array(shape, dtype=float64, order='C', stream=0) -> an uninitialised device array."},
+     "device_array($module, /, shape, dtype='float64', order='C', stream=0)\n"
+     "--\n"
+     "\n"
+     "Allocate a device array without initialising it.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "shape : int or tuple of int\n"
+     "    The shape.\n"
+     "dtype : dtype_like, optional\n"
+     "    The element type.\n"
+     "order : {'C', 'F'}, optional\n"
+     "    The memory layout: C (row-major) or Fortran (column-major).\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The new array, on the current device.\n"},
     {"device_array_like", (PyCFunction)(void (*)(void))py_device_array_like,
      METH_VARARGS | METH_KEYWORDS,
-     "device_array_like(ary, stream=0) -> an uninitialised device array with ary's shape, dtype "
-     "and order (C or F)."},
+     "device_array_like($module, /, ary, stream=0)\n"
+     "--\n"
+     "\n"
+     "Allocate a device array with another array's shape, dtype and order, uninitialised.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "ary : array_like\n"
+     "    A NumPy or device array (its order is kept when it is C or Fortran contiguous).\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The new array, on the current device.\n"},
     {"to_device", (PyCFunction)(void (*)(void))py_to_device, METH_VARARGS | METH_KEYWORDS,
-     "to_device(ary, stream=0, copy=True, to=None) -> a device array holding a copy of ary (a "
-     "device array or CUDA-array-interface object is returned as a view, without copying)."},
+     "to_device($module, /, ary, stream=0, copy=True, to=None)\n"
+     "--\n"
+     "\n"
+     "Copy a host array to the device.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "ary : array_like\n"
+     "    A NumPy array (or anything ``numpy.asarray`` takes); a device array or an object with\n"
+     "    ``__cuda_array_interface__`` is returned as a view, not copied.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "copy : bool, optional\n"
+     "    Copy the data (False: only allocate, as Numba's).\n"
+     "to : DeviceNDArray, optional\n"
+     "    An existing device array of the same shape and dtype to copy into.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    The device array (``to`` when given). The copy is asynchronous when ``ary`` is in\n"
+     "    page-locked memory and a stream is given.\n"},
     {"as_cuda_array", (PyCFunction)(void (*)(void))py_as_cuda_array, METH_VARARGS | METH_KEYWORDS,
-     "as_cuda_array(obj, sync=True) -> a DeviceArray view of an object exposing "
-     "__cuda_array_interface__ (its stream is synchronised first when sync)."},
+     "as_cuda_array($module, /, obj, sync=True)\n"
+     "--\n"
+     "\n"
+     "View an object that exposes ``__cuda_array_interface__`` as a device array, without a copy.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "obj : object\n"
+     "    A CuPy array, a PyTorch CUDA tensor, a Numba device array or any object with the CUDA\n"
+     "    Array Interface.\n"
+     "sync : bool, optional\n"
+     "    Synchronise the stream the interface names before returning.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    A view of the same memory that keeps ``obj`` alive.\n"},
     {"defer_cleanup_enter", py_defer_cleanup_enter, METH_NOARGS, NULL},
     {"defer_cleanup_exit", py_defer_cleanup_exit, METH_NOARGS, NULL},
     {"defer_cleanup_count", py_defer_cleanup_count, METH_NOARGS,

@@ -684,8 +684,22 @@ fail:
 
 PyMethodDef cf_py_dlpack_methods[] = {
     {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_VARARGS | METH_KEYWORDS,
-     "from_dlpack(obj, stream=0) -> a DeviceArray view of CUDA memory exported through DLPack "
-     "(an object with __dlpack__, or a capsule), without copying."},
+     "from_dlpack($module, /, obj, stream=0)\n"
+     "--\n"
+     "\n"
+     "View CUDA memory exported through DLPack as a device array, without a copy.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "obj : object\n"
+     "    An object with ``__dlpack__`` (a PyTorch tensor, a CuPy or JAX array) or a DLPack capsule.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream that will use the array: the producer orders its pending work before it.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceNDArray\n"
+     "    A view that keeps the producer's memory alive.\n"},
     {NULL, NULL, 0, NULL},
 };
 

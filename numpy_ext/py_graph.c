@@ -295,18 +295,38 @@ static PyObject *graph_repr(CfPyGraph *self)
 
 static PyMethodDef graph_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))graph_launch, METH_VARARGS | METH_KEYWORDS,
-     "launch(stream=None): run the captured work on `stream` (None: the stream it was captured "
-     "on), after the last writes to the memory it uses; later work sees its writes."},
+     "launch($self, /, stream=None)\n"
+     "--\n"
+     "\n"
+     "Run the captured work.\n"
+     "\n"
+     "It runs after the last writes to the memory it uses; later work sees its writes.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "stream : Stream or int, optional\n"
+     "    The stream; the stream it was captured on when not given.\n"},
     {"replay", (PyCFunction)graph_replay, METH_NOARGS,
-     "replay(): launch() on the stream it was captured on."},
+     "replay($self, /)\n"
+     "--\n"
+     "\n"
+     "Launch the graph on the stream it was captured on.\n"},
     {"upload", (PyCFunction)(void (*)(void))graph_upload, METH_VARARGS | METH_KEYWORDS,
-     "upload(stream=None): prepare the graph's first launch on the device ahead of time."},
+     "upload($self, /, stream=None)\n"
+     "--\n"
+     "\n"
+     "Prepare the graph's first launch on the device ahead of time.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "stream : Stream or int, optional\n"
+     "    The stream; the stream it was captured on when not given.\n"},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef graph_getset[] = {
     {"node_count", (getter)graph_get_nodes, NULL,
-     "Nodes of the captured graph (kernels, memsets, allocations, frees).", NULL},
+     "The number of nodes of the graph (kernels, memsets, allocations, frees).", NULL},
     {"stream", (getter)graph_get_stream, NULL, "The Stream it was captured on.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -919,30 +919,77 @@ static PyObject *get_types(CfPyGUFunc *self, void *c)
 
 static PyMethodDef gufunc_methods[] = {
     {"add_loop", (PyCFunction)gufunc_add_loop, METH_VARARGS,
-     "add_loop(types, arg_ndim, source, fn_name, options=(), captures=()): add a loop from CUDA C "
-     "(used by guvectorize). arg_ndim[i]: 0 = operand i passed by value, k = as "
-     "cf_array_ref<T, k>; captures: (symbol, device array, label) for each captured device "
-     "array."},
+     "add_loop($self, types, arg_ndim, source, fn_name, options=(), captures=(), /)\n"
+     "--\n"
+     "\n"
+     "Add a loop written in CUDA C (what ``guvectorize`` does for each signature).\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "types : sequence of dtype_like\n"
+     "    The inputs' then the outputs' types.\n"
+     "arg_ndim : sequence of int\n"
+     "    For each operand, 0 to pass it by value, k to pass it as ``cf_array_ref<T, k>``.\n"
+     "source : str\n"
+     "    CUDA C source defining the ``__device__`` function.\n"
+     "fn_name : str\n"
+     "    The function's name in ``source``.\n"
+     "options : sequence of str, optional\n"
+     "    NVRTC options.\n"
+     "captures : sequence of tuple, optional\n"
+     "    ``(symbol, device array, label)`` for each device array the source captures.\n"},
     {"kernel_source", (PyCFunction)(void (*)(void))gufunc_kernel_source,
      METH_VARARGS | METH_KEYWORDS,
-     "kernel_source(*args, **kwargs): the CUDA C of the kernel a call with these arguments "
-     "launches."},
+     "kernel_source($self, /, *args, **kwargs)\n"
+     "--\n"
+     "\n"
+     "Give the CUDA C of the kernel a call with these arguments launches.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "*args : array_like\n"
+     "    The operands of the call.\n"
+     "**kwargs\n"
+     "    The keywords of the call (``out``, ``axes``, ``dtype``, ...).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "str\n"
+     "    The kernel's source.\n"},
     {"resolve", (PyCFunction)(void (*)(void))gufunc_resolve_types, METH_VARARGS | METH_KEYWORDS,
-     "resolve(*args, **kwargs): the types (np.dtype, inputs then outputs) of the loop a call with "
-     "these arguments takes, under the gufunc's rules (NumPy's or Numba's)."},
+     "resolve($self, /, *args, **kwargs)\n"
+     "--\n"
+     "\n"
+     "Give the types of the loop a call with these arguments takes, under the gufunc's rules.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "*args : array_like\n"
+     "    The operands of the call.\n"
+     "**kwargs\n"
+     "    The keywords of the call (``out``, ``axes``, ``dtype``, ...).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of numpy.dtype\n"
+     "    The inputs' then the outputs' types.\n"},
     {NULL},
 };
 
 static PyGetSetDef gufunc_getset[] = {
     CF_PY_FUNC_GETSET("gufunc"),
-    {"ntypes", (getter)get_ntypes, NULL, "number of loops", NULL},
-    {"types", (getter)get_types, NULL, "the loops, as NumPy spells them ('ff->f')", NULL},
-    {"signature", (getter)get_signature, NULL, "the layout, '(m,n),(n,p)->(m,p)'", NULL},
-    {"identity", (getter)get_identity, NULL, "None: a gufunc has no reduction identity (as NumPy's)",
-     NULL},
+    {"ntypes", (getter)get_ntypes, NULL,
+     "The number of loops.", NULL},
+    {"types", (getter)get_types, NULL,
+     "The loops, as NumPy spells them ('ff->f').", NULL},
+    {"signature", (getter)get_signature, NULL,
+     "The layout, as '(m,n),(n,p)->(m,p)'.", NULL},
+    {"identity", (getter)get_identity, NULL,
+     "None: a gufunc has no identity (as NumPy's).", NULL},
     {"loops", (getter)cf_py_func_get_loops, NULL,
-     "(types, arg_ndim, source, fn_name, captures) of each loop", NULL},
-    {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
+     "The (types, arg_ndim, source, fn_name, captures) of each loop.", NULL},
+    {"kernel_count", (getter)get_kernel_count, NULL,
+     "The number of kernels specialised so far.", NULL},
     {NULL},
 };
 

@@ -463,17 +463,34 @@ static PyObject *reducer_get_types(CfPyReducer *self, void *c)
 
 static PyMethodDef reducer_methods[] = {
     {"add_loop", (PyCFunction)reducer_add_loop, METH_VARARGS,
-     "add_loop(dtype, source, fn_name, options=None, captures=None): the CUDA C device function "
-     "fn_name(dtype, dtype) -> dtype that reduces arrays of that dtype; captures: (symbol, "
-     "device array, label) for each captured device array."},
+     "add_loop($self, dtype, source, fn_name, options=None, captures=None, /)\n"
+     "--\n"
+     "\n"
+     "Add the loop of one dtype, written in CUDA C (what ``cuda.reduce`` does).\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "dtype : dtype_like\n"
+     "    The type of the arrays it reduces.\n"
+     "source : str\n"
+     "    CUDA C source defining ``fn_name(dtype, dtype) -> dtype``.\n"
+     "fn_name : str\n"
+     "    The function's name in ``source``.\n"
+     "options : sequence of str, optional\n"
+     "    NVRTC options.\n"
+     "captures : sequence of tuple, optional\n"
+     "    ``(symbol, device array, label)`` for each device array the source captures.\n"},
     {NULL},
 };
 
 static PyGetSetDef reducer_getset[] = {
     {"__name__", (getter)reducer_get_name, NULL, "the reduction's name", NULL},
-    {"compiler", (getter)reducer_get_compiler, NULL, "the loop compiler, or None", NULL},
-    {"kernel_count", (getter)reducer_get_kernel_count, NULL, "kernels specialised so far", NULL},
-    {"types", (getter)reducer_get_types, NULL, "the dtypes with a loop", NULL},
+    {"compiler", (getter)reducer_get_compiler, NULL,
+     "The loop compiler, or None.", NULL},
+    {"kernel_count", (getter)reducer_get_kernel_count, NULL,
+     "The number of kernels specialised so far.", NULL},
+    {"types", (getter)reducer_get_types, NULL,
+     "The dtypes with a loop.", NULL},
     {NULL},
 };
 

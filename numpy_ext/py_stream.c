@@ -203,27 +203,77 @@ static PyObject *stream_int(CfPyStream *self)
 
 static PyMethodDef stream_methods[] = {
     {"synchronize", (PyCFunction)stream_synchronize, METH_NOARGS,
-     "Wait until all work queued on the stream is done."},
+     "synchronize($self, /)\n"
+     "--\n"
+     "\n"
+     "Wait until all work queued on the stream is done.\n"},
     {"query", (PyCFunction)stream_query, METH_NOARGS,
-     "True if all work queued on the stream is done (does not wait)."},
+     "query($self, /)\n"
+     "--\n"
+     "\n"
+     "Tell whether all work queued on the stream is done, without waiting.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    True when the stream is idle.\n"},
     {"wait_stream", (PyCFunction)stream_wait_stream, METH_O,
-     "wait_stream(other): make this stream wait (on the device) for the work queued on other."},
+     "wait_stream($self, other, /)\n"
+     "--\n"
+     "\n"
+     "Make this stream wait, on the device, for the work queued on another so far.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "other : Stream\n"
+     "    The stream to wait for.\n"},
     {"auto_synchronize", (PyCFunction)stream_enter, METH_NOARGS,
-     "A context manager that synchronises the stream when the block exits:\n"
-     "    with stream.auto_synchronize(): ..."},
+     "auto_synchronize($self, /)\n"
+     "--\n"
+     "\n"
+     "Give a context manager that synchronises the stream when its block exits.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n"
+     "    The stream itself, a context manager: ``with stream.auto_synchronize(): ...``.\n"},
     {"__enter__", (PyCFunction)stream_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)stream_exit, METH_VARARGS, NULL},
     {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
      "The CUDA stream protocol: (0, handle)."},
     {"begin_capture", (PyCFunction)(void (*)(void))cf_py_stream_begin_capture,
      METH_VARARGS | METH_KEYWORDS,
-     "begin_capture(mode='thread_local'): capture the work queued on this stream into a CUDA "
-     "graph instead of running it; cufunc calls without stream= on this thread are captured "
-     "here too. Modes: 'global', 'thread_local', 'relaxed' (cudaStreamCaptureMode)."},
+     "begin_capture($self, /, mode='thread_local')\n"
+     "--\n"
+     "\n"
+     "Capture the work queued on this stream into a CUDA graph instead of running it.\n"
+     "\n"
+     "cufunc calls without ``stream=`` on this thread are captured here too.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "mode : {'thread_local', 'global', 'relaxed'}, optional\n"
+     "    The capture mode (``cudaStreamCaptureMode``).\n"},
     {"end_capture", (PyCFunction)cf_py_stream_end_capture, METH_NOARGS,
-     "end_capture() -> Graph: end the capture; Graph.launch(stream) replays it."},
+     "end_capture($self, /)\n"
+     "--\n"
+     "\n"
+     "End the capture begun by ``begin_capture``.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Graph\n"
+     "    The captured graph; ``Graph.launch(stream)`` replays it.\n"},
     {"is_capturing", (PyCFunction)cf_py_stream_is_capturing, METH_NOARGS,
-     "is_capturing() -> whether the stream captures a CUDA graph now."},
+     "is_capturing($self, /)\n"
+     "--\n"
+     "\n"
+     "Tell whether the stream captures a CUDA graph now.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    True during a capture.\n"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -549,15 +599,57 @@ static PyObject *event_repr(CfPyEvent *self)
 
 static PyMethodDef event_methods[] = {
     {"record", (PyCFunction)(void (*)(void))event_record, METH_VARARGS | METH_KEYWORDS,
-     "record(stream=0): record the event at the current end of the stream's work."},
+     "record($self, /, stream=0)\n"
+     "--\n"
+     "\n"
+     "Record the event at the current end of a stream's work.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "stream : Stream or int, optional\n"
+     "    A Stream, a CUstream handle (int) or an object with ``__cuda_stream__``; 0, the\n"
+     "    default, is the legacy default stream.\n"},
     {"wait", (PyCFunction)(void (*)(void))event_wait, METH_VARARGS | METH_KEYWORDS,
-     "wait(stream=0): make the stream's later work wait (on the device) for the event."},
+     "wait($self, /, stream=0)\n"
+     "--\n"
+     "\n"
+     "Make a stream's later work wait, on the device, for the event.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "stream : Stream or int, optional\n"
+     "    A Stream, a CUstream handle (int) or an object with ``__cuda_stream__``; 0, the\n"
+     "    default, is the legacy default stream.\n"},
     {"synchronize", (PyCFunction)event_synchronize, METH_NOARGS,
-     "synchronize(): wait on the host for the work recorded before the event."},
+     "synchronize($self, /)\n"
+     "--\n"
+     "\n"
+     "Wait on the host for the work recorded before the event.\n"},
     {"query", (PyCFunction)event_query, METH_NOARGS,
-     "query() -> True if the work recorded before the event is done."},
+     "query($self, /)\n"
+     "--\n"
+     "\n"
+     "Tell whether the work recorded before the event is done, without waiting.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    True when it is done.\n"},
     {"elapsed_time", (PyCFunction)event_elapsed_time, METH_O,
-     "elapsed_time(evtend) -> milliseconds between this event and evtend (timing events)."},
+     "elapsed_time($self, evtend, /)\n"
+     "--\n"
+     "\n"
+     "Give the time between this event and a later one (both made with ``timing=True``).\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "evtend : Event\n"
+     "    The later event.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "float\n"
+     "    Milliseconds.\n"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -674,20 +766,81 @@ static PyObject *py_check_stream(PyObject *self, PyObject *arg)
 
 PyMethodDef cf_py_stream_methods[] = {
     {"stream", py_stream, METH_NOARGS,
-     "stream() -> a new stream on the current device. As in Numba, it is ordered with the legacy "
-     "default stream (work on either waits for the work queued before it on the other)."},
+     "stream($module, /)\n"
+     "--\n"
+     "\n"
+     "Make a new stream on the current device.\n"
+     "\n"
+     "As in Numba, it is ordered with the legacy default stream: work on either waits for the work\n"
+     "queued before it on the other.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n"
+     "    The new stream.\n"},
     {"default_stream", py_default_stream, METH_NOARGS,
-     "default_stream() -> the legacy default stream of the current device."},
+     "default_stream($module, /)\n"
+     "--\n"
+     "\n"
+     "Give the legacy default stream of the current device.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n"
+     "    The default stream.\n"},
     {"legacy_default_stream", py_legacy_default_stream, METH_NOARGS,
-     "legacy_default_stream() -> the legacy default stream (CU_STREAM_LEGACY)."},
+     "legacy_default_stream($module, /)\n"
+     "--\n"
+     "\n"
+     "Give the legacy default stream (``CU_STREAM_LEGACY``).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n"
+     "    The legacy default stream.\n"},
     {"per_thread_default_stream", py_per_thread_default_stream, METH_NOARGS,
-     "per_thread_default_stream() -> the per-thread default stream (CU_STREAM_PER_THREAD)."},
+     "per_thread_default_stream($module, /)\n"
+     "--\n"
+     "\n"
+     "Give the per-thread default stream (``CU_STREAM_PER_THREAD``).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n"
+     "    The per-thread default stream.\n"},
     {"external_stream", py_external_stream, METH_O,
-     "external_stream(ptr) -> a Stream over a CUstream made elsewhere (an int handle, e.g. "
-     "torch.cuda.current_stream().cuda_stream, or an object with __cuda_stream__). The stream "
-     "must belong to the current device and outlive its use."},
+     "external_stream($module, ptr, /)\n"
+     "--\n"
+     "\n"
+     "Wrap a CUDA stream made elsewhere.\n"
+     "\n"
+     "The stream must belong to the current device and outlive its use.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "ptr : int or object\n"
+     "    A CUstream handle (e.g. ``torch.cuda.current_stream().cuda_stream``) or an object with\n"
+     "    ``__cuda_stream__``.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n"
+     "    A Stream over it.\n"},
     {"event", (PyCFunction)(void (*)(void))py_event, METH_VARARGS | METH_KEYWORDS,
-     "event(timing=True) -> a new CUDA event on the current device."},
+     "event($module, /, timing=True)\n"
+     "--\n"
+     "\n"
+     "Make a new CUDA event on the current device.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "timing : bool, optional\n"
+     "    Record times (for ``elapsed_time``).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Event\n"
+     "    The event.\n"},
     {"check_stream", py_check_stream, METH_O,
      "check_stream(obj): raise TypeError if obj is not a valid stream argument."},
     {NULL, NULL, 0, NULL},

@@ -1015,37 +1015,180 @@ done:
 
 static PyMethodDef ufunc_methods[] = {
     {"reduce", (PyCFunction)(void (*)(void))cf_py_ufunc_reduce, METH_VARARGS | METH_KEYWORDS,
-     "reduce(array, axis=0, dtype=None, out=None, keepdims=False, initial=<no value>, where=True, "
-     "stream=0): reduce array's dimension(s) by applying the ufunc along them (binary ufuncs)."},
+     "reduce($self, /, array, axis=0, dtype=None, out=None, keepdims=False, initial=..., where=True, stream=0)\n"
+     "--\n"
+     "\n"
+     "Reduce an array's axes by applying the ufunc along them (a binary ufunc).\n"
+     "\n"
+     "NumPy's ``ufunc.reduce``, on the GPU.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "array : array_like\n"
+     "    A NumPy array, a device array or an array of another GPU library.\n"
+     "axis : None or int or tuple of int, optional\n"
+     "    The axes to reduce; None reduces all of them.\n"
+     "dtype : dtype_like, optional\n"
+     "    The type the reduction is computed in.\n"
+     "out : array, optional\n"
+     "    Where the result is written.\n"
+     "keepdims : bool, optional\n"
+     "    Keep the reduced axes with extent 1.\n"
+     "initial : scalar, optional\n"
+     "    The value the reduction starts from; the ufunc's identity when not given.\n"
+     "where : array_like of bool, optional\n"
+     "    Which elements take part (needs ``initial`` or an identity).\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "array or scalar\n"
+     "    The reduction, in the caller's array type.\n"},
     {"accumulate", (PyCFunction)(void (*)(void))cf_py_ufunc_accumulate, METH_VARARGS | METH_KEYWORDS,
-     "accumulate(array, axis=0, dtype=None, out=None, stream=0): the inclusive scan along an axis."},
+     "accumulate($self, /, array, axis=0, dtype=None, out=None, stream=0)\n"
+     "--\n"
+     "\n"
+     "Accumulate the ufunc along an axis (the inclusive scan).\n"
+     "\n"
+     "NumPy's ``ufunc.accumulate``, on the GPU.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "array : array_like\n"
+     "    A NumPy array, a device array or an array of another GPU library.\n"
+     "axis : int, optional\n"
+     "    The axis.\n"
+     "dtype : dtype_like, optional\n"
+     "    The type the scan is computed in.\n"
+     "out : array, optional\n"
+     "    Where the result is written.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "array\n"
+     "    The running results, of the shape of ``array``.\n"},
     {"reduceat", (PyCFunction)(void (*)(void))cf_py_ufunc_reduceat, METH_VARARGS | METH_KEYWORDS,
-     "reduceat(array, indices, axis=0, dtype=None, out=None, stream=0): reductions over the "
-     "segments [indices[i], indices[i+1]) of an axis, NumPy's meaning."},
+     "reduceat($self, /, array, indices, axis=0, dtype=None, out=None, stream=0)\n"
+     "--\n"
+     "\n"
+     "Reduce the segments ``[indices[i], indices[i+1])`` of an axis.\n"
+     "\n"
+     "NumPy's ``ufunc.reduceat``, with its meaning for empty and reversed segments.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "array : array_like\n"
+     "    A NumPy array, a device array or an array of another GPU library.\n"
+     "indices : array_like of int\n"
+     "    The first index of each segment.\n"
+     "axis : int, optional\n"
+     "    The axis.\n"
+     "dtype : dtype_like, optional\n"
+     "    The type the reductions are computed in.\n"
+     "out : array, optional\n"
+     "    Where the result is written.\n"
+     "stream : Stream or int, optional\n"
+     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
+     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "array\n"
+     "    One reduction per index, along ``axis``.\n"},
     {"outer", (PyCFunction)(void (*)(void))ufunc_outer, METH_FASTCALL | METH_KEYWORDS,
-     "outer(A, B, /, **kwargs): apply the ufunc to all pairs (a, b) with a in A and b in B."},
+     "outer($self, A, B, /, **kwargs)\n"
+     "--\n"
+     "\n"
+     "Apply the ufunc to all pairs ``(a, b)`` with ``a`` in A and ``b`` in B.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "A, B : array_like\n"
+     "    The operands; the result's shape is ``A.shape + B.shape``.\n"
+     "**kwargs\n"
+     "    The keywords of a call (``out``, ``dtype``, ``stream``, ...).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "array\n"
+     "    The result, in the caller's array type.\n"},
     {"add_loop", (PyCFunction)ufunc_add_loop, METH_VARARGS,
-     "add_loop(types, source, fn_name, options=(), captures=()): add a loop from CUDA C (used by "
-     "vectorize); captures: (symbol, device array, label) for each captured device array."},
+     "add_loop($self, types, source, fn_name, options=(), captures=(), /)\n"
+     "--\n"
+     "\n"
+     "Add a loop written in CUDA C (what ``vectorize`` does for each signature).\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "types : sequence of dtype_like\n"
+     "    The inputs' then the outputs' types.\n"
+     "source : str\n"
+     "    CUDA C source defining the ``__device__`` function.\n"
+     "fn_name : str\n"
+     "    The function's name in ``source``.\n"
+     "options : sequence of str, optional\n"
+     "    NVRTC options.\n"
+     "captures : sequence of tuple, optional\n"
+     "    ``(symbol, device array, label)`` for each device array the source captures.\n"},
     {"kernel_source", (PyCFunction)(void (*)(void))ufunc_kernel_source, METH_FASTCALL | METH_KEYWORDS,
-     "kernel_source(*inputs): the CUDA C of the kernel a call with these inputs launches."},
+     "kernel_source($self, /, *inputs, **kwargs)\n"
+     "--\n"
+     "\n"
+     "Give the CUDA C of the kernel a call with these inputs launches.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "*inputs : array_like\n"
+     "    The inputs of the call (NumPy or device arrays, scalars).\n"
+     "**kwargs\n"
+     "    The keywords of the call (``out``, ``dtype``, ``signature``, ...).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "str\n"
+     "    The kernel's source.\n"},
     {"resolve", (PyCFunction)(void (*)(void))ufunc_resolve, METH_FASTCALL | METH_KEYWORDS,
-     "resolve(*inputs): the types (np.dtype, inputs then outputs) of the loop a call with these "
-     "inputs takes, under the ufunc's rules (NumPy's or Numba's); no GPU needed for host "
-     "inputs."},
+     "resolve($self, /, *inputs, **kwargs)\n"
+     "--\n"
+     "\n"
+     "Give the types of the loop a call with these inputs takes, under the ufunc's rules.\n"
+     "\n"
+     "The rules are NumPy's, or Numba's for a ufunc of ``cufunc.numba``. No GPU is needed for\n"
+     "host inputs.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "*inputs : array_like\n"
+     "    The inputs of the call (NumPy or device arrays, scalars).\n"
+     "**kwargs\n"
+     "    The keywords of the call (``out``, ``dtype``, ``signature``, ...).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of numpy.dtype\n"
+     "    The inputs' then the outputs' types.\n"},
     {NULL},
 };
 
 static PyGetSetDef ufunc_getset[] = {
     CF_PY_FUNC_GETSET("ufunc"),
-    {"ntypes", (getter)get_ntypes, NULL, "number of loops", NULL},
-    {"types", (getter)get_types, NULL, "the loops, as NumPy spells them ('ff->f')", NULL},
-    {"identity", (getter)get_identity, NULL, "the identity for reductions, or None", NULL},
+    {"ntypes", (getter)get_ntypes, NULL,
+     "The number of loops.", NULL},
+    {"types", (getter)get_types, NULL,
+     "The loops, as NumPy spells them ('ff->f').", NULL},
+    {"identity", (getter)get_identity, NULL,
+     "The identity of reductions, or None.", NULL},
     {"signature", (getter)get_signature, NULL,
-     "None: an element-wise ufunc has no core dimensions (NumPy's spelling)", NULL},
+     "None: an element-wise ufunc has no core dimensions (NumPy's spelling).", NULL},
     {"loops", (getter)cf_py_func_get_loops, NULL,
-     "(types, source, fn_name, options, captures) of each loop", NULL},
-    {"kernel_count", (getter)get_kernel_count, NULL, "kernels specialised so far", NULL},
+     "The (types, source, fn_name, options, captures) of each loop.", NULL},
+    {"kernel_count", (getter)get_kernel_count, NULL,
+     "The number of kernels specialised so far.", NULL},
     {NULL},
 };
 

@@ -5,8 +5,9 @@
 # the build backend fetches. The wheel is then checked (no RUNPATH, no debug info, only libc
 # needed, the license inside) and installed with the cuda13 extra into a fresh venv, where
 # `python -m cufunc` runs the demo: with the toolkit still hidden, NVRTC comes from the wheel too.
+# Then the pages' install block (README.md, docs/index.md) runs as written in the unpacked sdist.
 # Without `unshare` (not root) the build hides the toolkit with CUFUNC_IGNORE_TOOLKIT=1 instead, and
-# says so. Usage: bash tools/package_check.sh   (about 3 minutes on 2 cores; needs PyPI)
+# says so. Usage: bash tools/package_check.sh   (about 6 minutes on 2 cores; needs PyPI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -30,8 +31,32 @@ cd "$WORK"   # not the source tree: the installed package must be the one import
 wheel=$(ls "$WORK"/dist/*.whl)
 "$WORK/user/bin/pip" install -q --disable-pip-version-check "$wheel[cuda13]"
 "$WORK/user/bin/python" -m cufunc
+# Each install block of the pages (```sh blocks with `pip install` in README.md and docs/*.md,
+# identical ones once), run as written in a fresh copy of the unpacked sdist: a user's checkout.
+sdist=$(ls "$WORK"/dist/*.tar.gz)
+for b in "$WORK"/blocks/*.sh; do
+  co=$(mktemp -d "$WORK/checkout.XXXXXX")
+  tar xzf "$sdist" -C "$co" --strip-components=1
+  echo "== install block $(basename "$b" .sh), run in the unpacked sdist:"; sed 's/^/   /' "$b"
+  (cd "$co" && bash -e "$b") > "$WORK/block.log" 2>&1 || { tail -40 "$WORK/block.log"; exit 1; }
+  tail -2 "$WORK/block.log"
+done
 INNER
 )
+# the install blocks, taken from the pages of this tree
+mkdir "$work/blocks"
+"$PY" - "$work/blocks" <<'PYEND'
+import glob, re, sys
+seen = []
+for page in ["README.md"] + sorted(glob.glob("docs/*.md")):
+    for block in re.findall(r"^```sh\n(.*?)^```", open(page).read(), re.S | re.M):
+        if "pip install" in block and block not in seen:
+            seen.append(block)
+if not seen:
+    sys.exit("no install block found in README.md or docs/*.md")
+for i, block in enumerate(seen):
+    open("%s/block%d.sh" % (sys.argv[1], i + 1), "w").write(block)
+PYEND
 export WORK="$work" PY
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   unshare -m bash -c "$inner"

@@ -4,16 +4,23 @@
 # supported Python with the oldest supported NumPy, in a fresh venv, against an extension built
 # against that NumPy. Both ends together are what pyproject.toml claims: requires-python >= 3.11,
 # numpy >= 2.1 (the oldest NumPy for Python 3.13).
-# Usage: bash tools/version_matrix.sh [PYTHON [NUMPY]]   (defaults: python3.13, numpy==2.1.3)
+# Usage: bash tools/version_matrix.sh [PYTHON [NUMPY [TEST...]]]
+#   (defaults: python3.13, numpy==2.1.3, tests/python); TEST: test files or folders, relative to
+#   the repository root (pytest node ids too), to run a part of the suite on that Python.
 # A Python that is not installed is reported and skipped (exit 0), never silently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${1:-python3.13}
 np_spec=${2:-numpy==2.1.3}
-# A pyenv shim answers for versions that are installed but not selected: ask pyenv's folder too.
+root=$(pwd)
+tests=()
+for t in "${@:3}"; do tests+=("$root/$t"); done
+[ "${#tests[@]}" -eq 0 ] && tests=("$root/tests/python")
+# A pyenv shim answers for versions that are installed but not selected: ask pyenv's folder too
+# (python3.12 or python3.12.1: an installed version of that prefix).
 if ! "$py" -c 'import venv' 2> /dev/null; then
   ver=${py#python}
-  for cand in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$ver"*/bin/python"$ver"; do
+  for cand in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$ver"*/bin/python3; do
     [ -x "$cand" ] && py=$cand
   done
 fi
@@ -30,7 +37,7 @@ pip=("$work/venv/bin/python" -m pip install -q --disable-pip-version-check)
 echo "== $("$work/venv/bin/python" -c 'import sys, numpy; print("Python", sys.version.split()[0], "NumPy", numpy.__version__)')"
 cd "$work"   # the installed package, not the source tree
 set +e
-"$work/venv/bin/python" -m pytest -q -ra -p no:cacheprovider "$OLDPWD/tests/python"
+"$work/venv/bin/python" -m pytest -q -ra -p no:cacheprovider "${tests[@]}"
 rc=$?
 set -e
 [ "$rc" -eq 5 ] && rc=0

@@ -83,10 +83,31 @@ def squeeze(self, axis=None, stream=0):
 
 
 class IpcArrayHandle:
-    """What DeviceNDArray.get_ipc_handle() returns (Numba's IpcArrayHandle): picklable; in
-    another process, open() (or `with handle as d:`) gives a DeviceNDArray over the same device
-    memory, and close() releases it. The exporting process must keep the array alive while others
-    use it."""
+    """What ``DeviceNDArray.get_ipc_handle()`` returns (Numba's IpcArrayHandle).
+
+    It pickles; in another process, ``open()`` (or ``with handle as d:``) gives a DeviceNDArray over
+    the same device memory, and ``close()`` releases it. The exporting process must keep the array
+    alive while others use it.
+
+    Parameters
+    ----------
+    handle : bytes
+        The 64-byte CUDA IPC handle.
+    offset : int
+        The array's byte offset in the allocation.
+    size : int
+        The allocation's size in bytes.
+    shape : tuple of int
+        The array's shape.
+    strides : tuple of int
+        The array's strides in bytes.
+    dtype : dtype_like
+        The array's element type.
+    device_id : int
+        The exporting device.
+    source_pid : int
+        The exporting process.
+    """
 
     def __init__(self, handle, offset, size, shape, strides, dtype, device_id, source_pid):
         self.handle = bytes(handle)
@@ -100,8 +121,15 @@ class IpcArrayHandle:
         self._mem = None
 
     def open(self):
-        """A DeviceNDArray over the exporter's memory (in another process; CUDA refuses to open
-        a handle in the process that made it)."""
+        """Open the exporter's memory, in another process.
+
+        CUDA refuses to open a handle in the process that made it.
+
+        Returns
+        -------
+        DeviceNDArray
+            An array over the exporter's memory.
+        """
         import os
         if self.source_pid == os.getpid():
             raise ValueError("IpcArrayHandle.open: this handle was exported by this process; "

@@ -97,13 +97,18 @@ def get_output_type():
 
 @contextlib.contextmanager
 def using_output_type(kind):
-    """A ``with`` block whose calls return results of the type ``kind``.
+    """Make the calls in a ``with`` block return results of one type.
 
     Parameters
     ----------
     kind : {"input", "cufunc"}
         ``"cufunc"``: DeviceArrays, whatever the device inputs; ``"input"``: the type of the
         inputs.
+
+    Yields
+    ------
+    None
+        Inside the block, results are of the type ``kind`` names.
 
     Examples
     --------

@@ -44,7 +44,7 @@ TYPINGS = ("numpy", "numba")
 
 def check_typing(where, typing):
     """The decorators' typing= keyword: "numpy" (the kernel language's NumPy 2 meaning,
-    LANGUAGE.md) or "numba" (Numba's typing rules and its call rules: what cufunc.numba makes).
+    docs/language.md) or "numba" (Numba's typing rules and its call rules: what cufunc.numba makes).
     Returns it; ValueError otherwise."""
     if typing not in TYPINGS:
         raise ValueError("%s: typing must be 'numpy' or 'numba', not %r" % (where, typing))

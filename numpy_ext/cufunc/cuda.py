@@ -61,14 +61,36 @@ compile_source = _from_core("compile_source")
 
 
 def is_cuda_array(obj):
-    """Whether obj exposes ``__cuda_array_interface__`` (no GPU needed)."""
+    """Tell whether an object exposes ``__cuda_array_interface__`` (no GPU needed).
+
+    Parameters
+    ----------
+    obj : object
+        Any object.
+
+    Returns
+    -------
+    bool
+        True when it has the CUDA Array Interface.
+    """
     if _core is not None:
         return _core.is_cuda_array(obj)
     return hasattr(obj, "__cuda_array_interface__")
 
 
 def pinned_array_like(ary):
-    """A pinned host array with ary's shape, dtype and order (C, or F if ary is F-contiguous)."""
+    """Allocate a pinned host array with another array's shape, dtype and order.
+
+    Parameters
+    ----------
+    ary : array_like
+        The array to copy the shape, dtype and order of (C, or F when it is F-contiguous).
+
+    Returns
+    -------
+    numpy.ndarray
+        The array, in page-locked memory (uninitialised).
+    """
     ary = np.asarray(ary)
     order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
     return pinned_array(ary.shape, dtype=ary.dtype, order=order)
@@ -132,8 +154,21 @@ def _registered(arylist, mapped, what):
 
 @contextlib.contextmanager
 def pinned(*arylist):
-    """Page-lock the NumPy arrays for the block (Numba's cuda.pinned): copies to and from them,
-    and ufunc calls on them, then run as direct DMA at full PCIe speed. Unpinned on exit."""
+    """Page-lock NumPy arrays for the duration of a block.
+
+    Numba's ``cuda.pinned``: copies to and from the arrays, and ufunc calls on them, run as direct
+    DMA at full PCIe speed. The arrays are unpinned on exit.
+
+    Parameters
+    ----------
+    *arylist : numpy.ndarray
+        The arrays.
+
+    Yields
+    ------
+    None
+        The block runs with the arrays page-locked.
+    """
     with _registered(arylist, False, "pinned"):
         yield
 
@@ -151,9 +186,23 @@ class _MappedView:
 
 @contextlib.contextmanager
 def mapped(*arylist, **kws):
-    """Map the NumPy arrays into the device for the block (Numba's cuda.mapped): yields a
-    DeviceNDArray over each array's own memory (one, or a list for several) that ufuncs, gufuncs
-    and reductions read and write in place. Unmapped on exit, also on exceptions."""
+    """Map NumPy arrays into the device for the duration of a block.
+
+    Numba's ``cuda.mapped``: ufuncs, gufuncs and reductions read and write the arrays' own memory
+    in place. The arrays are unmapped on exit, also on exceptions.
+
+    Parameters
+    ----------
+    *arylist : numpy.ndarray
+        The arrays.
+    **kws
+        ``stream=`` only, checked and accepted for Numba compatibility.
+
+    Yields
+    ------
+    DeviceNDArray or list of DeviceNDArray
+        A device view of each array's memory (one, or a list for several).
+    """
     _check_stream_kw("mapped", kws)
     with _registered(arylist, True, "mapped"):
         core = _core
@@ -189,16 +238,33 @@ class _HostDeviceArray(np.ndarray):
 
     @property
     def device_ctypes_pointer(self):
+        """The device address of the data, as ``ctypes.c_void_p``."""
         import ctypes
         return ctypes.c_void_p(self.__cuda_array_interface__["data"][0])
 
 
 class MappedNDArray(_HostDeviceArray):
-    """What cuda.mapped_array returns: host memory mapped into the device."""
+    """What ``cuda.mapped_array`` returns: host memory mapped into the device.
+
+    A NumPy array subclass; construct it with ``cuda.mapped_array``.
+
+    Parameters
+    ----------
+    shape, dtype, buffer, offset, strides, order : numpy.ndarray's arguments
+        As ``numpy.ndarray`` takes them.
+    """
 
 
 class ManagedNDArray(_HostDeviceArray):
-    """What cuda.managed_array returns: unified memory, usable from the host and the device."""
+    """What ``cuda.managed_array`` returns: unified memory, for the host and the device.
+
+    A NumPy array subclass; construct it with ``cuda.managed_array``.
+
+    Parameters
+    ----------
+    shape, dtype, buffer, offset, strides, order : numpy.ndarray's arguments
+        As ``numpy.ndarray`` takes them.
+    """
 
 
 def _special(kind, cls, shape, dtype, strides, order, stream, attach_global=True):
@@ -216,15 +282,52 @@ def _special(kind, cls, shape, dtype, strides, order, stream, attach_global=True
 
 def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False,
                  wc=False):
-    """A NumPy array over page-locked host memory mapped into the device (Numba's
-    cuda.mapped_array): passed to a ufunc, gufunc or reduction, the kernel reads and writes it in
-    place over PCIe, no copy. portable and wc are accepted for Numba compatibility (the memory is
-    always portable; write-combining is not used)."""
+    """Allocate a NumPy array in page-locked host memory mapped into the device.
+
+    Numba's ``cuda.mapped_array``: passed to a ufunc, gufunc or reduction, the kernel reads and
+    writes it in place over PCIe, with no copy.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The shape.
+    dtype : dtype_like, optional
+        The element type.
+    strides : None, optional
+        Not supported (NotImplementedError): give ``order``.
+    order : {'C', 'F'}, optional
+        The memory layout.
+    stream : Stream or int, optional
+        Checked, for Numba compatibility; the allocation is not stream-ordered.
+    portable, wc : bool, optional
+        Accepted for Numba compatibility: the memory is always portable, and write-combining is
+        not used.
+
+    Returns
+    -------
+    MappedNDArray
+        The array (uninitialised).
+    """
     return _special("mapped", MappedNDArray, shape, dtype, strides, order, stream)
 
 
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
-    """mapped_array with ary's shape, dtype and order."""
+    """Allocate a mapped array with another array's shape, dtype and order.
+
+    Parameters
+    ----------
+    ary : array_like
+        The array to copy the shape, dtype and order of.
+    stream : Stream or int, optional
+        As for ``mapped_array``.
+    portable, wc : bool, optional
+        As for ``mapped_array``.
+
+    Returns
+    -------
+    MappedNDArray
+        The array (uninitialised).
+    """
     ary = np.asarray(ary)
     order = "F" if ary.flags.f_contiguous and not ary.flags.c_contiguous else "C"
     return mapped_array(ary.shape, ary.dtype, order=order, stream=stream)
@@ -232,20 +335,57 @@ def mapped_array_like(ary, stream=0, portable=False, wc=False):
 
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                   attach_global=True):
-    """A NumPy array over unified (managed) memory (Numba's cuda.managed_array), usable from the
-    host and, with no copy, from ufuncs, gufuncs and reductions. More than the device has free is
-    a MemoryError before the driver is asked (an oversized managed allocation can hang a GPU).
-    Synchronise (cuda.synchronize()) before reading on the host what a kernel wrote."""
+    """Allocate a NumPy array in unified (managed) memory.
+
+    Numba's ``cuda.managed_array``: usable from the host and, with no copy, from ufuncs, gufuncs
+    and reductions. Synchronise (``cuda.synchronize()``) before reading on the host what a kernel
+    wrote.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The shape.
+    dtype : dtype_like, optional
+        The element type.
+    strides : None, optional
+        Not supported (NotImplementedError): give ``order``.
+    order : {'C', 'F'}, optional
+        The memory layout.
+    stream : Stream or int, optional
+        Checked, for Numba compatibility.
+    attach_global : bool, optional
+        Attach the memory for access from any stream (``CU_MEM_ATTACH_GLOBAL``), else to the
+        host (``CU_MEM_ATTACH_HOST``).
+
+    Returns
+    -------
+    ManagedNDArray
+        The array (uninitialised).
+
+    Raises
+    ------
+    MemoryError
+        For more than the device has free, before the driver is asked (an oversized managed
+        allocation can hang a GPU).
+    """
     return _special("managed", ManagedNDArray, shape, dtype, strides, order, stream,
                     attach_global)
 
 
 @contextlib.contextmanager
 def defer_cleanup():
-    """Hold the freeing of device memory whose last reference dies in the block until the block
-    (the outermost, when nested) ends (Numba's cuda.defer_cleanup). cufunc's frees are
-    stream-ordered and never synchronise, so this is rarely needed for speed; it keeps the memory
-    allocated, as Numba documents."""
+    """Hold back the freeing of device memory until the block ends.
+
+    Numba's ``cuda.defer_cleanup``: memory whose last reference dies in the block is freed when the
+    block (the outermost, when nested) ends. cufunc's frees are stream-ordered and never
+    synchronise, so this is rarely needed for speed; it keeps the memory allocated, as Numba
+    documents.
+
+    Yields
+    ------
+    None
+        The block runs with frees held back.
+    """
     core = require_core("defer_cleanup")
     core.defer_cleanup_enter()
     try:
@@ -260,7 +400,20 @@ event = _from_core("event")
 
 
 def event_elapsed_time(evtstart, evtend):
-    """Milliseconds between two recorded timing events (Numba's cuda.event_elapsed_time)."""
+    """Give the time between two recorded timing events.
+
+    Numba's ``cuda.event_elapsed_time``.
+
+    Parameters
+    ----------
+    evtstart, evtend : Event
+        The events, made with ``timing=True`` and recorded.
+
+    Returns
+    -------
+    float
+        Milliseconds from ``evtstart`` to ``evtend``.
+    """
     if _core is not None and not isinstance(evtstart, _core.Event):
         raise TypeError("event_elapsed_time: evtstart must be an Event, got %s"
                         % type(evtstart).__name__)
@@ -271,9 +424,28 @@ def event_elapsed_time(evtstart, evtend):
 
 @contextlib.contextmanager
 def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
-    """Open another process's device memory as a DeviceNDArray for the block (Numba's
-    cuda.open_ipc_array). handle: the 64-byte IPC handle (bytes, a sequence of ints, or an
-    IpcArrayHandle, whose .handle it is)."""
+    """Open another process's device memory as a device array for a block.
+
+    Numba's ``cuda.open_ipc_array``.
+
+    Parameters
+    ----------
+    handle : bytes or sequence of int or IpcArrayHandle
+        The 64-byte IPC handle (an IpcArrayHandle's ``.handle``).
+    shape : int or tuple of int
+        The array's shape.
+    dtype : dtype_like
+        The array's element type.
+    strides : tuple of int, optional
+        The strides in bytes; C order when not given.
+    offset : int, optional
+        The byte offset of the array in the memory.
+
+    Yields
+    ------
+    DeviceNDArray
+        The array; the memory is closed when the block ends.
+    """
     from ._devarray import IpcArrayHandle
     device = None
     if isinstance(handle, IpcArrayHandle):
@@ -318,7 +490,15 @@ external_stream = _from_core("external_stream")
 # ---- devices -----------------------------------------------------------------------------------
 
 def is_available():
-    """Whether the CUDA driver loads and at least one device exists. Never raises."""
+    """Tell whether the CUDA driver loads and at least one device exists.
+
+    Never raises.
+
+    Returns
+    -------
+    bool
+        True when kernels can run.
+    """
     return _core is not None and _core.is_available()
 
 
@@ -326,10 +506,18 @@ _selection = threading.local()
 
 
 class Device:
-    """A CUDA device. Attributes: id, name, compute_capability, total_memory, uuid, and the
-    driver's attribute names in capitals (MULTIPROCESSOR_COUNT, WARP_SIZE, MAX_THREADS_PER_BLOCK,
-    ...). As a context manager it makes itself the current device of this thread and restores the
-    previous one on exit."""
+    """A CUDA device.
+
+    Attributes: ``id``, ``name``, ``compute_capability``, ``total_memory``, ``uuid``, and the
+    driver's attribute names in capitals (``MULTIPROCESSOR_COUNT``, ``WARP_SIZE``,
+    ``MAX_THREADS_PER_BLOCK``, ...). As a context manager it makes itself the current device of
+    this thread and restores the previous one on exit.
+
+    Parameters
+    ----------
+    ordinal : int
+        The device's ordinal.
+    """
 
     def __init__(self, ordinal):
         self.id = ordinal
@@ -342,18 +530,22 @@ class Device:
 
     @property
     def name(self):
+        """The device's name, as the driver gives it."""
         return self._get_props()["name"]
 
     @property
     def compute_capability(self):
+        """The compute capability, a tuple ``(major, minor)``."""
         return self._get_props()["compute_capability"]
 
     @property
     def total_memory(self):
+        """The device's memory in bytes."""
         return self._get_props()["total_memory"]
 
     @property
     def uuid(self):
+        """The device's UUID, as a string ('GPU-...')."""
         return self._get_props()["uuid"]
 
     def __getattr__(self, attr):
@@ -364,7 +556,13 @@ class Device:
         raise AttributeError("%s has no attribute %r" % (type(self).__name__, attr))
 
     def get_memory_info(self):
-        """(free, total) bytes of the device's memory."""
+        """Give the device's free and total memory.
+
+        Returns
+        -------
+        tuple of int
+            ``(free, total)`` bytes.
+        """
         return require_core("Device.get_memory_info").mem_info(self.id)
 
     def synchronize(self):
@@ -372,7 +570,13 @@ class Device:
         require_core("Device.synchronize").device_synchronize(self.id)
 
     def select(self):
-        """Make this device current on this thread."""
+        """Make this device current on this thread.
+
+        Returns
+        -------
+        Device
+            The device itself.
+        """
         require_core("Device.select").set_device(self.id)
         return self
 
@@ -426,6 +630,7 @@ class _DeviceList:
 
     @property
     def current(self):
+        """The Device current on this thread."""
         return get_current_device()
 
     def __repr__(self):
@@ -436,13 +641,30 @@ gpus = _DeviceList()
 
 
 def select_device(device_id):
-    """Make device `device_id` current on this thread; returns its Device."""
+    """Make a device current on this thread.
+
+    Parameters
+    ----------
+    device_id : int
+        The device's ordinal.
+
+    Returns
+    -------
+    Device
+        The device.
+    """
     require_core("select_device").set_device(device_id)
     return Device(device_id)
 
 
 def get_current_device():
-    """The Device current on this thread (device 0 unless another was selected)."""
+    """Give the device current on this thread.
+
+    Returns
+    -------
+    Device
+        Device 0 unless another was selected.
+    """
     return Device(require_core("get_current_device").get_device())
 
 
@@ -455,7 +677,8 @@ def close():
     """Wait for all work on every device to finish.
 
     Numba destroys its contexts here; cufunc uses each device's primary context, shared with CuPy
-    and PyTorch, which stays retained for the life of the process, so closing means draining."""
+    and PyTorch, which stays retained for the life of the process, so closing means draining.
+    """
     core = require_core("close")
     if not core.is_available():
         return
@@ -491,7 +714,13 @@ def current_context():
 
 
 def detect():
-    """Print the CUDA devices, as numba.cuda.detect() does; True if all are usable."""
+    """Print the CUDA devices, as ``numba.cuda.detect()`` does.
+
+    Returns
+    -------
+    bool
+        True when every device is usable.
+    """
     if _core is None:
         print("CUDA is not available: %s" % _env.core_error)
         return False
@@ -527,10 +756,29 @@ def detect():
 # ---- the kernel language's device-side names, provided by cufunc.lang ----------------------------
 
 def jit(signature_or_function=None, device=False, typing="numpy", **options):
-    """Device functions (``cuda.jit(device=True)``), as cufunc.lang.jit makes them, translated
-    with the typing policy `typing` when a body calls them: "numpy" (the default) or "numba"
-    (Numba's typing rules: what cufunc.numba.cuda.jit makes). The policy is the function's
-    ``typing`` attribute."""
+    """Make a device function (``cuda.jit(device=True)``) that kernel bodies call.
+
+    The function runs as plain Python when called from Python, and is translated when a body calls
+    it, with the typing policy ``typing`` (the function's ``typing`` attribute).
+
+    Parameters
+    ----------
+    signature_or_function : callable or str or list, optional
+        The function (``@cuda.jit(device=True)`` without arguments decorates directly), or
+        signatures (accepted; the body is typed at each call site).
+    device : bool, optional
+        Must be True: cufunc makes no ``cuda.jit`` kernels.
+    typing : {'numpy', 'numba'}, optional
+        "numpy" (the default) or "numba" (Numba's typing rules: what ``cufunc.numba.cuda.jit``
+        makes).
+    **options
+        Numba's options of device functions (``inline``, ``fastmath``, ``debug``, ...).
+
+    Returns
+    -------
+    DeviceFunction or callable
+        The device function, or a decorator that makes one.
+    """
     from . import _options, lang
     _options.check_typing("cuda.jit", typing)
     # nopython/forceobj checked here, after the other options, so that the warning names the

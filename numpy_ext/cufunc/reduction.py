@@ -101,14 +101,24 @@ else:
 
 
 class Reduce(_Base):
-    """A GPU reduction with a binary function (Numba's cuda.Reduce); see the module's docstring.
+    """A GPU reduction with a binary function (Numba's ``cuda.Reduce``).
 
-    ``Reduce(functor)`` checks that functor takes two arguments; it is translated per dtype on
-    first use. Call it as ``r(arr, size=None, res=None, init=0, stream=0)``.
+    ``Reduce(functor)`` checks that the functor takes two arguments; it is translated per dtype on
+    first use. Call it as ``r(arr, size=None, res=None, init=0, stream=0)``: it reduces the first
+    ``size`` elements of the 1-d array ``arr`` from ``init``, and returns the result (or writes it
+    to the device array ``res``).
 
-    typing: "numpy" (the default) or "numba" (Numba's typing rules: what cufunc.numba.cuda.Reduce
-    makes). Numba's Reduce takes no options, nor does this one otherwise: nopython=True is
-    accepted with a RedundantOptionWarning, any other keyword is a TypeError naming it."""
+    Parameters
+    ----------
+    functor : callable
+        The binary function, associative and commutative.
+    typing : {'numpy', 'numba'}, optional
+        "numpy" (the default) or "numba" (Numba's typing rules: what ``cufunc.numba.cuda.Reduce``
+        makes).
+    **options
+        Numba's Reduce takes no options, nor does this one: ``nopython=True`` is accepted with a
+        RedundantOptionWarning, any other keyword is a TypeError naming it.
+    """
 
     def __new__(cls, functor, typing="numpy", **options):
         _options.check("cuda.Reduce", options, named=("typing",))

@@ -55,6 +55,7 @@ class Type:
 
     @property
     def name(self):
+        """The type's name, as a signature spells it ('float32', 'float32[:, ::1]')."""
         raise NotImplementedError
 
     def _signature(self, args):
@@ -62,9 +63,29 @@ class Type:
 
 
 class Scalar(Type):
-    """A NumPy scalar type: bool, signed and unsigned integers, floats and complex numbers."""
+    """A NumPy scalar type: bool, signed and unsigned integers, floats and complex numbers.
 
-    __slots__ = ("_name", "dtype", "cname", "kind", "bits")
+    The module's instances (``float32``, ``int64``, ...) are the ones to use; calling one with types
+    makes a Signature (``float32(float32, float32)``), with values it casts as the NumPy scalar type
+    does, and indexing it makes an Array type (``float32[:, ::1]``).
+
+    Parameters
+    ----------
+    name : str
+        The type's name ('float32').
+    dtype : dtype_like
+        Its NumPy dtype.
+    cname : str
+        Its C type in kernels ('cf_float32').
+    kind : str, optional
+        'b', 'i', 'u', 'f' or 'c'; the dtype's kind when not given.
+    """
+
+    __slots__ = {"_name": None,
+                 "dtype": "The NumPy dtype.",
+                 "cname": "The C type in kernels ('cf_float32').",
+                 "kind": "'b', 'i', 'u', 'f' or 'c' (bfloat16: 'f').",
+                 "bits": "The size of one value in bits."}
 
     def __init__(self, name, dtype, cname, kind=None):
         self._name = name
@@ -79,10 +100,12 @@ class Scalar(Type):
 
     @property
     def name(self):
+        """The type's name ('float32')."""
         return self._name
 
     @property
     def itemsize(self):
+        """The size of one value in bytes."""
         return self.dtype.itemsize
 
     def __call__(self, *args):
@@ -108,6 +131,7 @@ class Void(Type):
 
     @property
     def name(self):
+        """The type's name, 'void'."""
         return "void"
 
     cname = "void"
@@ -118,11 +142,26 @@ class Void(Type):
 
 
 class Array(Type):
-    """An array of a scalar type with a fixed number of dimensions. ``layout`` is 'C' when the
-    last axis is known to be contiguous ('[::1]'), else 'A'. ``readonly`` marks captured NumPy
-    arrays (constant tables)."""
+    """An array of a scalar type with a fixed number of dimensions.
 
-    __slots__ = ("dtype", "ndim", "layout", "readonly")
+    Made by indexing a scalar type: ``float32[:]``, ``float64[:, ::1]``.
+
+    Parameters
+    ----------
+    dtype : Scalar
+        The element type.
+    ndim : int
+        The number of dimensions (1 or more).
+    layout : {'A', 'C'}, optional
+        'C' when the last axis is known to be contiguous ('[::1]'), else 'A'.
+    readonly : bool, optional
+        True for captured NumPy arrays (constant tables).
+    """
+
+    __slots__ = {"dtype": "The element type, a Scalar.",
+                 "ndim": "The number of dimensions.",
+                 "layout": "'C' when the last axis is known to be contiguous, else 'A'.",
+                 "readonly": "True for captured NumPy arrays (constant tables)."}
 
     def __init__(self, dtype, ndim, layout="A", readonly=False):
         if not isinstance(dtype, Scalar):
@@ -141,6 +180,7 @@ class Array(Type):
 
     @property
     def name(self):
+        """The type's name, as a signature spells it ('float32[:, ::1]')."""
         dims = [":"] * self.ndim
         if self.layout == "C":
             dims[-1] = "::1"
@@ -149,6 +189,7 @@ class Array(Type):
 
     @property
     def cname(self):
+        """The C type of the array in kernels ('cf_array_ref<cf_float32, 2>')."""
         return "cf_array_ref<%s, %d>" % (self.dtype.cname, self.ndim)
 
     kind = "a"
@@ -158,9 +199,15 @@ class Array(Type):
 
 
 class Tuple(Type):
-    """A tuple of scalar types (several return values, array shapes)."""
+    """A tuple of scalar types (several return values, array shapes).
 
-    __slots__ = ("types",)
+    Parameters
+    ----------
+    types : iterable of Type
+        The item types.
+    """
+
+    __slots__ = {"types": "The item types, a tuple."}
 
     def __init__(self, types):
         self.types = tuple(types)
@@ -170,6 +217,7 @@ class Tuple(Type):
 
     @property
     def name(self):
+        """The type's name ('Tuple(float32, int64)')."""
         return "Tuple(%s)" % ", ".join(t.name for t in self.types)
 
     kind = "t"
@@ -185,9 +233,20 @@ class Tuple(Type):
 
 
 class Signature:
-    """A function signature: ``return_type`` (None when not given) and ``args``."""
+    """A function signature: a return type and argument types.
 
-    __slots__ = ("return_type", "args")
+    Made by calling a type: ``float32(float32, float32)``.
+
+    Parameters
+    ----------
+    return_type : Type or None
+        The return type; None when the signature gives none ('(f4, f4)').
+    args : iterable of Type
+        The argument types.
+    """
+
+    __slots__ = {"return_type": "The return type, or None when the signature gives none.",
+                 "args": "The argument types, a tuple."}
 
     def __init__(self, return_type, args):
         self.return_type = return_type
@@ -292,7 +351,18 @@ if bfloat16 is not None:
 
 
 def from_dtype(dtype):
-    """The scalar type of a NumPy dtype (or anything np.dtype() accepts)."""
+    """Give the scalar type of a NumPy dtype.
+
+    Parameters
+    ----------
+    dtype : dtype_like
+        A NumPy dtype, or anything ``numpy.dtype`` accepts.
+
+    Returns
+    -------
+    Scalar
+        The scalar type.
+    """
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
@@ -305,9 +375,20 @@ def from_dtype(dtype):
 
 
 def to_type(obj):
-    """A cufunc type from a type object, a NumPy dtype or scalar class, a Python number class
-    (float -> float64, int -> int64, bool -> bool, complex -> complex128), a type name ('float32',
-    'f4', 'float32[:, :]') or a Numba type (by its name)."""
+    """Give the cufunc type of a type-like object.
+
+    Parameters
+    ----------
+    obj : object
+        A type object, a NumPy dtype or scalar class, a Python number class (float -> float64,
+        int -> int64, bool -> bool, complex -> complex128), a type name ('float32', 'f4',
+        'float32[:, :]') or a Numba type (by its name).
+
+    Returns
+    -------
+    Type
+        The type.
+    """
     if isinstance(obj, Type):
         return obj
     if isinstance(obj, str):
@@ -350,11 +431,28 @@ def to_type(obj):
 
 
 def parse_signature(sig):
-    """'float32(float32, float32)' -> (float32, [float32, float32]).
+    """Parse a type signature.
 
     Accepts NumPy and Numba spellings ('f4(f4, f4)', 'void(f4[:], f4[:, :])', 'int64(int64,)'),
-    a return-type-less '(f4, f4)' (return type None), a Signature object, or a tuple
-    (return_type, [args]). Raises SignatureError pointing at the bad character."""
+    a signature without a return type ('(f4, f4)': the return type is None), a Signature, or a
+    tuple ``(return_type, [args])``.
+
+    Parameters
+    ----------
+    sig : str or Signature or tuple
+        The signature.
+
+    Returns
+    -------
+    tuple
+        ``(return_type, [argument types])``: 'float32(float32, float32)' gives
+        ``(float32, [float32, float32])``.
+
+    Raises
+    ------
+    SignatureError
+        Pointing at the bad character.
+    """
     if isinstance(sig, Signature):
         return sig.return_type, list(sig.args)
     if isinstance(sig, tuple) and len(sig) == 2 and isinstance(sig[1], (list, tuple)):

@@ -161,3 +161,132 @@ def test_example_runs_on_gpu(tmp_path, path):
                        cwd=str(tmp_path), env=env)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
     assert "OK" in p.stdout, p.stdout
+
+
+# ---------------------------------------------------------------- the pages' C and shell blocks
+
+C_FRAGMENT_HEAD = """\
+#include <cufunc/cufunc.h>
+#include <stdint.h>
+#include <stdio.h>
+int fragment(void);
+int fragment(void)
+{
+"""
+C_FRAGMENT_TRY = "#define TRY(call) do { if ((call) != CF_OK) return 1; } while (0)\n"
+# the names the pages' fragments use, declared unless the fragment declares them itself
+C_FRAGMENT_NAMES = [
+    ("types", "const cf_dtype types[3] = {CF_FLOAT32, CF_FLOAT32, CF_FLOAT32};"),
+    ("s", "cf_stream *s = NULL;"), ("u", "cf_ufunc *u = NULL;"), ("r", "cf_reducer *r = NULL;"),
+    ("ops", "cf_operand ops[3] = {0};"), ("y", "cf_array y = {0};"), ("res", "uint64_t res = 0;"),
+    ("init", "double init = 0;"), ("n", "int64_t n = 1;"), ("steps", "int steps = 1;")]
+
+
+def c_blocks(path):
+    return re.findall(r"^```c\n(.*?)^```", open(path).read(), re.S | re.M)
+
+
+C_BLOCKS = [(p, k, code) for p in PAGES for k, code in enumerate(c_blocks(p))]
+
+
+def c_source(code):
+    """A whole program as it is; a fragment inside a function that declares the names the pages'
+    fragments use (a #define is kept at file level)."""
+    if re.search(r"\bint\s+main\s*\(", code):
+        return code
+    out = C_FRAGMENT_HEAD + ("" if "#define TRY" in code else C_FRAGMENT_TRY)
+    for name, decl in C_FRAGMENT_NAMES:
+        if not re.search(r"[\w*]\s*\**\s*\b%s\s*(\[|;|=)" % name, code):
+            out += "    %s (void)%s;\n" % (decl, name)
+    return out + code + "\n    return 0;\n}\n"
+
+
+def test_pages_have_c_blocks():
+    assert any("C_API.md" in p for p, _, _ in C_BLOCKS)
+
+
+@pytest.mark.parametrize("path,k,code", C_BLOCKS,
+                         ids=["%s block %d" % (os.path.relpath(p, ROOT), k + 1)
+                              for p, k, _ in C_BLOCKS])
+def test_c_block_compiles(tmp_path, path, k, code):
+    """Every ```c block compiles against the public headers as C11 (-Wall -Werror): whole
+    programs as they are, fragments inside a function declaring the names they use."""
+    cc = os.environ.get("CC", "cc")
+    src = tmp_path / "block.c"
+    src.write_text(c_source(code))
+    p = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "-Wno-unused-variable",
+                        "-Wno-unused-but-set-variable", "-fsyntax-only",
+                        "-I" + os.path.join(ROOT, "include"), str(src)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, "%s block %d:\n%s\n%s" % (path, k + 1, p.stderr, src.read_text())
+
+
+def _libcufunc():
+    found = sorted(glob.glob(os.path.join(ROOT, "build", "cmake", "libcufunc.so*")))
+    return found[0] if found else None
+
+
+C_PROGRAMS = [b for b in C_BLOCKS if re.search(r"\bint\s+main\s*\(", b[2])]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path,k,code", C_PROGRAMS,
+                         ids=["%s block %d" % (os.path.relpath(p, ROOT), k + 1)
+                              for p, k, _ in C_PROGRAMS])
+def test_c_program_runs_on_gpu(tmp_path, path, k, code):
+    """A ```c block that is a whole program builds against libcufunc (the CMake build
+    tools/test.sh and tools/gpu_check.sh make in build/cmake) and exits 0 on the GPU."""
+    lib = _libcufunc()
+    if lib is None:
+        pytest.skip("build/cmake/libcufunc.so is not built (cmake -S . -B build/cmake)")
+    src, exe = tmp_path / "prog.c", tmp_path / "prog"
+    src.write_text(code)
+    cc = os.environ.get("CC", "cc")
+    b = subprocess.run([cc, "-std=c11", "-I" + os.path.join(ROOT, "include"), str(src), "-o",
+                        str(exe), lib, "-Wl,-rpath," + os.path.dirname(lib), "-lm"],
+                       capture_output=True, text=True)
+    assert b.returncode == 0, b.stderr
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert p.returncode == 0, "%s block %d: %s%s" % (path, k + 1, p.stdout, p.stderr)
+
+
+def shell_blocks(path):
+    return re.findall(r"^```(?:sh|bash|console|shell)\n(.*?)^```", open(path).read(), re.S | re.M)
+
+
+def test_every_shell_block_runs_in_ci():
+    """The pages' shell blocks run: a block that installs cufunc (pip install) is run as written
+    by tools/package_check.sh (in a fresh venv, in the unpacked sdist, with the CUDA toolkit
+    hidden); the C library's build, install and link commands (docs/C_API.md) are what
+    tools/gpu_check.sh's examples step runs (cmake configure, build and install into a prefix,
+    examples built with find_package and with pkg-config), with its own build folder and prefix;
+    any other block's commands must be lines of .ci/run. No page shows code in an indented
+    block, which would run nowhere."""
+    ci = {l.strip() for l in open(os.path.join(ROOT, ".ci", "run")) if l.strip()}
+    check = open(os.path.join(ROOT, "tools", "package_check.sh")).read()
+    assert "install block" in check, "tools/package_check.sh runs no page's install block"
+    gpu_check = open(os.path.join(ROOT, "tools", "gpu_check.sh")).read()
+    c_library = {"cmake -S": "cmake -S", "cmake --build": "cmake --build",
+                 "cmake --install": "cmake --install", "export PKG_CONFIG_PATH": "PKG_CONFIG_PATH",
+                 "cc ": "pkg-config --cflags --libs cufunc"}
+    installs = 0
+    for path in PAGES:
+        text = open(path).read()
+        outside = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+        indented = re.findall(r"(?:^\n)((?:    \S.*\n)+)", outside, re.M)
+        assert not indented, "%s: code in an indented block: %s" % (path, indented)
+        for block in shell_blocks(path):
+            if "pip install" in block:
+                installs += 1
+                continue
+            for line in block.splitlines():
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if path.endswith("C_API.md"):
+                    key = next((k for k in c_library if line.startswith(k)), None)
+                    assert key is not None and c_library[key] in gpu_check, \
+                        "%s: %r is not what tools/gpu_check.sh runs" % (path, line)
+                else:
+                    assert line in ci, "%s: %r is not run by .ci/run" % (path, line)
+    assert installs >= 2      # README.md and docs/index.md

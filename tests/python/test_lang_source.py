@@ -409,6 +409,47 @@ def test_deep_sum_and_elif_chain_translate_and_run(tmp_path):
     assert sys.getrecursionlimit() < S._DEEP_RECURSION      # restored after the deep run
 
 
+def test_deep_integer_and_call_chains_translate(tmp_path):
+    """Chains whose C is nested calls (int32 wrap-around adds, floor divisions), not only
+    operators, translate as deep as a float sum: CPython 3.12.0-3.12.1 stop recursion through C
+    at about 1,500 levels, so rendering the C must not recurse level by level."""
+    bodies = {"int_sum": ["return " + " + ".join(["x", "1"] * 1000)],
+              "floordiv": ["return " + " // ".join(["x"] * 1000)],
+              "assigned": ["v = " + " + ".join(["x"] * 2000), "return v * v"]}
+    for name, body in bodies.items():
+        f, _ = _deep_module(tmp_path, "deep_" + name, body)
+        for t in (T.int32, T.float64):
+            src = L.translate(f, [t]).source
+            assert src.count("(") >= 1000, (name, t)
+
+
+def test_rendering_a_deep_expression_needs_no_deep_stack():
+    """The C text of a 3,000-level expression renders within a recursion limit of a few hundred
+    frames above the caller (the rendering keeps an explicit stack)."""
+    from cufunc.lang import ir
+    x = ir.Val(T.float64, "x", simple=True)
+    v = x
+    for _ in range(3000):
+        v = ir.Infix(T.float64, "+", [v, x])
+    w = ir.Call(T.float64, "f", [v])
+    for _ in range(3000):
+        w = ir.Call(T.float64, "f", [w, x])
+
+    def depth():
+        f, n = sys._getframe(), 0
+        while f is not None:
+            f, n = f.f_back, n + 1
+        return n
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth() + 200)
+    try:
+        text, called = v.c, w.c
+    finally:
+        sys.setrecursionlimit(old)
+    assert text == "(" * 3000 + "x" + " + x)" * 3000
+    assert called.startswith("f(" * 3001 + "(" * 3000 + "x + x)") and called.endswith(", x)" * 3000)
+
+
 def test_errors_in_deep_bodies_keep_their_class_and_line(tmp_path):
     """A construct the language rejects, found during the deep-stack run, is raised as usual."""
     f, path = _deep_module(tmp_path, "deep_error", ["v = " + " + ".join(["x"] * 1500),

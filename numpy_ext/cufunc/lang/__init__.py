@@ -88,7 +88,7 @@ def translate(pyfunc, argtypes, return_type=None, *, fastmath=False, typing="num
     outside the kernel language. The kernel must be compiled with --fmad=false unless
     fastmath=True (no contraction of a*b+c, as docs/language.md requires).
 
-    typing: "numpy" (NumPy 2 promotion with NEP 50 Python scalars, LANGUAGE.md) or "numba"
+    typing: "numpy" (NumPy 2 promotion with NEP 50 Python scalars, docs/language.md) or "numba"
     (Numba's typing rules: Python literals are int64/float64, integer operations widen to
     64 bits, the return type unifies all returns; docs/typing.md). Functions the body calls are
     translated with the same rules.

@@ -113,14 +113,28 @@ def jit(signature_or_function=None, device=False, **options):
 
 
 class _Local:
-    """cuda.local: ``cuda.local.array(shape, dtype)`` makes a per-thread array in a kernel body.
-    The shape must be a constant (an int or a tuple of ints). In plain Python it returns a NumPy
-    array, so bodies also run in CPython."""
+    """The namespace ``cuda.local``: per-thread arrays in kernel bodies."""
 
     __slots__ = ()
 
     @staticmethod
     def array(shape, dtype):
+        """Make a per-thread array in a kernel body.
+
+        In plain Python it returns a NumPy array of zeros, so bodies also run in CPython.
+
+        Parameters
+        ----------
+        shape : int or tuple of int
+            The shape, a constant.
+        dtype : type or dtype_like
+            The element type (a cufunc type or a NumPy dtype).
+
+        Returns
+        -------
+        array
+            The array (a NumPy array in plain Python).
+        """
         try:
             dt = T.to_type(dtype).dtype
         except TypeError:
@@ -135,14 +149,27 @@ local = _Local()
 
 
 class _Const:
-    """cuda.const: ``cuda.const.array_like(ary)`` in a body names a global NumPy array as a
-    constant table, which is what a captured global NumPy array already is (read-only). In plain
-    Python it returns the array."""
+    """The namespace ``cuda.const``: constant tables in kernel bodies."""
 
     __slots__ = ()
 
     @staticmethod
     def array_like(ary):
+        """Name a global NumPy array as a constant table in a kernel body.
+
+        That is what a captured global NumPy array already is (read-only). In plain Python it returns
+        the array.
+
+        Parameters
+        ----------
+        ary : numpy.ndarray
+            A global NumPy array.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``ary``.
+        """
         return ary
 
 

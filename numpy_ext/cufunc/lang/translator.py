@@ -384,7 +384,7 @@ class FunctionTranslator(StmtsMixin, ExprsMixin, NamesMixin):
         if type(v) is ir.BigInt and (
                 not -2 ** 63 <= v.const < 2 ** 64 or not (
                     isinstance(t, T.Scalar) and t.kind != "i" and not isinstance(t, TS.Weak))):
-            # One rule with literals (LANGUAGE.md): a constant used as a value must fit in 64
+            # One rule with literals (docs/language.md): a constant used as a value must fit in 64
             # bits, whatever it is converted to; [2**63, 2**64) only as an unsigned or float.
             raise self._fail(node, int_range_message(v.const, fits(v.const)))
         if v.type == t:

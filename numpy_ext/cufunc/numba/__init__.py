@@ -61,25 +61,71 @@ def _gpu_options(where, target, kws):
 
 
 def vectorize(ftylist_or_function=(), target="cpu", **kws):
-    """Numba's ``vectorize``: a GPU ufunc (cufunc.vectorize with typing='numba'; see the module
-    docstring for targets). Options as cufunc.vectorize takes them (identity, fastmath, cache,
-    nopython)."""
+    """Make a GPU ufunc with Numba's typing and call rules (Numba's ``vectorize``).
+
+    ``cufunc.vectorize`` with ``typing='numba'``; see the module docstring for targets.
+
+    Parameters
+    ----------
+    ftylist_or_function : list or str or callable, optional
+        The signatures, or the function (without signatures: loops made per call's types).
+    target : str, optional
+        Numba's target; every target makes a GPU ufunc here.
+    **kws
+        Options as ``cufunc.vectorize`` takes them (``identity``, ``fastmath``, ``cache``,
+        ``nopython``).
+
+    Returns
+    -------
+    UFunc or callable
+        The ufunc, or a decorator that makes one.
+    """
     kws = _gpu_options("vectorize", target, kws)
     return _vectorize(ftylist_or_function, target="cuda", typing="numba", **kws)
 
 
 def guvectorize(*args, target="cpu", **kws):
-    """Numba's ``guvectorize(ftylist, signature, ...)`` (or ``guvectorize(layout)``): a GPU
-    gufunc (cufunc.guvectorize with typing='numba')."""
+    """Make a GPU gufunc with Numba's typing and call rules (Numba's ``guvectorize``).
+
+    Called as ``guvectorize(ftylist, layout, ...)`` or ``guvectorize(layout)``; it is
+    ``cufunc.guvectorize`` with ``typing='numba'``.
+
+    Parameters
+    ----------
+    *args
+        The signatures and the layout, as Numba takes them.
+    target : str, optional
+        Numba's target; every target makes a GPU gufunc here.
+    **kws
+        Options as ``cufunc.guvectorize`` takes them.
+
+    Returns
+    -------
+    GUFunc or callable
+        The gufunc, or a decorator that makes one.
+    """
     kws = _gpu_options("guvectorize", target, kws)
     return _guvectorize(*args, target="cuda", typing="numba", **kws)
 
 
 def jit(signature_or_function=None, **options):
-    """Numba's ``jit`` / ``njit`` for helper functions: the function runs as plain Python when
-    called from Python, and is a device function (Numba's typing) when a vectorize, guvectorize
-    or reduce body calls it. Signatures and Numba's CPU options are accepted and ignored (they
-    do not change results)."""
+    """Make a helper function that bodies call (Numba's ``jit`` / ``njit``).
+
+    The function runs as plain Python when called from Python, and is a device function (Numba's
+    typing) when a vectorize, guvectorize or reduce body calls it.
+
+    Parameters
+    ----------
+    signature_or_function : callable or str or list, optional
+        The function, or signatures (accepted and ignored: they do not change results).
+    **options
+        Numba's CPU options, accepted and ignored.
+
+    Returns
+    -------
+    DeviceFunction or callable
+        The device function, or a decorator that makes one.
+    """
     def wrap(fn):
         return cuda.jit(fn, device=True)
     if callable(signature_or_function) and hasattr(signature_or_function, "__code__"):

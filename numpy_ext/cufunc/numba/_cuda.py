@@ -34,20 +34,44 @@ _KERNELS = ("cufunc compiles no @cuda.jit kernels: write the loop as a ufunc (ve
 
 
 def jit(signature_or_function=None, device=False, **options):
-    """``cuda.jit(device=True)``: a device function, translated with Numba's typing rules when a
-    vectorize, guvectorize or reduce body calls it (and run as plain Python when called from
-    Python). Numba's options (inline, fastmath, debug, opt, lineinfo, cache, forceinline) are
-    accepted. ``cuda.jit`` kernels (device=False) are an UnsupportedError that says what to use
-    instead."""
+    """Make a device function with Numba's typing (``cuda.jit(device=True)``).
+
+    It is translated with Numba's typing rules when a vectorize, guvectorize or reduce body calls
+    it, and runs as plain Python when called from Python. ``cuda.jit`` kernels (``device=False``)
+    are an UnsupportedError that says what to use instead.
+
+    Parameters
+    ----------
+    signature_or_function : callable or str or list, optional
+        The function, or signatures.
+    device : bool, optional
+        Must be True.
+    **options
+        Numba's options (``inline``, ``fastmath``, ``debug``, ``opt``, ``lineinfo``, ``cache``,
+        ``forceinline``), accepted.
+
+    Returns
+    -------
+    DeviceFunction or callable
+        The device function, or a decorator that makes one.
+    """
     if not device:
         raise UnsupportedError(_KERNELS)
     return _cuda.jit(signature_or_function, device=True, typing="numba", **options)
 
 
 class Reduce(_reduction.Reduce):
-    """Numba's ``cuda.Reduce(functor)``: a GPU reduction, the functor translated with Numba's
-    typing rules (see cufunc.cuda.Reduce for the call: ``r(arr, size=None, res=None, init=0,
-    stream=0)``)."""
+    """A GPU reduction with Numba's typing rules (Numba's ``cuda.Reduce``).
+
+    Called as ``cufunc.cuda.Reduce`` is: ``r(arr, size=None, res=None, init=0, stream=0)``.
+
+    Parameters
+    ----------
+    functor : callable
+        The binary function.
+    **options
+        As ``cufunc.cuda.Reduce`` takes them.
+    """
 
     def __new__(cls, functor, **options):
         return super().__new__(cls, functor, typing="numba", **options)
@@ -57,7 +81,22 @@ class Reduce(_reduction.Reduce):
 
 
 def reduce(functor, **options):
-    """Numba's ``cuda.reduce``: ``Reduce(functor)``, usable as a decorator."""
+    """Make a GPU reduction with Numba's typing rules (Numba's ``cuda.reduce``).
+
+    Usable as a decorator.
+
+    Parameters
+    ----------
+    functor : callable
+        The binary function.
+    **options
+        ``nopython=True`` is accepted with a RedundantOptionWarning.
+
+    Returns
+    -------
+    Reduce
+        The reduction.
+    """
     _options.check("cuda.reduce", options)   # warns at the user's line
     return Reduce(functor)
 
@@ -112,14 +151,48 @@ def _order_for(shape, dtype, strides, order):
 
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
-    """Numba's ``cuda.device_array(shape, dtype=np.float64, strides=None, order='C', stream=0)``:
-    an uninitialised DeviceNDArray."""
+    """Allocate a device array without initialising it (Numba's ``cuda.device_array``).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The shape.
+    dtype : dtype_like, optional
+        The element type.
+    strides : tuple of int, optional
+        Contiguous strides only (C or Fortran order); else give ``order``.
+    order : {'C', 'F'}, optional
+        The memory layout.
+    stream : Stream or int, optional
+        The stream the allocation is ordered on.
+
+    Returns
+    -------
+    DeviceNDArray
+        The array.
+    """
     return _cuda.device_array(shape, dtype, _order_for(shape, dtype, strides, order), stream)
 
 
 def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
-    """Numba's ``cuda.pinned_array(shape, dtype=np.float64, strides=None, order='C')``: a NumPy
-    array in page-locked host memory."""
+    """Allocate a NumPy array in page-locked host memory (Numba's ``cuda.pinned_array``).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The shape.
+    dtype : dtype_like, optional
+        The element type.
+    strides : tuple of int, optional
+        Contiguous strides only (C or Fortran order); else give ``order``.
+    order : {'C', 'F'}, optional
+        The memory layout.
+
+    Returns
+    -------
+    numpy.ndarray
+        The array (uninitialised).
+    """
     return _cuda.pinned_array(shape, dtype, _order_for(shape, dtype, strides, order))
 
 
@@ -130,8 +203,24 @@ class _Interface:
 
 
 def from_cuda_array_interface(desc, owner=None, sync=True):
-    """Numba's ``cuda.from_cuda_array_interface(desc, owner=None, sync=True)``: a DeviceNDArray
-    over the memory a ``__cuda_array_interface__`` dict describes (owner kept alive)."""
+    """View the memory a CUDA Array Interface dict describes as a device array.
+
+    Numba's ``cuda.from_cuda_array_interface``.
+
+    Parameters
+    ----------
+    desc : dict
+        A ``__cuda_array_interface__`` dict.
+    owner : object, optional
+        The owner of the memory, kept alive by the array.
+    sync : bool, optional
+        Synchronise the stream the interface names first.
+
+    Returns
+    -------
+    DeviceNDArray
+        The view.
+    """
     if not isinstance(desc, dict):
         raise TypeError("from_cuda_array_interface: desc must be a __cuda_array_interface__ "
                         "dict, not %s" % type(desc).__name__)
@@ -139,37 +228,75 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
 
 
 def list_devices():
-    """The CUDA devices (Numba's ``cuda.list_devices()``)."""
+    """Give the CUDA devices (Numba's ``cuda.list_devices()``).
+
+    Returns
+    -------
+    list of Device
+        One per device.
+    """
     return list(_cuda.gpus)
 
 
 def is_float16_supported():
-    """Whether float16 works in kernel bodies: it does in cufunc on every supported device."""
+    """Tell whether float16 works in kernel bodies.
+
+    Returns
+    -------
+    bool
+        True: it does in cufunc on every supported device.
+    """
     return True
 
 
 def is_supported_version():
-    """Whether the CUDA toolkit is one cufunc supports (it checks NVRTC when compiling)."""
+    """Tell whether the CUDA toolkit is one cufunc supports.
+
+    Returns
+    -------
+    bool
+        True: cufunc checks NVRTC when it compiles.
+    """
     return True
 
 
 def require_context(fn):
-    """Numba's decorator that makes sure a CUDA context exists: cufunc's calls make one when they
-    need it, so the function is returned as it is."""
+    """Make sure a CUDA context exists when a function runs (Numba's decorator).
+
+    cufunc's calls make one when they need it, so the function is returned as it is.
+
+    Parameters
+    ----------
+    fn : callable
+        The function.
+
+    Returns
+    -------
+    callable
+        ``fn`` itself.
+    """
     return fn
 
 
 def profile_start():
-    """Numba's cuProfilerStart: a no-op here (profile the whole run with Nsight Systems)."""
+    """Start the profiler (Numba's cuProfilerStart): a no-op here."""
 
 
 def profile_stop():
-    """Numba's cuProfilerStop: a no-op here."""
+    """Stop the profiler (Numba's cuProfilerStop): a no-op here."""
 
 
 @contextlib.contextmanager
 def profiling():
-    """Numba's profiling() block: a no-op here."""
+    """Profile a block (Numba's ``profiling()``): a no-op here.
+
+    Profile the whole run with Nsight Systems instead.
+
+    Yields
+    ------
+    None
+        The block runs unchanged.
+    """
     yield
 
 

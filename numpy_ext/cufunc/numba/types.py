@@ -63,14 +63,38 @@ def UniTuple(dtype, count):  # noqa: N802 - Numba's class name
 
 
 def from_dtype(dtype):
-    """The type of a NumPy dtype (Numba's ``numba.from_dtype``)."""
+    """Give the type of a NumPy dtype (Numba's ``numba.from_dtype``).
+
+    Parameters
+    ----------
+    dtype : dtype_like
+        The dtype.
+
+    Returns
+    -------
+    Scalar
+        The type.
+    """
     return _T.from_dtype(dtype)
 
 
 def typeof(value):
-    """The type Numba gives a value (``numba.typeof``): a NumPy array's Array type (layout 'C'
-    when C-contiguous), a NumPy scalar's dtype, Python bool/int/float/complex as boolean, int64,
-    float64, complex128; device arrays by their ``__cuda_array_interface__``."""
+    """Give the type Numba gives a value (``numba.typeof``).
+
+    A NumPy array's Array type (layout 'C' when C-contiguous), a NumPy scalar's dtype, Python
+    bool/int/float/complex as boolean, int64, float64, complex128; device arrays by their
+    ``__cuda_array_interface__``.
+
+    Parameters
+    ----------
+    value : object
+        The value.
+
+    Returns
+    -------
+    Type
+        Its type.
+    """
     import builtins
     import numpy as np
     if isinstance(value, (builtins.bool, np.bool_)):
