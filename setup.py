@@ -83,10 +83,12 @@ class BuildExt(build_ext):
 
 
 # Two compilations, so that the boundary is kept by the build and not by habit: the core (src/,
-# with its private headers) and the binding (numpy_ext/, with include/ only: the public C API).
+# with its private headers) and the binding (numpy_ext/, with its own headers in
+# numpy_ext/include/, the public C API in include/ and internal/: what the core offers only the
+# binding and the tests; never src/).
 core_lib = ("cufunc_core", {
     "sources": sorted(glob.glob("src/*.c")) + [GENERATED],
-    "include_dirs": ["include", "src", "templates"],
+    "include_dirs": ["include", "internal", "src", "templates"],
     "macros": [("CF_BUILDING_PYTHON", "1")],
     "cflags": CFLAGS + ["-fPIC"],
 })
@@ -94,7 +96,8 @@ core_lib = ("cufunc_core", {
 core = Extension(
     "cufunc._core",
     sources=sorted(glob.glob("numpy_ext/*.c")),
-    include_dirs=["include"],
+    include_dirs=["numpy_ext/include", "include", "internal"],
+    depends=sorted(glob.glob("numpy_ext/include/*.h")),
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("CF_BUILDING_PYTHON", "1")],
     libraries=["cufunc_core", "dl", "pthread"],
     extra_compile_args=CFLAGS,

@@ -1,5 +1,6 @@
 /* py_capture.c: see py_capture.h. */
 #include "py_capture.h"
+#include "py_foreign.h"
 
 void cf_py_captures_clear(cf_py_captures *c)
 {

@@ -1,6 +1,8 @@
 /* py_compile.c: NVRTC, the template bundle and the kernel cache from Python, compile_source, and
  * RawKernel (CUDA C source + entry name -> a launchable kernel, like cupy.RawKernel). */
-#include "py_common.h"
+#include "py_compile.h"
+#include "py_foreign.h"
+#include "py_stream.h"
 
 #include <string.h>
 

@@ -5,9 +5,9 @@
  * Streams follow the Python array API: the consumer names the stream it will use (None or 1: the
  * legacy default stream, 2: per-thread default, -1: no synchronisation, else a CUstream handle) and
  * the producer makes that stream wait for the work queued on its own. */
-#include "py_common.h"
+#include "py_dlpack.h"
 #include "dlpack.h"
-#include "py_interop.h"
+#include "py_stream.h"
 
 #include <string.h>
 
@@ -78,27 +78,6 @@ static void capsule_destructor_versioned(PyObject *cap)
     PyErr_Restore(type, value, tb);
 }
 
-static DLDataType dl_dtype_of(cf_dtype dt)
-{
-    DLDataType r;
-    r.lanes = 1;
-    r.bits = (uint8_t)(cf_dtype_size(dt) * 8);
-    switch (cf_dtype_kind(dt)) {
-    case 'b': r.code = kDLBool; break;
-    case 'i': r.code = kDLInt; break;
-    case 'u': r.code = kDLUInt; break;
-    case 'f': r.code = dt == CF_BFLOAT16 ? kDLBfloat : kDLFloat; break;
-    default: r.code = kDLComplex; break;
-    }
-    return r;
-}
-
-void cf_py_dl_dtype(cf_dtype dt, uint8_t *code, uint8_t *bits)
-{
-    DLDataType d = dl_dtype_of(dt);
-    *code = d.code;
-    *bits = d.bits;
-}
 
 static int parse_consumer_stream(PyObject *obj, long long *out)
 {
@@ -178,7 +157,8 @@ static dl_export *export_new(CfPyDeviceArray *a, int versioned, uint32_t minor, 
     t->device.device_type = kDLCUDA;
     t->device.device_id = a->view.device;
     t->ndim = nd;
-    t->dtype = dl_dtype_of(a->view.dtype);
+    cf_py_dl_dtype(a->view.dtype, &t->dtype.code, &t->dtype.bits);
+    t->dtype.lanes = 1;
     t->shape = e->dims;
     t->strides = e->dims + nd;
     t->byte_offset = 0;
@@ -328,44 +308,6 @@ PyObject *cf_py_devicearray_dlpack_device(PyObject *self, PyObject *unused)
 
 /* ---- import ---------------------------------------------------------------------------------- */
 
-/* Owns a managed tensor taken from a capsule; calls its deleter when the last view dies. */
-typedef struct {
-    PyObject_HEAD
-    void *managed;
-    int versioned;
-    /* As CfPyAllocation.pending: the stream of the last work that writes the memory, NULL for the
-     * legacy default stream (the stream the producer was asked to order its work before). */
-    PyObject *pending;
-} DLPackOwner;
-
-PyObject **cf_py_dlpack_pending_slot(PyObject *base);
-
-static void owner_dealloc(DLPackOwner *self)
-{
-    if (self->managed != NULL) {
-        if (self->versioned) {
-            DLManagedTensorVersioned *m = self->managed;
-            if (m->deleter)
-                m->deleter(m);
-        } else {
-            DLManagedTensor *m = self->managed;
-            if (m->deleter)
-                m->deleter(m);
-        }
-    }
-    Py_XDECREF(self->pending);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject DLPackOwner_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "cufunc._core.DLPackOwner",
-    .tp_basicsize = sizeof(DLPackOwner),
-    .tp_dealloc = (destructor)owner_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Keeps memory imported through DLPack alive; calls the producer's deleter at the end.",
-};
-
 static const char *device_type_name(int t)
 {
     switch (t) {
@@ -397,52 +339,6 @@ static int wrong_device(int type, const char *argname)
     return -1;
 }
 
-int cf_py_dtype_from_dl(uint8_t code, uint8_t bits, uint16_t lanes, cf_dtype *out,
-                        const char *argname)
-{
-    DLDataType d = {code, bits, lanes};
-    int ok = d.lanes == 1;
-    if (ok) {
-        switch (d.code) {
-        case kDLBool: ok = d.bits == 8; *out = CF_BOOL; break;
-        case kDLInt:
-            *out = d.bits == 8 ? CF_INT8 : d.bits == 16 ? CF_INT16 : d.bits == 32 ? CF_INT32 : CF_INT64;
-            ok = d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
-            break;
-        case kDLUInt:
-            *out = d.bits == 8 ? CF_UINT8 : d.bits == 16 ? CF_UINT16 : d.bits == 32 ? CF_UINT32 : CF_UINT64;
-            ok = d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
-            break;
-        case kDLFloat:
-            *out = d.bits == 16 ? CF_FLOAT16 : d.bits == 32 ? CF_FLOAT32 : CF_FLOAT64;
-            ok = d.bits == 16 || d.bits == 32 || d.bits == 64;
-            break;
-        case kDLBfloat: /* torch.bfloat16, JAX's bfloat16 */
-            *out = CF_BFLOAT16;
-            ok = d.bits == 16;
-            break;
-        case kDLComplex:
-            *out = d.bits == 64 ? CF_COMPLEX64 : CF_COMPLEX128;
-            ok = d.bits == 64 || d.bits == 128;
-            break;
-        default: ok = 0; break;
-        }
-    }
-    if (ok || argname == NULL)
-        return ok ? 0 : -1;
-    PyErr_Format(PyExc_TypeError,
-                 "%s: DLPack dtype (code %d%s, %d bits, %d lanes) is not supported by cufunc",
-                 argname, (int)d.code, d.code == kDLBfloat ? " = bfloat" : "", (int)d.bits,
-                 (int)d.lanes);
-    return -1;
-}
-
-PyObject **cf_py_dlpack_pending_slot(PyObject *base)
-{
-    if (base != NULL && Py_TYPE(base) == &DLPackOwner_Type)
-        return &((DLPackOwner *)base)->pending;
-    return NULL;
-}
 
 /* Take a capsule: validate, rename it as consumed, wrap the tensor. The producer was asked to
  * order its work before `consumer` (a Stream; NULL: the legacy default stream, or, for a bare
@@ -454,7 +350,7 @@ static PyObject *consume_capsule(PyObject *cap, PyObject *consumer, const char *
     int versioned, readonly = 0, i;
     cf_array v;
     size_t itemsize;
-    DLPackOwner *owner;
+    CfPyMemory *owner;
     PyObject *r;
 
     if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
@@ -514,12 +410,9 @@ static PyObject *consume_capsule(PyObject *cap, PyObject *consumer, const char *
         for (i = 0; i < v.ndim; i++)
             v.strides[i] = t->strides[i] * (int64_t)itemsize;
     }
-    owner = PyObject_New(DLPackOwner, &DLPackOwner_Type);
+    owner = cf_py_memory_dlpack(versioned, v.data, v.device, consumer);
     if (owner == NULL)
         return NULL;
-    owner->managed = NULL;
-    owner->versioned = versioned;
-    owner->pending = Py_XNewRef(consumer);
     if (PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0) {
         Py_DECREF(owner);
         return NULL;
@@ -682,6 +575,18 @@ fail:
     return NULL;
 }
 
+PyMethodDef cf_py_dlpack_array_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))cf_py_devicearray_dlpack,
+     METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule."},
+    {"_order_for", (PyCFunction)cf_py_devicearray_order_for, METH_O,
+     "_order_for(stream): make that stream (a DLPack stream handle) wait for the work pending on "
+     "this array's memory, as __dlpack__(stream=) does, with no capsule."},
+    {"__dlpack_device__", (PyCFunction)cf_py_devicearray_dlpack_device, METH_NOARGS,
+     "(2, device_id): kDLCUDA."},
+    {NULL, NULL, 0, NULL},
+};
+
 PyMethodDef cf_py_dlpack_methods[] = {
     {"from_dlpack", (PyCFunction)(void (*)(void))py_from_dlpack, METH_VARARGS | METH_KEYWORDS,
      "from_dlpack($module, /, obj, stream=0)\n"
@@ -703,7 +608,124 @@ PyMethodDef cf_py_dlpack_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int cf_py_dlpack_init_module(PyObject *m)
+/* ---- the DLPack C exchange API (type.__dlpack_c_exchange_api__: PyTorch >= 2.10) ----------- */
+
+int cf_py_exchange_off;
+
+/* The DLPack C exchange API a type publishes (type.__dlpack_c_exchange_api__, a capsule named
+ * "dlpack_exchange_api"), at the major version cufunc speaks (a newer table may chain to older
+ * ones through prev_api) and with the functions cufunc calls; NULL (no error) otherwise. The
+ * table lives as long as the process (the specification), not only the capsule. */
+static const DLPackExchangeAPI *exchange_api_of(PyObject *type)
 {
-    return PyType_Ready(&DLPackOwner_Type);
+    PyObject *cap = PyObject_GetAttrString(type, "__dlpack_c_exchange_api__");
+    const DLPackExchangeAPIHeader *h = NULL;
+    if (cap != NULL && PyCapsule_IsValid(cap, "dlpack_exchange_api"))
+        h = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    Py_XDECREF(cap);
+    PyErr_Clear();
+    for (int depth = 0; h != NULL && depth < 8; h = h->prev_api, depth++) {
+        if (h->version.major != DLPACK_MAJOR_VERSION)
+            continue;
+        const DLPackExchangeAPI *api = (const DLPackExchangeAPI *)h;
+        if (api->dltensor_from_py_object_no_sync && api->managed_tensor_to_py_object_no_sync &&
+            api->current_work_stream)
+            return api;
+        return NULL;
+    }
+    return NULL;
+}
+
+/* The exchange API of type tp (cached per type: one dict lookup once seen), NULL for none. */
+const DLPackExchangeAPI *cf_py_exchange_api_for(PyTypeObject *tp)
+{
+    static PyObject *apis; /* dict: type -> the table's address (an int), or None */
+    if (apis == NULL && (apis = PyDict_New()) == NULL)
+        return NULL;
+    PyObject *v = PyDict_GetItemWithError(apis, (PyObject *)tp);
+    if (v == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        const DLPackExchangeAPI *api = exchange_api_of((PyObject *)tp);
+        v = api ? PyLong_FromVoidPtr((void *)api) : Py_NewRef(Py_None);
+        if (v == NULL || PyDict_SetItem(apis, (PyObject *)tp, v) < 0) {
+            Py_XDECREF(v);
+            return NULL;
+        }
+        Py_DECREF(v); /* the dict holds it (types are few) */
+    }
+    return v == Py_None ? NULL : (const DLPackExchangeAPI *)PyLong_AsVoidPtr(v);
+}
+
+int cf_py_exchange_take(PyObject *obj, struct DLManagedTensorVersioned **m, uintptr_t *stream)
+{
+    *m = NULL;
+    *stream = 0;
+    if (cf_py_exchange_off || PyType_Check(obj) || PyCapsule_CheckExact(obj))
+        return 1;
+    const DLPackExchangeAPI *api = cf_py_exchange_api_for(Py_TYPE(obj));
+    if (api == NULL || api->managed_tensor_from_py_object_no_sync == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    /* what PyTorch's __dlpack__ refuses, its C export may not: a tensor that requires grad, or
+     * whose conjugation or negation is a lazy bit (its memory holds other values): __dlpack__
+     * answers, in PyTorch's words */
+    static PyObject *S_requires_grad, *S_is_conj, *S_is_neg;
+    if (S_is_neg == NULL &&
+        ((S_requires_grad = PyUnicode_InternFromString("requires_grad")) == NULL ||
+         (S_is_conj = PyUnicode_InternFromString("is_conj")) == NULL ||
+         (S_is_neg = PyUnicode_InternFromString("is_neg")) == NULL))
+        return -1;
+    PyObject *grad = PyObject_GetAttr(obj, S_requires_grad);
+    int lazy = grad == Py_True;
+    Py_XDECREF(grad);
+    PyErr_Clear();
+    PyObject *bits[] = {S_is_conj, S_is_neg};
+    for (int i = 0; i < 2 && !lazy; i++) {
+        PyObject *v = PyObject_HasAttr(obj, bits[i]) ? PyObject_CallMethodNoArgs(obj, bits[i]) : NULL;
+        lazy = v == Py_True;
+        Py_XDECREF(v);
+        PyErr_Clear();
+    }
+    if (lazy)
+        return 1;
+    DLManagedTensorVersioned *t = NULL;
+    if (api->managed_tensor_from_py_object_no_sync(obj, &t) != 0 || t == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_BufferError, "%.200s: its DLPack C exchange API gave no tensor",
+                         Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (t->dl_tensor.device.device_type == kDLCUDA) {
+        void *s = NULL;
+        if (api->current_work_stream(kDLCUDA, t->dl_tensor.device.device_id, &s) != 0) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (t->deleter)
+                t->deleter(t);
+            PyErr_Restore(type, value, tb);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "the producer's current stream is unknown");
+            return -1;
+        }
+        *stream = s ? (uintptr_t)s : 1; /* NULL: the default stream, the legacy one */
+    }
+    *m = t;
+    return 0;
+}
+
+int cf_py_exchange_stream(PyObject *obj, int device, uintptr_t *stream)
+{
+    if (cf_py_exchange_off || PyArray_Check(obj))
+        return 1;
+    const DLPackExchangeAPI *api = cf_py_exchange_api_for(Py_TYPE(obj));
+    if (api == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    void *s = NULL;
+    if (api->current_work_stream(kDLCUDA, device, &s) != 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the producer's current stream is unknown");
+        return -1;
+    }
+    *stream = s ? (uintptr_t)s : 1;
+    return 0;
 }

@@ -1,186 +1,15 @@
-/* py_graph.c: CUDA graph capture from Python.
- *
- * Which stream a call is captured on: the stream= given; else, while one of the call's foreign
- * operands names a stream that is capturing (PyTorch's current stream inside torch.cuda.graph,
- * CuPy's inside Stream.begin_capture), that stream; else, while this thread captures on a cufunc
- * Stream (Stream.begin_capture), that Stream. A call whose stream captures (cf_py_capturing, set
- * by the place step for the call's duration) queues no wait on work outside the capture, and the
- * calls that cannot be captured (host operands or results, a host scalar) are refused before
- * anything is queued, so that the caller's capture stays valid.
- *
- * Stream.begin_capture() / end_capture() make a Graph (CuPy's spelling: launch(stream), upload);
- * the Graph keeps the memory its kernels read and write alive, and orders a launch after the
- * last writes to that memory and later work after the launch, as a call is ordered. */
-#include "py_common.h"
+/* py_graph.c: CUDA graphs captured on a cufunc Stream: Stream.begin_capture() / end_capture() /
+ * is_capturing() (methods this file adds to the Stream type at module init: streams sit below
+ * graphs) make a Graph (CuPy's spelling: launch(stream), upload); the Graph keeps the memory its
+ * kernels read and write alive (the CfPyMemory owners its calls noted), and orders a launch after
+ * the last writes to that memory and later work after the launch, as a call is ordered. Which
+ * call is captured on which stream: py_capturing.c. */
+#include "py_graph.h"
+#include "py_capturing.h"
+#include "py_memory.h"
+#include "py_stream.h"
 
 #include <string.h>
-
-_Thread_local cf_stream *cf_py_capturing;
-int cf_py_capture_gate;
-
-/* A foreign operand's stream found capturing while the call read its operands (0: none). */
-static _Thread_local uintptr_t seen_handle;
-static _Thread_local int seen_device;
-
-/* This thread's capture on a cufunc Stream (owned references), and the Allocations its calls
- * used (a list), for the Graph to keep and order. */
-static _Thread_local PyObject *own_stream;
-static _Thread_local PyObject *own_arrays;
-
-static PyObject *capture_error_type(void)
-{
-    static PyObject *type;
-    if (type == NULL) {
-        PyObject *errors = PyImport_ImportModule("cufunc.errors");
-        if (errors == NULL)
-            return NULL;
-        type = PyObject_GetAttrString(errors, "GraphCaptureError");
-        Py_DECREF(errors);
-    }
-    return type;
-}
-
-int cf_py_capture_refuse(const char *name, const char *why, const char *instead)
-{
-    PyObject *t = capture_error_type();
-    if (t != NULL)
-        PyErr_Format(t, "%s: %s cannot be captured in a CUDA graph (the capture was left as it "
-                     "was); %s", name, why, instead);
-    return -1;
-}
-
-void cf_py_capture_call_begin(void)
-{
-    if (cf_py_capture_gate && seen_handle != 0) {
-        seen_handle = 0;
-        cf_py_capture_gate--;
-    }
-}
-
-int cf_py_capture_pending(void)
-{
-    return cf_py_capture_gate && (seen_handle != 0 || own_stream != NULL);
-}
-
-void cf_py_capture_call_enter(cf_stream *s)
-{
-    cf_py_capturing = s;
-    cf_py_capture_gate++;
-}
-
-void cf_py_capture_call_leave(void)
-{
-    cf_py_capturing = NULL;
-    cf_py_capture_gate--;
-}
-
-int cf_py_capture_stream_status(PyObject *resolved, cf_stream *s, int *capturing)
-{
-    *capturing = 0;
-    if (resolved == NULL || resolved == Py_None)
-        return 0; /* the legacy default stream never captures */
-    const CfPyStream *p = (const CfPyStream *)resolved;
-    if (p->kind == CF_PY_STREAM_DEFAULT || cf_stream_handle(s) <= 1)
-        return 0;
-    if (p->kind == CF_PY_STREAM_OWNED) {
-        /* cufunc's own streams capture through Stream.begin_capture only */
-        *capturing = cf_py_capture_gate && own_stream == resolved;
-        return 0;
-    }
-    return cf_py_capture_status(s, capturing);
-}
-
-int cf_py_capture_status(cf_stream *s, int *capturing)
-{
-    int status = CF_CAPTURE_NONE;
-    cf_status st = cf_stream_capture_status(s, &status);
-    if (st != CF_OK)
-        return cf_py_fail(st, "querying a stream's capture status");
-    *capturing = status == CF_CAPTURE_ACTIVE || status == CF_CAPTURE_INVALIDATED;
-    return 0;
-}
-
-int cf_py_capture_note_foreign(cf_stream *s, int *capturing)
-{
-    *capturing = 0;
-    if (cf_stream_handle(s) <= 1)
-        return 0; /* the legacy default stream (PyTorch's default stream is it) never captures */
-    if (cf_py_capture_status(s, capturing) < 0)
-        return -1;
-    if (*capturing) {
-        if (seen_handle == 0)
-            cf_py_capture_gate++;
-        seen_handle = cf_stream_handle(s);
-        seen_device = cf_stream_device(s);
-    }
-    return 0;
-}
-
-PyObject *cf_py_capture_default(int device)
-{
-    if (seen_handle != 0 && (device < 0 || device == seen_device))
-        return cf_py_stream_new_external(seen_device, seen_handle, NULL);
-    if (own_stream != NULL && (device < 0 || device == ((CfPyStream *)own_stream)->device))
-        return Py_NewRef(own_stream);
-    return Py_NewRef(Py_None);
-}
-
-PyObject *cf_py_capture_own(void) { return cf_py_capture_gate ? own_stream : NULL; }
-
-void cf_py_capture_note_allocation(PyObject *allocation, cf_stream *s)
-{
-    if (own_arrays == NULL || allocation == NULL || own_stream == NULL ||
-        ((CfPyStream *)own_stream)->stream != s)
-        return;
-    if (PySequence_Contains(own_arrays, allocation) == 0 &&
-        PyList_Append(own_arrays, allocation) < 0)
-        PyErr_Clear(); /* a Graph that keeps one array fewer alive: the caller's own references */
-}
-
-/* Whether a foreign library captures on its current stream of `device` right now: PyTorch
- * (torch.cuda.is_current_stream_capturing) when it is imported. Calls with host operands only. */
-static int torch_capturing(void)
-{
-    PyObject *name = PyUnicode_FromString("torch.cuda");
-    if (name == NULL)
-        return -1;
-    PyObject *mod = PyImport_GetModule(name);
-    Py_DECREF(name);
-    if (mod == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    PyObject *r = PyObject_CallMethod(mod, "is_current_stream_capturing", NULL);
-    Py_DECREF(mod);
-    if (r == NULL) {
-        PyErr_Clear(); /* torch.cuda present but not usable: no capture of its own either */
-        return 0;
-    }
-    int v = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    return v;
-}
-
-int cf_py_capture_check_host(const char *name, int capturing, int device)
-{
-    static const char instead[] = "pass device arrays (cufunc.cuda.to_device, or the caller's "
-                                  "own tensors) for every operand and output";
-    if (capturing)
-        return cf_py_capture_refuse(name, "a call on host (NumPy) arrays, or one returning a "
-                                    "host result,", instead);
-    cf_stream *legacy;
-    int status = CF_CAPTURE_NONE;
-    if (cf_py_stream_get(NULL, device, &legacy) < 0)
-        return -1;
-    if (cf_stream_capture_status(legacy, &status) != CF_OK)
-        return cf_py_fail(cf_last_status(), "querying the legacy default stream");
-    int t = status == CF_CAPTURE_IMPLICIT ? 1 : torch_capturing();
-    if (t < 0)
-        return -1;
-    if (t)
-        return cf_py_capture_refuse(name, "a call on host (NumPy) arrays during a capture (it "
-                                    "would copy and synchronise outside the graph, which "
-                                    "invalidates the capture)", instead);
-    return 0;
-}
 
 /* ---- Graph ---------------------------------------------------------------------------------- */
 
@@ -188,7 +17,7 @@ typedef struct {
     PyObject_HEAD
     cf_graph *graph;
     PyObject *stream; /* the Stream it was captured on */
-    PyObject *arrays; /* the Allocations its calls read and wrote (a list) */
+    PyObject *arrays; /* the memory (CfPyMemory) its calls read and wrote (a list) */
     int device;
 } CfPyGraph;
 
@@ -229,7 +58,7 @@ static PyObject *graph_launch(CfPyGraph *self, PyObject *args, PyObject *kw)
     Py_ssize_t n = PyList_GET_SIZE(self->arrays);
     /* after the last writes to the memory the graph uses, wherever they were queued */
     for (Py_ssize_t i = 0; i < n; i++)
-        if (cf_py_allocation_order(PyList_GET_ITEM(self->arrays, i), s, r) < 0)
+        if (cf_py_memory_order(PyList_GET_ITEM(self->arrays, i), s, r) < 0)
             goto fail;
     cf_status st = cf_graph_launch(self->graph, s);
     cf_context_restore();
@@ -239,7 +68,7 @@ static PyObject *graph_launch(CfPyGraph *self, PyObject *args, PyObject *kw)
     }
     /* later work on other streams waits for the launch */
     for (Py_ssize_t i = 0; i < n; i++)
-        cf_py_allocation_written(PyList_GET_ITEM(self->arrays, i), r);
+        cf_py_memory_written(PyList_GET_ITEM(self->arrays, i), r);
     Py_DECREF(r);
     Py_RETURN_NONE;
 fail:
@@ -365,7 +194,7 @@ static int parse_mode(PyObject *mode, int *out)
     return -1;
 }
 
-PyObject *cf_py_stream_begin_capture(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *stream_begin_capture(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"mode", NULL};
     PyObject *mode_arg = NULL;
@@ -374,7 +203,7 @@ PyObject *cf_py_stream_begin_capture(PyObject *self, PyObject *args, PyObject *k
         parse_mode(mode_arg, &mode) < 0)
         return NULL;
     CfPyStream *st = (CfPyStream *)self;
-    if (own_stream != NULL) {
+    if (cf_py_capture_own_thread() != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "begin_capture: this thread captures on another "
                         "cufunc Stream already; end_capture() it first");
         return NULL;
@@ -393,25 +222,17 @@ PyObject *cf_py_stream_begin_capture(PyObject *self, PyObject *args, PyObject *k
         Py_DECREF(arrays);
         return cf_py_raise(s, "Stream.begin_capture");
     }
-    own_stream = Py_NewRef(self);
-    own_arrays = arrays;
-    cf_py_capture_gate++;
+    cf_py_capture_own_begin(self, arrays);
     Py_RETURN_NONE;
 }
 
-PyObject *cf_py_stream_end_capture(PyObject *self, PyObject *unused)
+static PyObject *stream_end_capture(PyObject *self, PyObject *unused)
 {
     CfPyStream *st = (CfPyStream *)self;
     cf_graph *g = NULL;
     cf_status s = cf_stream_end_capture(st->stream, &g);
     cf_context_restore();
-    PyObject *arrays = NULL;
-    if (own_stream == self) {
-        arrays = own_arrays;
-        own_arrays = NULL;
-        Py_CLEAR(own_stream);
-        cf_py_capture_gate--;
-    }
+    PyObject *arrays = cf_py_capture_own_end(self);
     if (s != CF_OK) {
         Py_XDECREF(arrays);
         return cf_py_raise(s, "Stream.end_capture");
@@ -433,7 +254,7 @@ PyObject *cf_py_stream_end_capture(PyObject *self, PyObject *unused)
     return (PyObject *)r;
 }
 
-PyObject *cf_py_stream_is_capturing(PyObject *self, PyObject *unused)
+static PyObject *stream_is_capturing(PyObject *self, PyObject *unused)
 {
     int capturing = 0;
     int r = cf_py_capture_status(((CfPyStream *)self)->stream, &capturing);
@@ -443,16 +264,41 @@ PyObject *cf_py_stream_is_capturing(PyObject *self, PyObject *unused)
     return PyBool_FromLong(capturing);
 }
 
-/* _capturing() -> the cufunc Stream this thread captures on, or None (ufunc.at's front). */
-static PyObject *py_capturing(PyObject *mod, PyObject *unused)
-{
-    PyObject *own = cf_py_capture_own();
-    return Py_NewRef(own ? own : Py_None);
-}
-
-PyMethodDef cf_py_graph_methods[] = {
-    {"_capturing", py_capturing, METH_NOARGS,
-     "_capturing() -> the cufunc Stream this thread captures a CUDA graph on, or None."},
+/* Stream's capture methods, added to the Stream type at module init. */
+static PyMethodDef stream_capture_methods[] = {
+    {"begin_capture", (PyCFunction)(void (*)(void))stream_begin_capture,
+     METH_VARARGS | METH_KEYWORDS,
+     "begin_capture($self, /, mode='thread_local')\n"
+     "--\n"
+     "\n"
+     "Capture the work queued on this stream into a CUDA graph instead of running it.\n"
+     "\n"
+     "cufunc calls without ``stream=`` on this thread are captured here too.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "mode : {'thread_local', 'global', 'relaxed'}, optional\n"
+     "    The capture mode (``cudaStreamCaptureMode``).\n"},
+    {"end_capture", (PyCFunction)stream_end_capture, METH_NOARGS,
+     "end_capture($self, /)\n"
+     "--\n"
+     "\n"
+     "End the capture begun by ``begin_capture``.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "Graph\n"
+     "    The captured graph; ``Graph.launch(stream)`` replays it.\n"},
+    {"is_capturing", (PyCFunction)stream_is_capturing, METH_NOARGS,
+     "is_capturing($self, /)\n"
+     "--\n"
+     "\n"
+     "Tell whether the stream captures a CUDA graph now.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    True during a capture.\n"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -460,6 +306,16 @@ int cf_py_graph_init_module(PyObject *m)
 {
     if (PyType_Ready(&CfPyGraph_Type) < 0)
         return -1;
+    /* the Stream type is ready (py_stream.c's init runs first): its capture methods join it */
+    PyObject *dict = CfPyStream_Type.tp_dict;
+    for (PyMethodDef *d = stream_capture_methods; d->ml_name != NULL; d++) {
+        PyObject *descr = PyDescr_NewMethod(&CfPyStream_Type, d);
+        int bad = descr == NULL || PyDict_SetItemString(dict, d->ml_name, descr) < 0;
+        Py_XDECREF(descr);
+        if (bad)
+            return -1;
+    }
+    PyType_Modified(&CfPyStream_Type);
     Py_INCREF(&CfPyGraph_Type);
     if (PyModule_AddObject(m, "Graph", (PyObject *)&CfPyGraph_Type) < 0) {
         Py_DECREF(&CfPyGraph_Type);

@@ -12,6 +12,8 @@
  * interface (CuPy) or handshake (PyTorch) would name: the library's current stream. */
 #include "py_interop.h"
 #include "dlpack.h"
+#include "py_devicearray.h"
+#include "py_dlpack.h"
 
 #include <string.h>
 
@@ -206,122 +208,7 @@ static struct {
     PyObject *raw;     /* torch._C._cuda_getCurrentRawStream, or NULL: no fast reader */
     /* torch.Tensor.__dlpack_c_exchange_api__ (PyTorch >= 2.10), or NULL: the attribute reads */
     const DLPackExchangeAPI *api;
-    int api_off; /* _interop_c_api(False): the attribute reads anyway (tests, A/B timing) */
 } tr;
-
-/* The DLPack C exchange API a type publishes (type.__dlpack_c_exchange_api__, a capsule named
- * "dlpack_exchange_api"), at the major version cufunc speaks (a newer table may chain to older
- * ones through prev_api) and with the functions cufunc calls; NULL (no error) otherwise. The
- * table lives as long as the process (the specification), not only the capsule. */
-static const DLPackExchangeAPI *exchange_api_of(PyObject *type)
-{
-    PyObject *cap = PyObject_GetAttrString(type, "__dlpack_c_exchange_api__");
-    const DLPackExchangeAPIHeader *h = NULL;
-    if (cap != NULL && PyCapsule_IsValid(cap, "dlpack_exchange_api"))
-        h = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
-    Py_XDECREF(cap);
-    PyErr_Clear();
-    for (int depth = 0; h != NULL && depth < 8; h = h->prev_api, depth++) {
-        if (h->version.major != DLPACK_MAJOR_VERSION)
-            continue;
-        const DLPackExchangeAPI *api = (const DLPackExchangeAPI *)h;
-        if (api->dltensor_from_py_object_no_sync && api->managed_tensor_to_py_object_no_sync &&
-            api->current_work_stream)
-            return api;
-        return NULL;
-    }
-    return NULL;
-}
-
-/* The exchange API of type tp (cached per type: one dict lookup once seen), NULL for none. */
-static const DLPackExchangeAPI *exchange_api_for(PyTypeObject *tp)
-{
-    static PyObject *apis; /* dict: type -> the table's address (an int), or None */
-    if (apis == NULL && (apis = PyDict_New()) == NULL)
-        return NULL;
-    PyObject *v = PyDict_GetItemWithError(apis, (PyObject *)tp);
-    if (v == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        const DLPackExchangeAPI *api = exchange_api_of((PyObject *)tp);
-        v = api ? PyLong_FromVoidPtr((void *)api) : Py_NewRef(Py_None);
-        if (v == NULL || PyDict_SetItem(apis, (PyObject *)tp, v) < 0) {
-            Py_XDECREF(v);
-            return NULL;
-        }
-        Py_DECREF(v); /* the dict holds it (types are few) */
-    }
-    return v == Py_None ? NULL : (const DLPackExchangeAPI *)PyLong_AsVoidPtr(v);
-}
-
-int cf_py_exchange_take(PyObject *obj, struct DLManagedTensorVersioned **m, uintptr_t *stream)
-{
-    *m = NULL;
-    *stream = 0;
-    if (tr.api_off || PyType_Check(obj) || PyCapsule_CheckExact(obj))
-        return 1;
-    const DLPackExchangeAPI *api = exchange_api_for(Py_TYPE(obj));
-    if (api == NULL || api->managed_tensor_from_py_object_no_sync == NULL)
-        return PyErr_Occurred() ? -1 : 1;
-    /* what PyTorch's __dlpack__ refuses, its C export may not: a tensor that requires grad, or
-     * whose conjugation or negation is a lazy bit (its memory holds other values): __dlpack__
-     * answers, in PyTorch's words */
-    if (names_load() < 0)
-        return -1;
-    PyObject *grad = PyObject_GetAttr(obj, S_requires_grad);
-    int lazy = grad == Py_True;
-    Py_XDECREF(grad);
-    PyErr_Clear();
-    PyObject *bits[] = {S_is_conj, S_is_neg};
-    for (int i = 0; i < 2 && !lazy; i++) {
-        PyObject *v = PyObject_HasAttr(obj, bits[i]) ? call0(obj, bits[i]) : NULL;
-        lazy = v == Py_True;
-        Py_XDECREF(v);
-        PyErr_Clear();
-    }
-    if (lazy)
-        return 1;
-    DLManagedTensorVersioned *t = NULL;
-    if (api->managed_tensor_from_py_object_no_sync(obj, &t) != 0 || t == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_BufferError, "%.200s: its DLPack C exchange API gave no tensor",
-                         Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    if (t->dl_tensor.device.device_type == kDLCUDA) {
-        void *s = NULL;
-        if (api->current_work_stream(kDLCUDA, t->dl_tensor.device.device_id, &s) != 0) {
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            if (t->deleter)
-                t->deleter(t);
-            PyErr_Restore(type, value, tb);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_RuntimeError, "the producer's current stream is unknown");
-            return -1;
-        }
-        *stream = s ? (uintptr_t)s : 1; /* NULL: the default stream, the legacy one */
-    }
-    *m = t;
-    return 0;
-}
-
-int cf_py_exchange_stream(PyObject *obj, int device, uintptr_t *stream)
-{
-    if (tr.api_off || PyArray_Check(obj))
-        return 1;
-    const DLPackExchangeAPI *api = exchange_api_for(Py_TYPE(obj));
-    if (api == NULL)
-        return PyErr_Occurred() ? -1 : 1;
-    void *s = NULL;
-    if (api->current_work_stream(kDLCUDA, device, &s) != 0) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "the producer's current stream is unknown");
-        return -1;
-    }
-    *stream = s ? (uintptr_t)s : 1;
-    return 0;
-}
 
 static int torch_load(void)
 {
@@ -369,7 +256,7 @@ static int torch_load(void)
         }
     }
     PyObject *tensor = PyObject_GetAttrString(m, "Tensor");
-    tr.api = tensor ? exchange_api_of(tensor) : NULL;
+    tr.api = tensor ? cf_py_exchange_api_for((PyTypeObject *)tensor) : NULL;
     Py_XDECREF(tensor);
     PyErr_Clear();
     tr.raw = raw;
@@ -441,7 +328,7 @@ static int torch_read(PyObject *t, cf_array *v, int *readonly, int *has_stream, 
     int r = torch_load();
     if (r != 0)
         return r;
-    if (tr.api != NULL && !tr.api_off &&
+    if (tr.api != NULL && !cf_py_exchange_off &&
         (r = torch_read_api(t, v, readonly, has_stream, stream, any_device, argname)) != 3)
         return r;
     PyObject *dt = PyObject_GetAttr(t, S_dtype);
@@ -799,7 +686,7 @@ static PyObject *py_as_torch(PyObject *mod, PyObject *d)
     if (!CfPyDeviceArray_Check(d))
         return PyErr_Format(PyExc_TypeError, "_as_torch: a DeviceArray, not %.200s",
                             Py_TYPE(d)->tp_name);
-    if (torch_load() == 0 && tr.api != NULL && !tr.api_off)
+    if (torch_load() == 0 && tr.api != NULL && !cf_py_exchange_off)
         return torch_from_managed(d);
     if (PyErr_Occurred())
         return NULL;
@@ -951,7 +838,7 @@ int cf_py_lib_alloc_begin(PyObject *wrapper, int device, cf_stream *s, uintptr_t
     uintptr_t h;
     if (wrapper_is(wrapper, (PyCFunction)py_as_torch)) {
         int r = torch_lib_alloc || la->capturing ? torch_load() : 1;
-        if (r != 0 || tr.api == NULL || tr.api_off)
+        if (r != 0 || tr.api == NULL || cf_py_exchange_off)
             return r < 0 ? -1 : 0;
         void *st = NULL;
         if (tr.api->current_work_stream(kDLCUDA, device, &st) != 0)
@@ -1091,13 +978,13 @@ static PyObject *py_interop_c_api(PyObject *mod, PyObject *args)
         int on = PyObject_IsTrue(flag);
         if (on < 0)
             return NULL;
-        int was_on = !tr.api_off;
-        tr.api_off = !on;
+        int was_on = !cf_py_exchange_off;
+        cf_py_exchange_off = !on;
         return PyBool_FromLong(was_on);
     }
     if (torch_load() < 0)
         return NULL;
-    return PyBool_FromLong(tr.api != NULL && !tr.api_off);
+    return PyBool_FromLong(tr.api != NULL && !cf_py_exchange_off);
 }
 
 PyMethodDef cf_py_interop_methods[] = {

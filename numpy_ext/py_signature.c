@@ -7,7 +7,7 @@
  * Errors are cufunc.errors.SignatureError (a ValueError and a TypeError) with the position and a
  * caret under the place, for every fault of the text: syntax, unknown type names, an embedded NUL,
  * a lone surrogate. */
-#include "py_common.h"
+#include "py_signature.h"
 
 static PyObject *signature_error; /* cufunc.errors.SignatureError */
 

@@ -4,7 +4,7 @@
  * data is in place, as in Numba), a cufunc Stream, an object speaking the CUDA stream protocol
  * (`__cuda_stream__() -> (0, handle)`), or 1 / 2 (the legacy / per-thread default streams, as the
  * CUDA Array Interface and DLPack number them). */
-#include "py_common.h"
+#include "py_stream.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -241,39 +241,7 @@ static PyMethodDef stream_methods[] = {
     {"__exit__", (PyCFunction)stream_exit, METH_VARARGS, NULL},
     {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
      "The CUDA stream protocol: (0, handle)."},
-    {"begin_capture", (PyCFunction)(void (*)(void))cf_py_stream_begin_capture,
-     METH_VARARGS | METH_KEYWORDS,
-     "begin_capture($self, /, mode='thread_local')\n"
-     "--\n"
-     "\n"
-     "Capture the work queued on this stream into a CUDA graph instead of running it.\n"
-     "\n"
-     "cufunc calls without ``stream=`` on this thread are captured here too.\n"
-     "\n"
-     "Parameters\n"
-     "----------\n"
-     "mode : {'thread_local', 'global', 'relaxed'}, optional\n"
-     "    The capture mode (``cudaStreamCaptureMode``).\n"},
-    {"end_capture", (PyCFunction)cf_py_stream_end_capture, METH_NOARGS,
-     "end_capture($self, /)\n"
-     "--\n"
-     "\n"
-     "End the capture begun by ``begin_capture``.\n"
-     "\n"
-     "Returns\n"
-     "-------\n"
-     "Graph\n"
-     "    The captured graph; ``Graph.launch(stream)`` replays it.\n"},
-    {"is_capturing", (PyCFunction)cf_py_stream_is_capturing, METH_NOARGS,
-     "is_capturing($self, /)\n"
-     "--\n"
-     "\n"
-     "Tell whether the stream captures a CUDA graph now.\n"
-     "\n"
-     "Returns\n"
-     "-------\n"
-     "bool\n"
-     "    True during a capture.\n"},
+    /* begin_capture, end_capture, is_capturing: added by py_graph.c at module init */
     {NULL, NULL, 0, NULL},
 };
 

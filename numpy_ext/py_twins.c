@@ -4,6 +4,7 @@
  * because it is NumPy's type resolution (ufunc.resolve_dtypes) and the twins are made there; the
  * C side only has to exist because a static type's slots cannot be set from Python. */
 #include "py_twins.h"
+#include "py_devicearray.h"
 
 enum {
     TW_ARRAY_UFUNC = 0,

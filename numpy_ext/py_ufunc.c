@@ -21,6 +21,7 @@
 #include "py_capture.h"
 #include "py_override.h"
 #include "py_reduce.h"
+#include "testing.h"
 
 #include <string.h>
 

@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
-"""Fail when the source files of src/ call each other in a cycle, or the modules of a Python
+"""Fail when the C source files of a folder call each other in a cycle, or the modules of a Python
 package import each other in a cycle.
 
 The file-level call graph comes from the object files, not from reading C: `nm` lists what each
-src/X.c.o defines and what it leaves undefined; X -> Y when X uses a symbol that Y defines.
-A strongly connected component of more than one file is a cycle (every behaviour has
-one home, and homes depend on each other one way).
+object (X.c.o from CMake, X.o from setuptools) defines and what it leaves undefined; X -> Y when X
+uses a symbol (a function or a variable) that Y defines. A strongly connected component of more
+than one file is a cycle (every behaviour has one home, and homes depend on each other one way).
 
-    python3 tools/check_cycles.py [OBJECT_DIR]
+    python3 tools/check_cycles.py [OBJECT_DIR [SOURCE_DIR]]
 
-OBJECT_DIR defaults to build/cmake/CMakeFiles/cufunc_objects.dir/src (build with cmake first:
-tools/test.sh runs this after ctest). Prints the edges, then "no call cycle between N files" and
-exits 0, or prints each cycle and exits 1. Exits 2 when there are no objects to read.
+OBJECT_DIR defaults to build/cmake/CMakeFiles/cufunc_objects.dir/src (src/, built with cmake
+first). tools/test.sh runs it there after ctest, and on numpy_ext's objects as the Python build
+left them (build/temp.PLATFORM-TAG/numpy_ext) with SOURCE_DIR numpy_ext: with SOURCE_DIR, an
+object whose X.c is not in SOURCE_DIR (a file since removed or renamed) is left out. Prints the
+edges, then "no cycle between N files of DIR (calls)" and exits 0, or prints each cycle and exits
+1. Exits 2 when there are no objects to read.
 
     python3 tools/check_cycles.py --python PACKAGE_DIR
 
-reads the imports of every module under PACKAGE_DIR (numpy_ext/cufunc/lang), those inside
-functions included (an import deferred into a function still ties the two modules), and prints
-the cycles among them the same way.
+reads the imports of every module under PACKAGE_DIR (numpy_ext/cufunc), those inside functions
+included (an import deferred into a function still ties the two modules), and prints the cycles
+among them the same way. ``from PKG import NAME`` ties the module to PKG.NAME when that is a
+module of the package, else to PKG when PKG's __init__.py binds NAME (an attribute: a function,
+a constant); a NAME that is neither is a compiled extension module (cufunc._core), which imports
+nothing of the package's Python (the extension's own imports of package modules at run time are
+not seen).
 """
 import ast
 import os
@@ -44,9 +51,17 @@ def symbols(obj):
     return defined, undefined
 
 
-def graph(obj_dir):
+def _source_name(obj):
+    """The source file of an object: "ufunc.c.o" (CMake) and "ufunc.o" (setuptools) -> "ufunc.c"."""
+    name = obj[:-len(".o")]
+    return name if name.endswith(".c") else name + ".c"
+
+
+def graph(obj_dir, src_dir=None):
     objs = sorted(f for f in os.listdir(obj_dir) if f.endswith(".o"))
-    names = {f: f[:-len(".o")] for f in objs}  # "ufunc.c.o" -> "ufunc.c"
+    if src_dir is not None:  # objects of files no longer there: left out
+        objs = [f for f in objs if os.path.isfile(os.path.join(src_dir, _source_name(f)))]
+    names = {f: _source_name(f) for f in objs}
     table = {names[f]: symbols(os.path.join(obj_dir, f)) for f in objs}
     owner = {}
     for name, (defined, _) in table.items():
@@ -115,6 +130,27 @@ def _dotted(path):
     return ".".join(parts)
 
 
+def _bound_names(tree):
+    """The names a module binds at its top level (outside functions and classes): assignments,
+    definitions, imports, also under if/try."""
+    names = set()
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            continue
+        for sub in ast.walk(node) if not isinstance(node, ast.Lambda) else ():
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                names.add(sub.id)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(node, field, ()) or ())
+    return names
+
+
 def py_graph(pkg_dir):
     """{module: {imported module: [line numbers]}} over the modules under pkg_dir."""
     files = {}
@@ -124,17 +160,29 @@ def py_graph(pkg_dir):
                 path = os.path.join(root, f)
                 files[_dotted(path)] = path
     mods = set(files)
+    trees = {}
+    for mod, path in files.items():
+        with open(path, encoding="utf-8") as fh:
+            trees[mod] = ast.parse(fh.read(), path)
+    packages = {mod for mod, path in files.items() if os.path.basename(path) == "__init__.py"}
+    bound = {mod: _bound_names(trees[mod]) for mod in packages}
 
     def resolve(name):
-        while name and name not in mods:
-            name = name.rpartition(".")[0]
-        return name or None
+        """The package module `name` means, or None: outside the package, or an extension module
+        (a dotted name under a package that is no .py file there)."""
+        if name in mods:
+            return name
+        head, _, last = name.rpartition(".")
+        if head in mods:
+            if head in packages and last not in bound[head]:
+                return None  # PKG.NAME neither a module file nor bound by PKG: an extension
+            return head
+        return None
 
     edges = {m: {} for m in mods}
     for mod, path in files.items():
-        is_pkg = os.path.basename(path) == "__init__.py"
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read(), path)
+        is_pkg = mod in packages
+        tree = trees[mod]
         for node in ast.walk(tree):
             targets = []
             if isinstance(node, ast.Import):
@@ -149,7 +197,10 @@ def py_graph(pkg_dir):
                 else:
                     base = ""
                 head = ".".join(x for x in (base, node.module or "") if x)
-                targets = [head + "." + a.name for a in node.names]
+                if head not in mods and head.rpartition(".")[0] in mods:
+                    targets = [head]  # from EXTENSION import NAME: the extension itself
+                else:
+                    targets = [head + "." + a.name for a in node.names]
             for t in targets:
                 dst = resolve(t)
                 if dst and dst != mod:
@@ -181,10 +232,13 @@ def main(argv):
             return 2
         return report(py_graph(argv[2]), "modules of " + argv[2] + " (imports)")
     obj_dir = argv[1] if len(argv) > 1 else DEFAULT_DIR
+    src_dir = argv[2] if len(argv) > 2 else None
     if not os.path.isdir(obj_dir) or not any(f.endswith(".o") for f in os.listdir(obj_dir)):
-        print(f"check_cycles: no object files in {obj_dir} (build with cmake first)")
+        print(f"check_cycles: no object files in {obj_dir} (build first: cmake for src/, "
+              "pip install for numpy_ext/)")
         return 2
-    return report(graph(obj_dir), "files of src/ (calls)")
+    label = os.path.basename(os.path.normpath(src_dir or obj_dir))
+    return report(graph(obj_dir, src_dir), f"files of {label}/ (calls)")
 
 
 if __name__ == "__main__":

@@ -16,10 +16,15 @@ PY=${PYTHON:-python3}
 cmake -S . -B build/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build/cmake -j "$(nproc)"
 ctest --test-dir build/cmake --output-on-failure
-# No call cycle between the files of src/, read from the objects just built.
+# No call cycle between the files of src/, read from the objects just built; none between the
+# files of the binding (numpy_ext/), read from the objects the pip install above left in build/.
 "$PY" tools/check_cycles.py build/cmake/CMakeFiles/cufunc_objects.dir/src
-# No import cycle between the modules of the kernel language.
-"$PY" tools/check_cycles.py --python numpy_ext/cufunc/lang
+"$PY" tools/check_cycles.py "$("$PY" -c 'import sys, sysconfig
+print("build/temp.%s-%s/numpy_ext" % (sysconfig.get_platform(), sys.implementation.cache_tag))')" \
+  numpy_ext
+# No import cycle between the modules of the Python package (the kernel language included),
+# imports inside functions counted.
+"$PY" tools/check_cycles.py --python numpy_ext/cufunc
 # ctest does not print a skipped test's output: say why each skipped (tests/c/check.h's SKIP lines,
 # the examples' "needs a GPU").
 awk '/^[0-9]+\/[0-9]+ Testing: /{t=$3} /SKIP: | needs a GPU| needs NVRTC/{sub(/^ +/, ""); print t ": " $0}' \

@@ -21,16 +21,8 @@ if _importlib_util.find_spec(__name__ + ".types") is not None:
 from . import cuda
 from . import _env
 
-# One home for the version: CUFUNC_VERSION_STRING in include/cufunc/cufunc.h, compiled into the
-# extension and written into the package metadata by setup.py.
-if _env.core is not None:
-    __version__ = _env.core.__version__
-else:
-    try:
-        from importlib.metadata import version as _dist_version
-        __version__ = _dist_version("cufunc")
-    except Exception:  # noqa: BLE001 - a source tree with no metadata and no extension
-        __version__ = "unknown"
+# One home for the version: CUFUNC_VERSION_STRING in include/cufunc/cufunc.h (cufunc._env reads it)
+__version__ = _env.version
 # Results in the caller's array type (CuPy, PyTorch, JAX, Numba in: the same out), or always
 # cufunc DeviceArrays: see cufunc._interop.
 from ._interop import get_output_type, set_global_output_type, using_output_type

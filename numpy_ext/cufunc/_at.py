@@ -150,11 +150,11 @@ def _host_index(indices, shape):
 
 
 def _device_index(ix):
-    from . import _twins
     if ix.dtype.kind not in "iu":
         raise IndexError("arrays used as indices must be of integer type")
     if ix.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or not ix.is_c_contiguous():
-        ix = _twins.twin(np.positive)(ix, dtype=np.int64)  # a contiguous int64 copy, on the GPU
+        # a contiguous int64 copy, on the GPU (NumPy's positive on a DeviceArray: its GPU twin)
+        ix = np.positive(ix, dtype=np.int64)
     return ix.reshape(ix.size), ix.shape
 
 

@@ -43,22 +43,16 @@ the function and its sources on every call.
 import contextlib
 import functools
 import operator
-import os
 
 import numpy as np
+
+from . import _pickle
 
 __all__ = ["array_ufunc", "reduce_all", "token"]
 
 
-def token(obj):
-    """Dask's token of a cufunc UFunc, GUFunc or Reducer: the object's identity, the token its
-    pickle carries (cufunc/_pickle.py; a worker's rebuilt copy keeps it). Dask's default would
-    pickle the object, its function and its source lines, twice, on every call."""
-    t = getattr(obj, "_cf_token", None)
-    if t is None:  # (two threads at once: two tokens, one kept; one graph named twice at most)
-        from . import _pickle
-        t = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_pickle._counter))
-    return "cufunc", type(obj).__name__, t
+# Dask's token of a cufunc function: its identity, built in one place (cufunc/_pickle.py)
+token = _pickle.dask_token
 
 
 def _register_tokens():

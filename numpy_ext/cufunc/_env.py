@@ -58,6 +58,17 @@ except ImportError as exc:  # not built, built for another Python or NumPy, or N
     core_error = ImportError(explain_import_error(exc))
     core_error.__cause__ = exc
 
+# One home for the version: CUFUNC_VERSION_STRING in include/cufunc/cufunc.h, compiled into the
+# extension and written into the package metadata by setup.py (cufunc.__version__ is this).
+if core is not None:
+    version = core.__version__
+else:
+    try:
+        from importlib.metadata import version as _dist_version
+        version = _dist_version(__package__)
+    except Exception:  # noqa: BLE001 - a source tree with no metadata and no extension
+        version = "unknown"
+
 # Wheel layouts, relative to a site-packages folder.
 _NVRTC_WHEEL_DIRS = (
     "nvidia/cuda_nvrtc/lib",
@@ -121,10 +132,8 @@ def environment():
     """
     import numpy as np
 
-    from . import __version__
-
     env = {
-        "cufunc": __version__,
+        "cufunc": version,
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "core": None if core is not None else str(core_error),

@@ -15,6 +15,12 @@ receiver keeps what it rebuilt by that token (a graph sends the ufunc with every
 cuda.reduce's Reduce pickles the same way (its functor). A body that reads captured device arrays
 cannot travel: the arrays are device memory of this
 process. Pickling such a ufunc is a TypeError that says so.
+
+The bottom of the package's import graph: it imports no cufunc module. The object's identity
+token (``token``; Dask's token, cufunc/_dask.py, is built from it by ``dask_token``) is made here,
+and the pickle names the function that rebuilds the object (vectorize._build,
+guvectorize._build, reduction.Reduce: the caller passes its own), so that this module needs none
+of them.
 """
 import itertools
 import linecache
@@ -70,8 +76,26 @@ def _refile(code, filename):
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def reduce(obj, kind):
-    """obj.__reduce__ for a GPUUFunc ("ufunc") or GPUGUFunc ("gufunc")."""
+def token(obj):
+    """The identity token of a cufunc UFunc, GUFunc or Reducer, made once per object: the token
+    its pickle carries (a worker's rebuilt copy keeps it). Two threads at once may make two, one
+    kept; a graph is then named twice at most."""
+    t = getattr(obj, "_cf_token", None)
+    if t is None:
+        t = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_counter))
+    return t
+
+
+def dask_token(obj):
+    """Dask's token of a cufunc UFunc, GUFunc or Reducer: its identity (``token``), not dask's
+    default, a pickle of the object, its function and its source lines, twice, on every call.
+    ``__dask_tokenize__`` of each type and cufunc/_dask.py's normalize_token registration."""
+    return "cufunc", type(obj).__name__, token(obj)
+
+
+def reduce(obj, kind, build):
+    """obj.__reduce__ for a GPUUFunc ("ufunc") or GPUGUFunc ("gufunc"); build(*obj._cf_remake)
+    makes it again in the receiving process (a module-level function: pickled by name)."""
     name = _global_name(obj)
     if name is not None:
         return _by_name, name
@@ -83,20 +107,15 @@ def reduce(obj, kind):
         raise TypeError("cannot pickle %s %r: its body reads captured device arrays, which are "
                         "device memory of this process (pass them as arguments instead)"
                         % (kind, obj.__name__))
-    token = getattr(obj, "_cf_token", None)
-    if token is None:
-        token = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_counter))
     files, where = _sources(args[0])
-    return _remake, (kind, token, args, files, where)
+    return _remake, (build, token(obj), args, files, where)
 
 
-def reduce_reducer(obj):
-    """Reduce.__reduce__ (cuda.reduce): its functor, and its files' lines as reduce() sends."""
-    token = getattr(obj, "_cf_token", None)
-    if token is None:
-        token = obj._cf_token = "%d-%d-%d" % (os.getpid(), id(obj), next(_counter))
+def reduce_reducer(obj, build):
+    """Reduce.__reduce__ (cuda.reduce): its functor, and its files' lines as reduce() sends;
+    build is the Reduce class."""
     files, where = _sources(obj.functor)
-    return _remake, ("reduce", token, (obj.functor, getattr(obj, "typing", "numpy")), files,
+    return _remake, (build, token(obj), (obj.functor, getattr(obj, "typing", "numpy")), files,
                      where)
 
 
@@ -118,7 +137,7 @@ def _by_name(module, qualname):
     return obj
 
 
-def _remake(kind, token, args, files, where):
+def _remake(build, token, args, files, where):
     with _LOCK:
         obj = _REBUILT.get(token)
         if obj is not None:
@@ -132,12 +151,6 @@ def _remake(kind, token, args, files, where):
             name = names.get(_key(f))
             if name is not None and f.__code__.co_filename != name:
                 f.__code__ = _refile(f.__code__, name)
-        if kind == "ufunc":
-            from .vectorize import _build
-        elif kind == "gufunc":
-            from .guvectorize import _build
-        else:
-            from .reduction import Reduce as _build
-        obj = _REBUILT[token] = _build(*args)
+        obj = _REBUILT[token] = build(*args)
         obj._cf_token = token
         return obj

@@ -347,8 +347,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             kwargs.update(extra)
         return tw.outer(*args, **kwargs)
     if method == "at":
-        from . import _at
-        return _at.ufunc_at(tw, *inputs, **kwargs)
+        return tw.at(*inputs, **kwargs)  # GPUUFunc.at: cufunc/_at.py
     raise TypeError("cufunc: numpy.%s.%s is not supported on DeviceArrays (no GPU twin of the "
                     "method)" % (ufunc.__name__, method))
 

@@ -57,6 +57,7 @@ import numpy as np
 from . import _core
 from . import _loops
 from . import _options
+from . import _pickle
 from . import errors as _errors
 from . import types as _T
 from .lang import translate as _translate
@@ -215,15 +216,13 @@ class GPUGUFunc(_core.GUFunc):
         return merge_sources(loop[2] for loop in self.loops)
 
     def __dask_tokenize__(self):
-        """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
+        """Dask's token of this function: its identity (_pickle.dask_token), never a pickle of
         it, also in graphs that reach it before any cufunc call on a dask array did."""
-        from . import _dask
-        return _dask.token(self)
+        return _pickle.dask_token(self)
 
     def __reduce__(self):
         """Pickled as its Python function and type list (Dask's workers; cufunc/_pickle.py)."""
-        from . import _pickle
-        return _pickle.reduce(self, "gufunc")
+        return _pickle.reduce(self, "gufunc", _build)
 
     @property
     def signatures(self):

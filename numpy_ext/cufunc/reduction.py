@@ -51,6 +51,7 @@ import inspect
 from . import _env
 from . import errors as _errors
 from . import _options
+from . import _pickle
 from . import types as _T
 
 __all__ = ["Reduce", "reduce"]
@@ -141,16 +142,14 @@ class Reduce(_Base):
         self.__doc__ = getattr(self.py_func, "__doc__", None)
 
     def __dask_tokenize__(self):
-        """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
+        """Dask's token of this function: its identity (_pickle.dask_token), never a pickle of
         it, also in graphs that reach it before any cufunc call on a dask array did."""
-        from . import _dask
-        return _dask.token(self)
+        return _pickle.dask_token(self)
 
     def __reduce__(self):
         # by its function, with the source lines a process without the file needs (Dask's
         # workers: cufunc/_pickle.py)
-        from . import _pickle
-        return _pickle.reduce_reducer(self)
+        return _pickle.reduce_reducer(self, Reduce)
 
 
 def reduce(functor, typing="numpy", **options):

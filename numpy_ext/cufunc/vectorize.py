@@ -46,6 +46,7 @@ from . import _core
 from . import errors as _errors
 from . import _loops
 from . import _options
+from . import _pickle
 from . import types as _T
 from .lang import translate as _translate
 from .lang.captures import loop_function as _loop_function
@@ -127,15 +128,13 @@ class GPUUFunc(_core.UFunc):
         return merge_sources(loop[1] for loop in self.loops)
 
     def __dask_tokenize__(self):
-        """Dask's token of this function: its identity (cufunc._dask.token), never a pickle of
+        """Dask's token of this function: its identity (_pickle.dask_token), never a pickle of
         it, also in graphs that reach it before any cufunc call on a dask array did."""
-        from . import _dask
-        return _dask.token(self)
+        return _pickle.dask_token(self)
 
     def __reduce__(self):
         """Pickled as its Python function and signatures (Dask's workers; cufunc/_pickle.py)."""
-        from . import _pickle
-        return _pickle.reduce(self, "ufunc")
+        return _pickle.reduce(self, "ufunc", _build)
 
     def at(self, a, indices, b=None):
         """Unbuffered in-place ``a[indices] = self(a[indices], b)`` on a DeviceArray, repeated

@@ -3,6 +3,7 @@
 #define CF_PY_GUFUNC_H
 
 #include "py_call.h"
+#include "py_signature.h"
 #include "cufunc/gufunc.h"
 
 #define GU_PY_MAX_ARGS CF_PY_MAX_ARGS

@@ -1,12 +1,11 @@
 /* py_interop.h: foreign device arrays in and out of a call (py_interop.c): the fast readers of
- * PyTorch tensors and CuPy arrays (cf_py_foreign_read, declared in py_common.h for
- * py_devicearray.c), the choice of the caller's array type for fresh results, and the C wrappers
+ * PyTorch tensors and CuPy arrays (cf_py_foreign_read, for py_foreign.c), the choice of the caller's array type for fresh results, and the C wrappers
  * that make a torch tensor or a CuPy array over a result. The type rules live in
  * cufunc/_interop.py (reader_for, wrapper_for); this file caches their answers per type. */
 #ifndef CF_PY_INTEROP_H
 #define CF_PY_INTEROP_H
 
-#include "py_common.h"
+#include "py_stream.h"
 
 /* The wrapper for fresh device results of a call on `inputs` (n of them; NULL entries skipped):
  * the first input of a foreign device array type decides, unless the output type in effect is
@@ -39,20 +38,15 @@ PyObject *cf_py_lib_alloc_one(const cf_py_lib_alloc *la, int ndim, const int64_t
 /* After the launch on `s`: the library's current stream waits for it when they differ. 0, -1. */
 int cf_py_lib_alloc_end(const cf_py_lib_alloc *la, int device, cf_stream *s, uintptr_t launch);
 
-/* obj's tensor taken through the DLPack C exchange API its type publishes
- * (type.__dlpack_c_exchange_api__: PyTorch >= 2.10), which, unlike PyTorch's __dlpack__, serves
- * a tensor on any device whatever the library's current device. 0: *m is the caller's (its
- * deleter releases it) and *stream the library's current work stream on the tensor's device (a
- * protocol handle: 1 the legacy default stream; 0 for a host tensor); 1: no such API, or one
- * cufunc does not take (off by _interop_c_api(False), or a tensor that requires grad, which its
- * __dlpack__ refuses in its own words): the caller exports through __dlpack__; -1: error. */
-struct DLManagedTensorVersioned;
-int cf_py_exchange_take(PyObject *obj, struct DLManagedTensorVersioned **m, uintptr_t *stream);
-
-/* The current work stream on `device` of obj's library, through the exchange API its type
- * publishes (protocol handle, 1 the legacy default stream): 0; 1 no such API; -1 error. */
-int cf_py_exchange_stream(PyObject *obj, int device, uintptr_t *stream);
-
+/* Read foreign device object obj's view, *readonly, and the stream its
+ * interface names (*has_stream, *stream) without building its __cuda_array_interface__ where
+ * py_interop.c has a reader of its type (PyTorch tensors, CuPy arrays): 0, with v->device the
+ * device the library names for non-empty data (a tensor's, a CuPy allocation's), else -1 (the
+ * pointer says; an empty array: the current device). Otherwise *cai
+ * receives obj's interface (a new reference) for parse_cai: 1. -1 with an exception
+ * (AttributeError when obj has no interface). */
+int cf_py_foreign_read(PyObject *obj, cf_array *v, int *readonly, int *has_stream,
+                       uintptr_t *stream, PyObject **cai, const char *argname);
 /* _foreign_interface, _as_torch, _as_cupy, _interop_c_api, _lib_results. */
 extern PyMethodDef cf_py_interop_methods[];
 

@@ -3,8 +3,8 @@
  * DLManagedTensor (capsule name "dltensor") and the versioned DLManagedTensorVersioned (capsule name
  * "dltensor_versioned", DLPack >= 1.0) are defined; a consumer renames a capsule it took ownership
  * of to "used_dltensor" / "used_dltensor_versioned". Only the parts cufunc uses are named. */
-#ifndef CF_PY_DLPACK_H
-#define CF_PY_DLPACK_H
+#ifndef CF_DLPACK_ABI_H
+#define CF_DLPACK_ABI_H
 
 #include <stdint.h>
 

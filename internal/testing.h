@@ -1,5 +1,6 @@
-/* testing.h: hooks for tests (tests/c, numpy_ext's test helpers). Internal: not installed, not
- * part of the public API (it used to be include/cufunc/testing.h). */
+/* testing.h: hooks for tests (tests/c, numpy_ext's test helpers), defined by the core (src/).
+ * internal/ holds what the core offers only the binding (numpy_ext/) and the tests: on their
+ * include path and src/'s, not installed, not part of the public API (include/cufunc/). */
 #ifndef CF_TESTING_H
 #define CF_TESTING_H
 

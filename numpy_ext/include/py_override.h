@@ -12,7 +12,7 @@
 #ifndef CF_PY_OVERRIDE_H
 #define CF_PY_OVERRIDE_H
 
-#include "py_common.h"
+#include "py_devicearray.h"
 
 /* The types the fast check knows to not override: a few pointer comparisons per argument before
  * any attribute lookup (NumPy's "basic Python types" check). */

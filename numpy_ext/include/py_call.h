@@ -24,7 +24,11 @@
 #define CF_PY_CALL_H
 
 #include "py_args.h"
+#include "py_capturing.h"
+#include "py_devicearray.h"
+#include "py_foreign.h"
 #include "py_interop.h"
+#include "py_stream.h"
 
 /* The most inputs, and the most outputs, of one call. */
 #define CF_PY_MAX_ARGS 32

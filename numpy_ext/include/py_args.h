@@ -5,6 +5,8 @@
 #define CF_PY_ARGS_H
 
 #include "py_common.h"
+#include "py_foreign.h"
+#include "py_stream.h"
 
 /* NONE: an output the caller did not give */
 enum { CF_PY_ARG_NONE = -1, CF_PY_ARG_DEVICE = 0, CF_PY_ARG_HOST = 1, CF_PY_ARG_SCALAR = 2 };
