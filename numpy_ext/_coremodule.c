@@ -8,6 +8,7 @@
 #include "py_gufunc.h"
 #include "py_call.h"
 #include "py_interop.h"
+#include "py_loops.h"
 
 #include <string.h>
 
@@ -541,6 +542,7 @@ static const struct {
     {cf_py_call_methods, NULL},
     {cf_py_interop_methods, NULL},
     {cf_py_at_methods, NULL},
+    {cf_py_loops_methods, NULL},
 };
 
 PyMODINIT_FUNC PyInit__core(void)
