@@ -308,18 +308,18 @@ int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const ch
  * kind order with signed and unsigned integers as one kind, as NEP 50 treats a Python int). */
 void cf_py_args_nep50(cf_py_arg *in, int n)
 {
-    /* the rule is cf_loops_nep50 (cufunc/loops.h) */
-    cf_dtype dt[CF_PY_MAX_ARGS];
-    unsigned char weak[CF_PY_MAX_ARGS];
-    if (n > CF_PY_MAX_ARGS)
-        n = CF_PY_MAX_ARGS;
+    /* the rule is cf_loops_nep50 (cufunc/loops.h); a call has at most CF_SIG_MAX_ARGS inputs */
+    cf_dtype dt[CF_SIG_MAX_ARGS];
+    unsigned char weak[CF_SIG_MAX_ARGS];
+    if (n > CF_SIG_MAX_ARGS)
+        n = CF_SIG_MAX_ARGS;
     for (int i = 0; i < n; i++) {
         dt[i] = in[i].dtype;
         weak[i] = in[i].weak != 0;
     }
     cf_loops_nep50(n, dt, weak);
     for (int i = 0; i < n; i++)
-        if (in[i].weak && !weak[i])
+        if (!weak[i])
             in[i].weak = 0; /* dtype is already int64, float64 or complex128 */
 }
 

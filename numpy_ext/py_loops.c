@@ -5,7 +5,8 @@
  *   _loops_find(loops, nin, in_dtypes, weak=None, lazy=False, rule="numpy") -> int
  *   _loops_nep50(in_dtypes, weak) -> tuple of bool
  *   _loops_no_match(what, name, loops, nin, nout, in_dtypes, weak=None, rule="numpy") -> str
- * loops: a sequence of dtype tuples (inputs, then outputs); dtypes as anything np.dtype takes;
+ * loops: a sequence of dtype tuples (inputs, then outputs); dtypes as anything np.dtype takes
+ * (a NumPy dtype cufunc does not support makes its loop one no input takes);
  * weak[k]: 0 typed, 1 weak (a Python scalar; under Numba's rules any scalar), 2 a strong NumPy
  * scalar (rule "scalar-cast"); rule: "numpy", "numba-ufunc", "numba-gufunc", "scalar-cast". */
 #include "py_loops.h"
@@ -81,12 +82,40 @@ static cf_dtype *table_from(PyObject *loops, int nargs, int *nloops)
         PyErr_NoMemory();
         return NULL;
     }
-    for (Py_ssize_t l = 0; l < n; l++)
-        if (dtypes_from(PySequence_Fast_GET_ITEM(fast, l), nargs, t + l * nargs, "a loop") < 0) {
+    for (Py_ssize_t l = 0; l < n; l++) {
+        PyObject *row = PySequence_Fast(PySequence_Fast_GET_ITEM(fast, l), "a loop");
+        int ok = row != NULL && PySequence_Fast_GET_SIZE(row) >= nargs;
+        if (row != NULL && !ok)
+            PyErr_Format(PyExc_ValueError, "a loop: %d dtypes needed", nargs);
+        for (int i = 0; ok && i < nargs; i++) {
+            PyObject *o = PySequence_Fast_GET_ITEM(row, i);
+            cf_dtype *d = &t[l * nargs + i];
+            if (cf_py_dtype_from_object(o, d, NULL, "a loop") == 0)
+                continue;
+            /* a NumPy dtype cufunc has no loops for (NumPy's own tables: longdouble, object):
+             * a type no input reaches, so the row never matches */
+            PyArray_Descr *descr = NULL;
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            if (PyArray_DescrConverter(o, &descr) == NPY_SUCCEED) {
+                Py_XDECREF(descr);
+                Py_XDECREF(et);
+                Py_XDECREF(ev);
+                Py_XDECREF(tb);
+                *d = (cf_dtype)-1;
+            } else {
+                PyErr_Clear();
+                PyErr_Restore(et, ev, tb);
+                ok = 0;
+            }
+        }
+        Py_XDECREF(row);
+        if (!ok) {
             PyMem_Free(t);
             Py_DECREF(fast);
             return NULL;
         }
+    }
     Py_DECREF(fast);
     *nloops = (int)n;
     return t;
