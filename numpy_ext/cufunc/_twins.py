@@ -169,7 +169,7 @@ def _key(x):
 
 def _first_safe_loop(tw, in_dtypes):
     """The loop cufunc's own resolution picks for strong inputs (cf_loops_find: exact match, then
-    the first loop every input reaches by safe casting; its Python mirror is _loops.find), as a
+    the first loop every input reaches by safe casting; asked through _loops.find), as a
     dtype tuple."""
     loops = [tuple(np.dtype(t) for t in spec[0]) for spec in tw.loops]
     i = _loops.find(loops, tw.nin, in_dtypes)
