@@ -16,6 +16,7 @@
 #include "py_gufunc.h"
 #include "py_interop.h"
 #include "py_ipc.h"
+#include "py_loops.h"
 #include "py_memory.h"
 #include "py_reduce.h"
 #include "py_signature.h"
@@ -218,6 +219,7 @@ static const struct {
     {cf_py_call_methods, NULL},
     {cf_py_interop_methods, NULL},
     {cf_py_at_methods, NULL},
+    {cf_py_loops_methods, NULL},
 };
 
 PyMODINIT_FUNC PyInit__core(void)

@@ -306,30 +306,21 @@ int cf_py_call_out(PyObject *value, Py_ssize_t npos, int nin, int nout, const ch
 
 /* 0 bool, 1 integer (signed or unsigned), 2 float, 3 complex: NumPy's kinds, ordered (dtype.c's
  * kind order with signed and unsigned integers as one kind, as NEP 50 treats a Python int). */
-static int nep50_kind(cf_dtype t)
-{
-    int k = cf_dtype_kind_order(t);
-    return k >= 2 ? k - 1 : k;
-}
-
 void cf_py_args_nep50(cf_py_arg *in, int n)
 {
-    int strong_kind = -1; /* the highest kind among the typed inputs; -1 when there is none */
-    for (int i = 0; i < n; i++)
-        if (!in[i].weak && nep50_kind(in[i].dtype) > strong_kind)
-            strong_kind = nep50_kind(in[i].dtype);
+    /* the rule is cf_loops_nep50 (cufunc/loops.h); a call has at most CF_SIG_MAX_ARGS inputs */
+    cf_dtype dt[CF_SIG_MAX_ARGS];
+    unsigned char weak[CF_SIG_MAX_ARGS];
+    if (n > CF_SIG_MAX_ARGS)
+        n = CF_SIG_MAX_ARGS;
     for (int i = 0; i < n; i++) {
-        if (!in[i].weak)
-            continue;
-        int k = nep50_kind(in[i].dtype);
-        /* Alone, a Python scalar is its default type (np.hypot(3.0, 4.0) is float64). Beside
-         * typed operands of a lower kind it is its default type too (an int8 array + 2.0 is
-         * float64, np.True_ + 2 is int64), except a complex beside floats, which takes their
-         * precision (a float32 array + 2j is complex64): it stays weak there, and the loop
-         * search finds the first complex loop the floats reach. */
-        if (strong_kind < 0 || (k > strong_kind && !(k == 3 && strong_kind == 2)))
-            in[i].weak = 0; /* dtype is already int64, float64 or complex128 */
+        dt[i] = in[i].dtype;
+        weak[i] = in[i].weak != 0;
     }
+    cf_loops_nep50(n, dt, weak);
+    for (int i = 0; i < n; i++)
+        if (!weak[i])
+            in[i].weak = 0; /* dtype is already int64, float64 or complex128 */
 }
 
 void cf_py_args_numba(cf_py_arg *in, int n)

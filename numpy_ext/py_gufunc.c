@@ -38,19 +38,14 @@ static int resolve(CfPyGUFunc *self, const cf_py_arg *args, const int *out_dt, i
     if ((*loop = cf_py_cache_find(head, key, klen)) >= 0)
         return 0;
     int dynamic = cf_py_func_dynamic(head);
-    cf_loop_rule rule = self->numba ? CF_LOOP_RULE_NUMBA : CF_LOOP_RULE_NUMPY;
     if (self->numba && dynamic)
         memset(weak, 0, sizeof weak); /* Numba types a scalar by its own dtype (np.asarray's) */
-    cf_status st = cf_gufunc_resolve_rule(self->gu, in, weak, rule, loop);
-    if (st == CF_OK && dynamic) {
-        /* a dynamic gufunc compiles a loop for new input dtypes rather than casting to an older
-         * loop's (weak scalars match by kind, as NEP 50 has them) */
-        cf_dtype t[2 * GU_PY_MAX_ARGS];
-        cf_gufunc_loop_types(self->gu, *loop, t, NULL);
-        for (int i = 0; i < self->nin && st == CF_OK; i++)
-            if (!weak[i] && t[i] != in[i])
-                st = CF_ERR_TYPE;
-    }
+    /* the one rule (cufunc/loops.h); a dynamic gufunc compiles a loop for new input dtypes
+     * rather than casting to an older loop's (lazy: exact matches only; weak scalars match by
+     * kind, as NEP 50 has them) */
+    cf_loops_query q = {self->numba ? CF_LOOPS_NUMBA_GUFUNC : CF_LOOPS_NUMPY, self->nin,
+                        self->nout, in, weak, dynamic, -1, CF_CAST_SAFE};
+    cf_status st = cf_gufunc_resolve_query(self->gu, &q, loop);
     if (st != CF_OK && dynamic) {
         cf_dtype outs[GU_PY_MAX_ARGS];
         for (int o = 0; o < self->nout; o++)
@@ -59,7 +54,8 @@ static int resolve(CfPyGUFunc *self, const cf_py_arg *args, const int *out_dt, i
         PyObject *ot = it ? cf_py_type_objects(self->nout, outs, NULL) : NULL;
         if (cf_py_func_compile(head, it, ot, add_loop_from) < 0)
             return -1;
-        st = cf_gufunc_resolve_rule(self->gu, in, weak, rule, loop);
+        q.lazy = 0;
+        st = cf_gufunc_resolve_query(self->gu, &q, loop);
     }
     if (st != CF_OK)
         return cf_py_fail(st, NULL);
@@ -357,23 +353,20 @@ static int gu_apply_axes(cf_py_call *c)
  * were converted (resolve again), 0 when no loop matches this way, -1 on error. */
 static int numba_scalar_cast(CfPyGUFunc *self, cf_py_call *c)
 {
-    int nloops = cf_gufunc_nloops(self->gu), any_scalar = 0;
-    for (int i = 0; i < c->nin; i++)
-        any_scalar |= c->in[i].kind == CF_PY_ARG_SCALAR && !c->in[i].weak;
-    if (!any_scalar)
-        return 0;
-    for (int L = 0; L < nloops; L++) {
+    cf_dtype in[GU_PY_MAX_ARGS];
+    unsigned char flag[GU_PY_MAX_ARGS];
+    for (int i = 0; i < c->nin; i++) {
+        const cf_py_arg *a = &c->in[i];
+        in[i] = a->dtype;
+        flag[i] = a->weak ? CF_LOOPS_WEAK
+                          : a->kind == CF_PY_ARG_SCALAR ? CF_LOOPS_SCALAR : CF_LOOPS_STRONG;
+    }
+    cf_loops_query q = {CF_LOOPS_SCALAR_CAST, c->nin, c->nout, in, flag, 0, -1, CF_CAST_SAFE};
+    int L = cf_gufunc_find(self->gu, &q);
+    if (L >= 0) {
         cf_dtype t[2 * GU_PY_MAX_ARGS];
-        int ok = cf_gufunc_loop_types(self->gu, L, t, NULL) == CF_OK;
-        for (int i = 0; ok && i < c->nin; i++) {
-            const cf_py_arg *a = &c->in[i];
-            if (a->kind == CF_PY_ARG_SCALAR && !a->weak)
-                ok = cf_can_cast_safe(t[i], a->dtype);
-            else if (!a->weak)
-                ok = cf_can_cast_safe(a->dtype, t[i]);
-        }
-        if (!ok)
-            continue;
+        if (cf_gufunc_loop_types(self->gu, L, t, NULL) != CF_OK)
+            return 0;
         for (int i = 0; i < c->nin; i++) {
             cf_py_arg *a = &c->in[i];
             if (a->kind != CF_PY_ARG_SCALAR || a->weak || a->dtype == t[i])

@@ -564,10 +564,10 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
     cf_dtype in[2] = {want, want}, t[3];
     int loop = -1;
     /* a ufunc that compiles on demand reduces in a loop of the array's own type (as its call
-     * would), not in an earlier loop the type casts into */
+     * would: lazy), not in an earlier loop the type casts into */
     int dynamic = uf->compiler != NULL && uf->compiler != Py_None;
-    cf_status st = dynamic ? cf_ufunc_find_exact(uf->uf, in, NULL, &loop)
-                           : cf_ufunc_resolve(uf->uf, in, NULL, &loop);
+    cf_loops_query q = {CF_LOOPS_NUMPY, 2, 1, in, NULL, dynamic, -1, CF_CAST_SAFE};
+    cf_status st = cf_ufunc_resolve_query(uf->uf, &q, &loop);
     if (st == CF_OK && exact) {
         cf_ufunc_loop_types(uf->uf, loop, t);
         if (t[2] != want)
@@ -598,18 +598,20 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
             Py_DECREF(ok);
         }
         Py_DECREF(spec);
-        st = cf_ufunc_resolve(uf->uf, in, NULL, &loop);
+        q.lazy = 0;
+        st = cf_ufunc_resolve_query(uf->uf, &q, &loop);
     }
     if (st != CF_OK)
         return cf_py_fail(st == CF_ERR_TYPE ? st : st, NULL);
     cf_ufunc_loop_types(uf->uf, loop, t);
-    if (!exact && t[0] == t[1] && t[1] != t[2] && t[2] != want && !dynamic && name != NULL &&
-        strncmp(name, "logical_", 8) == 0) {
+    if (!exact && t[0] == t[1] && t[1] != t[2] && t[2] != want && !dynamic &&
+        uf->accumulator == CF_ACC_LOGICAL) {
         /* NumPy's logical ufuncs reduce any type in their bool loop (its logical promoter), the
          * elements cast to bool as they are loaded; comparisons refuse, as NumPy does */
         cf_dtype in2[2] = {t[2], t[2]};
-        int loop2 = -1;
-        if (cf_ufunc_resolve(uf->uf, in2, NULL, &loop2) == CF_OK) {
+        cf_loops_query q2 = {CF_LOOPS_NUMPY, 2, 1, in2, NULL, 0, -1, CF_CAST_SAFE};
+        int loop2 = cf_ufunc_find(uf->uf, &q2);
+        if (loop2 >= 0) {
             cf_dtype t2[3];
             cf_ufunc_loop_types(uf->uf, loop2, t2);
             if (t2[0] == t[2] && t2[1] == t[2] && t2[2] == t[2]) {
@@ -654,24 +656,6 @@ static int ufunc_reduce_loop(CfPyUFunc *uf, cf_dtype want, int exact, const char
     int r = reducer_add_spec(*red, *acc, spec, rloop, NULL);
     Py_DECREF(spec);
     return r;
-}
-
-/* NumPy's default accumulator of add and multiply: small integers and bool widen to 64 bits. */
-static cf_dtype default_acc(CfPyUFunc *uf, cf_dtype dt)
-{
-    const char *name = PyUnicode_AsUTF8(uf->name);
-    if (name == NULL) {
-        PyErr_Clear();
-        return dt;
-    }
-    if (strcmp(name, "add") != 0 && strcmp(name, "multiply") != 0)
-        return dt;
-    char k = cf_dtype_kind(dt);
-    if (dt == CF_BOOL || (k == 'i' && cf_dtype_size(dt) < 8))
-        return CF_INT64;
-    if (k == 'u' && cf_dtype_size(dt) < 8)
-        return CF_UINT64;
-    return dt;
 }
 
 static int raise_axis_error(long long axis, int ndim)
@@ -752,7 +736,7 @@ static int method_loop(CfPyUFunc *uf, PyObject *dtype, const cf_py_call *c, cf_d
     } else if (c->outs[0] != NULL) {
         want = c->out[0].view.dtype;
     } else {
-        want = default_acc(uf, in);
+        want = cf_loops_reduce_dtype(uf->accumulator, in);
     }
     return ufunc_reduce_loop(uf, want, exact, method, red, rloop, acc);
 }

@@ -38,26 +38,6 @@ static inline int cached_loop(const CfPyUFunc *self, const unsigned char *key)
     return cf_py_cache_find((const CfPyFuncHead *)self, key, 2 * (size_t)self->nin + 1);
 }
 
-/* dtype=: the first loop whose outputs have that dtype and whose inputs are reachable under the
- * casting rule (NumPy's signature=(None, ..., dtype)), or -1. */
-static int find_for_dtype(const CfPyUFunc *self, const cf_dtype *in, const unsigned char *weak,
-                          cf_dtype out_dtype, cf_casting casting)
-{
-    cf_dtype types[2 * UF_MAX_ARGS];
-    for (int l = 0; l < cf_ufunc_nloops(self->uf); l++) {
-        cf_ufunc_loop_types(self->uf, l, types);
-        int ok = 1;
-        for (int o = 0; o < self->nout && ok; o++)
-            ok = types[self->nin + o] == out_dtype;
-        for (int i = 0; i < self->nin && ok; i++)
-            ok = weak[i] ? cf_weak_reaches(in[i], types[i])
-                         : cf_can_cast(in[i], types[i], casting);
-        if (ok)
-            return l;
-    }
-    return -1;
-}
-
 /* The loop for these inputs (and output dtype, or -1). Cached; compiles a new loop through the
  * Python compiler when the ufunc has one and nothing matches. */
 static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_casting casting,
@@ -76,18 +56,13 @@ static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_cas
     cf_loop_rule rule = self->numba ? CF_LOOP_RULE_NUMBA : CF_LOOP_RULE_NUMPY;
     if (self->numba && dynamic)
         memset(weak, 0, sizeof weak); /* Numba types a scalar by its own dtype (np.asarray's) */
+    /* the one rule (cufunc/loops.h): a ufunc that compiles on demand gets a loop of its own for
+     * new input types, as its body means for them, rather than a cast into an earlier loop
+     * (lazy: exact matches only, and a miss means "compile"); dtype= picks by the outputs */
+    cf_loops_query q = {self->numba && !dynamic ? CF_LOOPS_NUMBA_UFUNC : CF_LOOPS_NUMPY,
+                        self->nin, self->nout, in, weak, dynamic, out_dtype, casting};
     for (int attempt = 0; attempt < 2; attempt++) {
-        int found = -1;
-        if (out_dtype < 0) {
-            /* a ufunc that compiles on demand gets a loop of its own for new input types, as
-             * its body means for them, rather than a cast into an earlier loop */
-            cf_status rs = dynamic ? cf_ufunc_find_exact(self->uf, in, weak, &found)
-                                   : cf_ufunc_resolve_rule(self->uf, in, weak, rule, &found);
-            if (rs != CF_OK)
-                found = -1;
-        } else {
-            found = find_for_dtype(self, in, weak, (cf_dtype)out_dtype, casting);
-        }
+        int found = cf_ufunc_find(self->uf, &q);
         if (found >= 0) {
             cf_py_cache_add(head, key, klen, found);
             *loop = found;
@@ -108,7 +83,11 @@ static int resolve(CfPyUFunc *self, const cf_py_arg *args, int out_dtype, cf_cas
                      self->name, cf_dtype_name((cf_dtype)out_dtype));
         return -1;
     }
-    return cf_py_fail(st == CF_OK ? CF_ERR_TYPE : st, NULL);
+    if (st == CF_OK) { /* the compiler's loop does not take these types exactly */
+        PyErr_SetString(PyExc_TypeError, "no loop for exactly these types");
+        return -1;
+    }
+    return cf_py_fail(st, NULL);
 }
 
 /* ---- the call --------------------------------------------------------------------------------- */
@@ -829,16 +808,42 @@ static PyObject *ufunc_add_loop(CfPyUFunc *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The accumulator rules' names (cf_accumulator's order). */
+static const char *const ACC_NAMES[] = {"loop", "widen", "logical"};
+
+/* accumulator= / UFunc.accumulator: "loop" (NULL or None too), "widen", "logical". */
+static int parse_accumulator(PyObject *v, cf_accumulator *out)
+{
+    *out = CF_ACC_LOOP;
+    if (v == NULL || v == Py_None)
+        return 0;
+    const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    for (int i = 0; s != NULL && i < 3; i++)
+        if (strcmp(s, ACC_NAMES[i]) == 0) {
+            *out = (cf_accumulator)i;
+            return 0;
+        }
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "accumulator must be 'loop', 'widen' or 'logical', not %R",
+                     v);
+    return -1;
+}
+
 static PyObject *ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"name", "nin", "nout", "identity", "doc", "compiler", "rules", NULL};
-    PyObject *name, *identity = Py_None, *doc = Py_None, *compiler = Py_None, *rules = NULL;
+    static char *kw[] = {"name", "nin", "nout", "identity", "doc", "compiler", "rules",
+                         "accumulator", NULL};
+    PyObject *name, *identity = Py_None, *doc = Py_None, *compiler = Py_None, *rules = NULL,
+             *accumulator = NULL;
     int nin, nout;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Uii|OOO$O:UFunc", kw, &name, &nin, &nout,
-                                     &identity, &doc, &compiler, &rules))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Uii|OOO$OO:UFunc", kw, &name, &nin, &nout,
+                                     &identity, &doc, &compiler, &rules, &accumulator))
         return NULL;
     int numba = cf_py_parse_rules(rules, "UFunc");
     if (numba < 0)
+        return NULL;
+    cf_accumulator acc;
+    if (parse_accumulator(accumulator, &acc) < 0)
         return NULL;
     if (compiler != Py_None && !PyCallable_Check(compiler)) {
         PyErr_SetString(PyExc_TypeError, "UFunc: compiler must be callable or None");
@@ -859,6 +864,7 @@ static PyObject *ufunc_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     self->numba = numba;
+    self->accumulator = acc;
     return (PyObject *)self;
 }
 
@@ -891,6 +897,22 @@ static PyObject *ufunc_repr(CfPyUFunc *self)
 
 static PyObject *get_ntypes(CfPyUFunc *self, void *c) { return PyLong_FromLong(cf_ufunc_nloops(self->uf)); }
 static PyObject *get_identity(CfPyUFunc *self, void *c) { return Py_NewRef(self->identity); }
+static PyObject *get_accumulator(CfPyUFunc *self, void *c)
+{
+    return PyUnicode_FromString(ACC_NAMES[self->accumulator]);
+}
+static int set_accumulator(CfPyUFunc *self, PyObject *v, void *c)
+{
+    cf_accumulator acc;
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "cannot delete accumulator");
+        return -1;
+    }
+    if (parse_accumulator(v, &acc) < 0)
+        return -1;
+    self->accumulator = acc;
+    return 0;
+}
 static PyObject *get_signature(CfPyUFunc *self, void *c) { Py_RETURN_NONE; }
 static PyObject *get_kernel_count(CfPyUFunc *self, void *c)
 {
@@ -1184,6 +1206,11 @@ static PyGetSetDef ufunc_getset[] = {
      "The loops, as NumPy spells them ('ff->f').", NULL},
     {"identity", (getter)get_identity, NULL,
      "The identity of reductions, or None.", NULL},
+    {"accumulator", (getter)get_accumulator, (setter)set_accumulator,
+     "How reduce and accumulate choose their accumulator without ``dtype=``: 'loop' (the "
+     "(T, T) loop's type), 'widen' (NumPy's add and multiply: bool and integers narrower than "
+     "64 bits accumulate in int64/uint64) or 'logical' (NumPy's logical_and/or/xor: any type "
+     "reduces in the bool loop).", NULL},
     {"signature", (getter)get_signature, NULL,
      "None: an element-wise ufunc has no core dimensions (NumPy's spelling).", NULL},
     {"loops", (getter)cf_py_func_get_loops, NULL,

@@ -102,11 +102,23 @@ static cf_status check_call(const cf_at_call *c)
     return CF_OK;
 }
 
-static void spec_key(const cf_at_call *c, int device, char *key, size_t cap)
+/* The kernel table's key: what the kernel's source depends on (cf_at_kernel_source), a
+ * zero-filled binary struct. */
+typedef struct at_key {
+    int32_t device, nin, types[3], a_type, b_type, index_type, mode;
+} at_key;
+
+static void spec_key(const cf_at_call *c, int device, at_key *k)
 {
-    snprintf(key, cap, "d%d n%d %d,%d,%d a%d b%d i%d m%d", device, c->nin, (int)c->types[0],
-             (int)c->types[1], (int)c->types[2], (int)c->a_type, c->nin == 2 ? (int)c->b_type : -1,
-             (int)c->index_type, (int)c->mode);
+    memset(k, 0, sizeof *k);
+    k->device = device;
+    k->nin = c->nin;
+    for (int i = 0; i < 3; i++)
+        k->types[i] = (int32_t)c->types[i];
+    k->a_type = (int32_t)c->a_type;
+    k->b_type = c->nin == 2 ? (int32_t)c->b_type : -1;
+    k->index_type = (int32_t)c->index_type;
+    k->mode = (int32_t)c->mode;
 }
 
 cf_status cf_at_kernel_source(const cf_at *at, const cf_at_call *c, char **out)
@@ -169,12 +181,11 @@ static cf_status build_kernel(void *ctx, cf_function **fn, int64_t *aux)
 /* The kernel of a call: from the kernel cache, else built once (ktable.h). */
 static cf_status get_kernel(cf_at *at, const cf_at_call *c, int device, cf_function **out)
 {
-    char key[128];
-    spec_key(c, device, key, sizeof key);
+    at_key key;
+    spec_key(c, device, &key);
     at_build b = {at, c, device};
     cf_kentry e;
-    cf_status st = cf_ktable_get(&at->table, &at->lock, key, strlen(key) + 1, 0, build_kernel, &b,
-                                 &e);
+    cf_status st = cf_ktable_get(&at->table, &at->lock, &key, sizeof key, 0, build_kernel, &b, &e);
     if (!st)
         *out = e.fn;
     return st;

@@ -151,17 +151,18 @@ int cf_dtype_kind_order(cf_dtype t)
     }
 }
 
+int cf_dtype_nep50_kind(cf_dtype t)
+{
+    /* NEP 50: signed and unsigned integers are one kind for a Python int */
+    int k = cf_dtype_kind_order(t);
+    return k >= 2 ? k - 1 : k;
+}
+
 int cf_weak_reaches(cf_dtype weak, cf_dtype to)
 {
     if (!cf_dtype_valid(weak) || !cf_dtype_valid(to) || to == CF_BOOL)
         return 0;
-    /* NEP 50: signed and unsigned integers are one kind for a Python int */
-    int rw = cf_dtype_kind_order(weak), rt = cf_dtype_kind_order(to);
-    if (rw == 2)
-        rw = 1;
-    if (rt == 2)
-        rt = 1;
-    return rt >= rw;
+    return cf_dtype_nep50_kind(to) >= cf_dtype_nep50_kind(weak);
 }
 
 int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule)

@@ -28,6 +28,7 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,22 +249,39 @@ cf_status cf_gufunc_add_loop_globals(cf_gufunc *g, const cf_dtype *types, const 
 /* ---- loop resolution ---------------------------------------------------------------------- */
 
 
+int cf_gufunc_find(const cf_gufunc *g, const cf_loops_query *q)
+{
+    if (!g || !q || !g->nloops)
+        return CF_LOOPS_NONE;
+    cf_loops_query k = *q;
+    k.nin = g->nin;
+    k.nout = g->nout;
+    return cf_loops_find(g->loops[0].types, sizeof g->loops[0], g->nloops, &k);
+}
+
+cf_status cf_gufunc_resolve_query(const cf_gufunc *g, const cf_loops_query *q, int *loop)
+{
+    if (!g || !q || !q->in || !loop)
+        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_resolve: NULL argument");
+    for (int i = 0; i < g->nin; i++)
+        if (!cf_dtype_valid(q->in[i]))
+            return cf_error_set(CF_ERR_TYPE, "cf_gufunc_resolve: input %d has an invalid dtype",
+                                i + 1);
+    if ((*loop = cf_gufunc_find(g, q)) >= 0)
+        return CF_OK;
+    cf_loops_query k = *q;
+    k.nin = g->nin;
+    k.nout = g->nout;
+    return cf_loops_no_match(g->nloops ? g->loops[0].types : NULL, sizeof(gu_loop), g->nloops,
+                             &k, "gufunc", g->name);
+}
+
 cf_status cf_gufunc_resolve_rule(const cf_gufunc *g, const cf_dtype *in,
                                  const unsigned char *weak, cf_loop_rule rule, int *loop)
 {
-    if (!g || !in || !loop)
-        return cf_error_set(CF_ERR_INVALID, "cf_gufunc_resolve: NULL argument");
-    for (int i = 0; i < g->nin; i++)
-        if (!cf_dtype_valid(in[i]))
-            return cf_error_set(CF_ERR_TYPE, "cf_gufunc_resolve: input %d has an invalid dtype",
-                                i + 1);
-    int mode = rule == CF_LOOP_RULE_NUMBA ? CF_LOOPS_NUMBA_GUFUNC : CF_LOOPS_NUMPY;
-    if (g->nloops &&
-        (*loop = cf_loops_find(g->loops[0].types, sizeof g->loops[0], g->nloops, g->nin, in, weak,
-                               2, mode)) >= 0)
-        return CF_OK;
-    return cf_loops_no_match(mode, "gufunc", g->name, g->nloops ? g->loops[0].types : NULL,
-                             sizeof(gu_loop), g->nloops, g->nin, g->nout, in, weak);
+    cf_loops_query q = {rule == CF_LOOP_RULE_NUMBA ? CF_LOOPS_NUMBA_GUFUNC : CF_LOOPS_NUMPY, 0, 0,
+                        in, weak, 0, -1, CF_CAST_SAFE};
+    return cf_gufunc_resolve_query(g, &q, loop);
 }
 
 cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in, const unsigned char *weak,
@@ -862,74 +880,114 @@ done:
 
 /* ---- kernel generation -------------------------------------------------------------------- */
 
-static void spec_key(const cf_gufunc_plan *p, int loop, int device, cf_strbuf *b)
-{
-    int nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
-    cf_strbuf_printf(b, "d%d l%d nd%d i%d s%d t%d T%d:", device, loop, nd, p->index32, p->staged, p->tile,
-              p->block_threads);
-    for (int i = 0; i < p->nops; i++) {
-        cf_strbuf_printf(b, "%c%d", p->kind[i], p->core_ndim[i]);
-        if (p->kind[i] == 'G' || p->kind[i] == 'U') {
-            cf_strbuf_printf(b, "r%lldp%lldo%lldw%dl%df%d[", (long long)p->row_bytes[i],
-                      (long long)p->pitch[i], (long long)p->smem_offset[i], p->copy_width[i],
-                      p->load_output[i], p->flat[i]);
-            for (int k = 0; k < p->core_ndim[i]; k++)
-                cf_strbuf_printf(b, "%lld,", (long long)p->core_shape[i][k]);
-            cf_strbuf_printf(b, "]");
-        }
-        cf_strbuf_printf(b, ";");
-    }
-}
-
 /* The dtype a scalar operand ('S', 'R') or a by-value element ('V') has in memory. */
 static cf_dtype operand_dtype(const cf_operand *op)
 {
     return op->is_scalar ? op->scalar_dtype : op->array.dtype;
 }
 
-/* The kernel source of a key: the loop's function, then the key as macros and the kernel header
+/* What a kernel's source depends on, written once from a launch plan (make_spec): its bytes are
+ * the kernel table's key (zero-filled, so that padding and unused operands compare equal; the
+ * key's length stops after the last operand) and generate() writes its macros from it. */
+typedef struct gu_spec_op {
+    char kind;                 /* the plan's kind: 'S', 'R', 'V', 'A', 'G', 'U' */
+    unsigned char load;        /* staged: how the core is read in (inputs 1; outputs 0/1/2) */
+    unsigned char flat;        /* staged 'G': the tile is one contiguous block */
+    int32_t core_ndim;
+    int32_t copy_width;        /* staged */
+    int32_t mem_dtype;         /* 'S', 'R', 'V': the dtype in memory; others -1 (the loop's) */
+    int64_t row_bytes, pitch, smem_offset, base_off; /* staged */
+    int64_t core_shape[CF_GUFUNC_MAX_CORE_NDIM];     /* staged */
+} gu_spec_op;
+
+typedef struct gu_spec {
+    int32_t device, loop, nops, nd, index32, staged, tile, block_threads;
+    int64_t smem_bytes;        /* staged */
+    gu_spec_op op[GU_MAX_ARGS];
+} gu_spec;
+
+/* The bytes of a spec that key it (through its last operand). */
+static size_t spec_len(const gu_spec *k)
+{
+    return offsetof(gu_spec, op) + (size_t)k->nops * sizeof(gu_spec_op);
+}
+
+static void make_spec(const cf_gufunc *g, int loop, const cf_gufunc_plan *p,
+                      const cf_dtype *mem_dtype, int device, gu_spec *k)
+{
+    memset(k, 0, sizeof *k);
+    k->device = device;
+    k->loop = loop;
+    k->nops = p->nops;
+    k->nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
+    k->index32 = p->index32;
+    k->staged = p->staged;
+    k->tile = p->staged ? p->tile : 0;
+    k->block_threads = p->block_threads;
+    int64_t base_off[GU_MAX_ARGS] = {0};
+    if (p->staged) {
+        cf_gufunc_plan q = *p;
+        layout_smem(&q, p->tile, base_off);
+        k->smem_bytes = p->smem_bytes;
+    }
+    for (int i = 0; i < p->nops; i++) {
+        gu_spec_op *o = &k->op[i];
+        char kind = p->kind[i];
+        int by_value = kind == 'S' || kind == 'R' || kind == 'V';
+        o->kind = kind;
+        o->core_ndim = p->core_ndim[i];
+        o->mem_dtype = by_value ? (int32_t)mem_dtype[i] : -1;
+        if (p->staged && (kind == 'G' || kind == 'U')) {
+            o->load = kind != 'G' ? 0 : i < g->nin ? 1 : p->load_output[i];
+            o->flat = kind == 'G' && p->flat[i];
+            o->copy_width = p->copy_width[i];
+            o->row_bytes = p->row_bytes[i];
+            o->pitch = p->pitch[i];
+            o->smem_offset = p->smem_offset[i];
+            o->base_off = base_off[i];
+            for (int d = 0; d < p->core_ndim[i]; d++)
+                o->core_shape[d] = p->core_shape[i][d];
+        }
+    }
+}
+
+/* The kernel source of a spec: the loop's function, then the spec as macros and the kernel header
  * gu_kernel.cuh, which describes them: the operand list CF_GU_OPS (index, kind, role, core ndim,
  * loop and memory types, whether a by-value element converts), the layout of each staged operand
  * (CF_GU_STAGE_<i>) and the launch's constants. */
-static cf_status generate(const cf_gufunc *g, const gu_loop *l, const cf_gufunc_plan *p,
-                          const cf_dtype *mem_dtype, char **out)
+static cf_status generate(const cf_gufunc *g, const gu_loop *l, const gu_spec *k, char **out)
 {
-    int nops = p->nops, nd = p->loop_ndim > 0 ? p->loop_ndim : 1;
     cf_strbuf b = {0};
     /* the runtime header first: a loop's source may use it without including it */
     cf_strbuf_printf(&b, "#include \"cufunc/runtime.cuh\"\n%s\n\n", l->fn.source);
     cf_strbuf_printf(&b, "#define CF_GU_FN %s\n#define CF_GU_BLOCK %d\n#define CF_GU_NOPS %d\n"
                      "#define CF_GU_ND %d\n#define CF_GU_I %s\n#define CF_GU_O %s\n"
                      "#define CF_GU_TILE %d\n",
-                     l->fn.fn_name, p->block_threads, nops, nd,
-                     p->index32 ? "unsigned" : "unsigned long long",
-                     p->index32 ? "int" : "long long", p->staged ? p->tile : 0);
-    if (p->staged) {
-        int64_t base_off[GU_MAX_ARGS] = {0};
-        cf_gufunc_plan q = *p;
-        layout_smem(&q, p->tile, base_off);
-        cf_strbuf_printf(&b, "#define CF_GU_SMEM %lld\n", (long long)p->smem_bytes);
-        for (int i = 0; i < nops; i++) {
-            if (p->kind[i] != 'G' && p->kind[i] != 'U')
+                     l->fn.fn_name, k->block_threads, k->nops, k->nd,
+                     k->index32 ? "unsigned" : "unsigned long long",
+                     k->index32 ? "int" : "long long", k->tile);
+    if (k->staged) {
+        cf_strbuf_printf(&b, "#define CF_GU_SMEM %lld\n", (long long)k->smem_bytes);
+        for (int i = 0; i < k->nops; i++) {
+            const gu_spec_op *o = &k->op[i];
+            if (o->kind != 'G' && o->kind != 'U')
                 continue;
-            int ld = p->kind[i] != 'G' ? 0 : i < g->nin ? 1 : p->load_output[i];
             cf_strbuf_printf(&b, "#define CF_GU_STAGE_%d %lld, %lld, %lld, %d, %d, %lld, %d, (",
-                             i, (long long)p->row_bytes[i], (long long)p->pitch[i],
-                             (long long)p->smem_offset[i], p->copy_width[i], ld,
-                             (long long)base_off[i], p->kind[i] == 'G' && p->flat[i]);
-            for (int d = 0; d < p->core_ndim[i]; d++)
-                cf_strbuf_printf(&b, "%s%lld", d ? ", " : "", (long long)p->core_shape[i][d]);
+                             i, (long long)o->row_bytes, (long long)o->pitch,
+                             (long long)o->smem_offset, (int)o->copy_width, (int)o->load,
+                             (long long)o->base_off, (int)o->flat);
+            for (int d = 0; d < o->core_ndim; d++)
+                cf_strbuf_printf(&b, "%s%lld", d ? ", " : "", (long long)o->core_shape[d]);
             cf_strbuf_printf(&b, ")\n");
         }
     }
     cf_strbuf_printf(&b, "#define CF_GU_OPS(F)");
-    for (int i = 0; i < nops; i++) {
-        char k = p->kind[i];
-        int by_value = k == 'S' || k == 'R' || k == 'V';
-        cf_dtype mem = by_value ? mem_dtype[i] : l->types[i];
-        cf_strbuf_printf(&b, " \\\n    F(%d, %c, %c, %d, %s, %s, %d)", i, k, i < g->nin ? 'I' : 'O',
-                         p->core_ndim[i], cf_dtype_ctype(l->types[i]), cf_dtype_ctype(mem),
-                         k == 'V' && mem != l->types[i]);
+    for (int i = 0; i < k->nops; i++) {
+        const gu_spec_op *o = &k->op[i];
+        cf_dtype mem = o->mem_dtype >= 0 ? (cf_dtype)o->mem_dtype : l->types[i];
+        cf_strbuf_printf(&b, " \\\n    F(%d, %c, %c, %d, %s, %s, %d)", i, o->kind,
+                         i < g->nin ? 'I' : 'O', (int)o->core_ndim, cf_dtype_ctype(l->types[i]),
+                         cf_dtype_ctype(mem), o->kind == 'V' && mem != l->types[i]);
     }
     cf_strbuf_printf(&b, "\n#include \"cufunc/gu_kernel.cuh\"\n");
     if (b.failed) {
@@ -954,7 +1012,14 @@ cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operand *ops,
         cf_dtype mem[GU_MAX_ARGS];
         for (int i = 0; i < p->nops; i++)
             mem[i] = operand_dtype(&ops[i]);
-        st = generate(g, &g->loops[loop], p, mem, source);
+        gu_spec *k = cf_malloc(sizeof *k);
+        if (!k)
+            st = CF_ERR_NOMEM;
+        else {
+            make_spec(g, loop, p, mem, 0, k);
+            st = generate(g, &g->loops[loop], k, source);
+            cf_free(k);
+        }
     }
     cf_free(p);
     return st;
@@ -964,9 +1029,7 @@ cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operand *ops,
 
 typedef struct gu_build {
     cf_gufunc *g;
-    int loop, device;
-    const cf_gufunc_plan *p;
-    const cf_dtype *mem_dtype;
+    const gu_spec *k;
 } gu_build;
 
 /* cf_kbuild_fn of the gufunc engine (aux: resident blocks on the whole device). Runs without the
@@ -975,45 +1038,36 @@ static cf_status build_kernel(void *ctx, cf_function **fn, int64_t *aux)
 {
     const gu_build *c = ctx;
     pthread_mutex_lock(&c->g->lock);
-    gu_loop l = c->g->loops[c->loop];
+    gu_loop l = c->g->loops[c->k->loop];
     pthread_mutex_unlock(&c->g->lock);
     char *src = NULL;
     cf_module *m = NULL;
     cf_device_props props;
     int per_sm = 0;
-    cf_status st = generate(c->g, &l, c->p, c->mem_dtype, &src);
+    cf_status st = generate(c->g, &l, c->k, &src);
     if (!st)
-        st = cf_loop_fn_load(&l.fn, c->device, src, &m);
+        st = cf_loop_fn_load(&l.fn, c->k->device, src, &m);
     if (!st)
         st = cf_module_function(m, "cf_gu", fn);
     if (!st)
-        st = cf_function_max_active_blocks(*fn, c->p->block_threads, 0, &per_sm);
+        st = cf_function_max_active_blocks(*fn, c->k->block_threads, 0, &per_sm);
     if (!st)
-        st = cf_device_props_get(c->device, &props);
+        st = cf_device_props_get(c->k->device, &props);
     if (!st)
         *aux = (int64_t)props.multiprocessor_count * (per_sm > 0 ? per_sm : 1);
     cf_free(src);
     return st;
 }
 
-/* The kernel of a plan: from the kernel cache, else built once (ktable.h). */
+/* The kernel of a plan: from the kernel cache (keyed by the spec's bytes), else built once
+ * (ktable.h). */
 static cf_status get_kernel(cf_gufunc *g, int loop, const cf_gufunc_plan *p,
                             const cf_dtype *mem_dtype, int device, cf_kentry *out)
 {
-    cf_strbuf key = {0};
-    spec_key(p, loop, device, &key);
-    for (int i = 0; i < p->nops; i++)
-        if (p->kind[i] == 'S' || p->kind[i] == 'R' || p->kind[i] == 'V')
-            cf_strbuf_printf(&key, "%d.", (int)mem_dtype[i]);
-    if (key.failed) {
-        cf_free(key.s);
-        return CF_ERR_NOMEM;
-    }
-    gu_build c = {g, loop, device, p, mem_dtype};
-    cf_status st = cf_ktable_get(&g->table, &g->lock, key.s, strlen(key.s) + 1, 0, build_kernel,
-                                 &c, out);
-    cf_free(key.s);
-    return st;
+    gu_spec k; /* about 3 KiB; only spec_len(&k) bytes are hashed and compared */
+    make_spec(g, loop, p, mem_dtype, device, &k);
+    gu_build c = {g, &k};
+    return cf_ktable_get(&g->table, &g->lock, &k, spec_len(&k), 0, build_kernel, &c, out);
 }
 
 /* ---- launch ------------------------------------------------------------------------------- */
@@ -1139,7 +1193,7 @@ cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf_operan
     st = cf_gufunc_plan_launch(g, loop, use, sh, fresh_outputs, p);
     if (st || p->n == 0)
         goto done;
-    cf_dtype mem[GU_MAX_ARGS];
+    cf_dtype mem[GU_MAX_ARGS] = {CF_BOOL};
     for (int i = 0; i < nops; i++)
         mem[i] = operand_dtype(&use[i]);
     cf_kentry k;

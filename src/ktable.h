@@ -1,6 +1,7 @@
 /* ktable.h: the kernel cache of every engine (ufunc.c, gufunc.c, reduce.c, at.c): a per-object
- * table of compiled kernels, keyed by the bytes of a specialisation key (a zero-filled binary
- * struct, or a key's text with its NUL), built on htab.h. cf_ktable_get is the one lookup: a
+ * table of compiled kernels, keyed by the bytes of a specialisation key: every engine's is a
+ * zero-filled binary struct of what its kernel's source depends on (ufunc.c uf_spec, gufunc.c
+ * gu_spec, reduce.c red_key, at.c at_key), built on htab.h. cf_ktable_get is the one lookup: a
  * kernel not in the table is built (generated, compiled, loaded) by the first caller that asks,
  * with the owner's lock released, while other callers asking for the same key wait for it and
  * callers asking for other keys go on; so a compile never holds the engine's lock and two threads
@@ -53,7 +54,7 @@ const cf_kentry *cf_ktable_find_bytes(const cf_ktable *t, const void *key, size_
 /* Add an entry (the key is copied; it must not be present). CF_ERR_NOMEM on failure. */
 cf_status cf_ktable_insert_bytes(cf_ktable *t, const void *key, size_t len, cf_function *fn,
                                  int64_t aux);
-/* Text keys: the string with its NUL. */
+/* Text keys (the string with its NUL), for tests and tools; the engines key by structs. */
 static inline const cf_kentry *cf_ktable_find(const cf_ktable *t, const char *key)
 {
     return cf_ktable_find_bytes(t, key, strlen(key) + 1);

@@ -183,15 +183,19 @@ static const cf_dtype *row(const cf_dtype *types, size_t stride, int l)
     return (const cf_dtype *)((const char *)types + (size_t)l * stride);
 }
 
-/* Whether input i (dtype `in`, weak/scalar flag `w`) takes loop type `t` in pass `pass` of rule
- * `mode` (loopfn.h). */
-static int input_takes(int mode, int pass, cf_dtype in, int w, cf_dtype t)
+/* Whether input i (dtype `in`, flag `w`: CF_LOOPS_*) takes loop type `t` in pass `pass` of rule
+ * `mode` (cufunc/loops.h). */
+static int input_takes(cf_loops_mode mode, int pass, cf_dtype in, int w, cf_dtype t)
 {
     switch (mode) {
     case CF_LOOPS_NUMBA_UFUNC:
         return in == t || (pass == 1 && w);
     case CF_LOOPS_NUMBA_GUFUNC:
         return in == t || (pass == 1 && cf_can_cast_safe(t, in));
+    case CF_LOOPS_SCALAR_CAST:
+        if (w == CF_LOOPS_SCALAR)
+            return cf_can_cast_safe(t, in);
+        return w || cf_can_cast_safe(in, t);
     default:
         if (w)
             return cf_weak_reaches(in, t);
@@ -199,46 +203,76 @@ static int input_takes(int mode, int pass, cf_dtype in, int w, cf_dtype t)
     }
 }
 
-int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, const cf_dtype *in,
-                  const unsigned char *weak, int passes, int mode)
+/* dtype=: the first loop whose outputs have that dtype and whose inputs are reachable under the
+ * casting rule, weak ones by kind. */
+static int find_for_dtype(const cf_dtype *types, size_t stride, int nloops,
+                          const cf_loops_query *q)
 {
+    for (int l = 0; l < nloops; l++) {
+        const cf_dtype *t = row(types, stride, l);
+        int ok = 1;
+        for (int o = 0; o < q->nout && ok; o++)
+            ok = t[q->nin + o] == (cf_dtype)q->out_dtype;
+        for (int i = 0; i < q->nin && ok; i++)
+            ok = q->weak && q->weak[i] ? cf_weak_reaches(q->in[i], t[i])
+                                       : cf_can_cast(q->in[i], t[i], q->casting);
+        if (ok)
+            return l;
+    }
+    return CF_LOOPS_NONE;
+}
+
+int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, const cf_loops_query *q)
+{
+    if (!q || !q->in || nloops <= 0 || !types)
+        return CF_LOOPS_NONE;
+    if (q->out_dtype >= 0)
+        return find_for_dtype(types, stride, nloops, q);
+    int passes = q->lazy ? 1 : 2;
+    if (q->mode == CF_LOOPS_SCALAR_CAST) {
+        int any_scalar = 0;
+        for (int i = 0; i < q->nin; i++)
+            any_scalar |= q->weak && q->weak[i] == CF_LOOPS_SCALAR;
+        if (!any_scalar)
+            return CF_LOOPS_NONE;
+        passes = 1;
+    }
     for (int pass = 0; pass < passes; pass++) {
-        int found = -1;
+        int found = CF_LOOPS_NONE;
         for (int l = 0; l < nloops; l++) {
             const cf_dtype *t = row(types, stride, l);
             int ok = 1;
-            for (int i = 0; i < nin && ok; i++)
-                ok = input_takes(mode, pass, in[i], weak && weak[i], t[i]);
+            for (int i = 0; i < q->nin && ok; i++)
+                ok = input_takes(q->mode, pass, q->in[i], q->weak ? q->weak[i] : 0, t[i]);
             if (!ok)
                 continue;
             /* Numba's ufunc rule: loops that differ only in the scalars' types are ambiguous */
-            if (mode != CF_LOOPS_NUMBA_UFUNC || pass == 0)
+            if (q->mode != CF_LOOPS_NUMBA_UFUNC || pass == 0)
                 return l;
             if (found >= 0)
-                return -2;
+                return CF_LOOPS_AMBIGUOUS;
             found = l;
         }
         if (found >= 0)
             return found;
     }
-    return -1;
+    return CF_LOOPS_NONE;
 }
 
-cf_status cf_loops_no_match(int mode, const char *what, const char *name, const cf_dtype *types,
-                            size_t stride, int nloops, int nin, int nout, const cf_dtype *in,
-                            const unsigned char *weak)
+cf_status cf_loops_no_match(const cf_dtype *types, size_t stride, int nloops,
+                            const cf_loops_query *q, const char *what, const char *name)
 {
     cf_strbuf m = {0};
-    const int numba = mode != CF_LOOPS_NUMPY;
+    const int numba = q->mode == CF_LOOPS_NUMBA_UFUNC || q->mode == CF_LOOPS_NUMBA_GUFUNC;
     cf_strbuf_printf(&m, "%s '%s' not supported for the input types (", what, name);
-    for (int i = 0; i < nin; i++)
+    for (int i = 0; i < q->nin; i++)
         cf_strbuf_printf(&m, "%s%s%s", i ? ", " : "",
-                         weak && weak[i] ? (numba ? "scalar " : "Python ") : "",
-                         cf_dtype_name(in[i]));
-    if (mode == CF_LOOPS_NUMBA_UFUNC)
+                         q->weak && q->weak[i] ? (numba ? "scalar " : "Python ") : "",
+                         cf_dtype_name(q->in[i]));
+    if (q->mode == CF_LOOPS_NUMBA_UFUNC)
         cf_strbuf_printf(&m, "): under Numba's rules array inputs must have a loop's types "
                              "exactly (casting='no'; scalars are converted); its loops are:");
-    else if (mode == CF_LOOPS_NUMBA_GUFUNC)
+    else if (q->mode == CF_LOOPS_NUMBA_GUFUNC)
         cf_strbuf_printf(&m, "): under Numba's rules an input matches a loop whose type casts "
                              "safely to the input's type; its loops are:");
     else
@@ -247,16 +281,49 @@ cf_status cf_loops_no_match(int mode, const char *what, const char *name, const 
     for (int l = 0; l < nloops; l++) {
         const cf_dtype *t = row(types, stride, l);
         cf_strbuf_printf(&m, " (");
-        for (int i = 0; i < nin + nout; i++)
-            cf_strbuf_printf(&m, "%s%s", i == 0 ? "" : i == nin ? ") -> (" : ", ",
+        for (int i = 0; i < q->nin + q->nout; i++)
+            cf_strbuf_printf(&m, "%s%s", i == 0 ? "" : i == q->nin ? ") -> (" : ", ",
                              cf_dtype_name(t[i]));
         cf_strbuf_printf(&m, ")");
     }
-    if (nloops == 0)
+    if (nloops <= 0)
         cf_strbuf_printf(&m, " none");
     cf_status st = cf_error_set(CF_ERR_TYPE, "%s", m.failed ? "no matching loop" : m.s);
     cf_free(m.s);
     return st;
+}
+
+void cf_loops_nep50(int n, const cf_dtype *in, unsigned char *weak)
+{
+    int strong_kind = -1; /* the highest kind among the typed inputs; -1 when there is none */
+    for (int i = 0; i < n; i++)
+        if (!weak[i] && cf_dtype_nep50_kind(in[i]) > strong_kind)
+            strong_kind = cf_dtype_nep50_kind(in[i]);
+    for (int i = 0; i < n; i++) {
+        if (!weak[i])
+            continue;
+        weak[i] = 1;
+        int k = cf_dtype_nep50_kind(in[i]);
+        /* Alone, a Python scalar is its default type (np.hypot(3.0, 4.0) is float64). Beside
+         * typed operands of a lower kind it is its default type too (an int8 array + 2.0 is
+         * float64, np.True_ + 2 is int64), except a complex beside floats, which takes their
+         * precision (a float32 array + 2j is complex64): it stays weak there, and the loop
+         * search finds the first complex loop the floats reach. */
+        if (strong_kind < 0 || (k > strong_kind && !(k == 3 && strong_kind == 2)))
+            weak[i] = 0; /* its dtype is already int64, float64 or complex128 */
+    }
+}
+
+cf_dtype cf_loops_reduce_dtype(cf_accumulator rule, cf_dtype t)
+{
+    if (rule != CF_ACC_WIDEN)
+        return t;
+    char k = cf_dtype_kind(t);
+    if (t == CF_BOOL || (k == 'i' && cf_dtype_size(t) < 8))
+        return CF_INT64;
+    if (k == 'u' && cf_dtype_size(t) < 8)
+        return CF_UINT64;
+    return t;
 }
 
 cf_status cf_loops_check_types(const cf_dtype *types, int nargs)

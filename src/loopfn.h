@@ -10,6 +10,7 @@
 
 #include "cufunc/compile.h"
 #include "cufunc/dtype.h"
+#include "cufunc/loops.h"
 #include "cufunc/status.h"
 
 typedef struct cf_loop_fn {
@@ -49,29 +50,8 @@ const char *cf_loop_types_text(const cf_dtype *types, int nin, int nout, char *b
 cf_status cf_loop_fn_load(const cf_loop_fn *f, int device, const char *kernel_source,
                           cf_module **out);
 
-/* Loop selection shared by the engines. An engine's loops are an array of structs, each holding
- * its nin + nout types; `types` points at the first loop's types and `stride` is the size of a
- * loop struct in bytes.
- *
- * CF_LOOPS_NUMPY: the first loop whose inputs `in` reach: an exact match in pass 0, then (when
- * passes == 2) by safe casting; weak[i] (may be NULL) marks a NEP 50 Python scalar, which reaches
- * any loop type of its kind or a higher one (bool < int < float < complex).
- * CF_LOOPS_NUMBA_UFUNC (numba-cuda's UFuncMechanism): weak[i] marks a scalar (Python or NumPy, by
- * its own dtype). Pass 0: every input exact; pass 1: array inputs exact, scalars match any type,
- * and the match must be the only one (-2: ambiguous).
- * CF_LOOPS_NUMBA_GUFUNC (numba-cuda's GeneralizedUFunc): every input by its dtype; pass 0 exact,
- * pass 1 the first loop whose type for each input casts safely *to* the input's dtype (Numba's
- * np.can_cast(loop type, given type): the inputs are then converted to the loop's types).
- * -1 if none. */
-enum { CF_LOOPS_NUMPY = 0, CF_LOOPS_NUMBA_UFUNC = 1, CF_LOOPS_NUMBA_GUFUNC = 2 };
-int cf_loops_find(const cf_dtype *types, size_t stride, int nloops, int nin, const cf_dtype *in,
-                  const unsigned char *weak, int passes, int mode);
-/* CF_ERR_TYPE with NumPy's message ("ufunc 'f' not supported for the input types (...)") and the
- * list of loops, worded for the rule `mode` (CF_LOOPS_*). `what` is "ufunc" or "gufunc". Returns
- * the status. */
-cf_status cf_loops_no_match(int mode, const char *what, const char *name, const cf_dtype *types,
-                            size_t stride, int nloops, int nin, int nout, const cf_dtype *in,
-                            const unsigned char *weak);
+/* Loop selection: cufunc/loops.h (cf_loops_find, cf_loops_no_match, cf_loops_nep50), defined in
+ * loopfn.c. */
 
 /* Adding a loop, shared by the ufunc and gufunc engines. cf_loops_check_types: each of the nargs
  * types a valid dtype (CF_ERR_TYPE) other than float16 (CF_ERR_UNSUPPORTED). cf_loops_check_new:

@@ -723,16 +723,18 @@ static void make_spec(const cf_reducer *r, int loop, const cf_reduce_plan *p, co
         sp->knd = 0;
 }
 
-static void spec_key(const red_spec *sp, int device, char *key, size_t cap)
+/* The kernel table's key: the device and the spec, a zero-filled binary struct (make_spec and
+ * rat_spec zero every spec first; red_spec has no padding: ints and enums only). */
+typedef struct red_key {
+    int device;
+    red_spec sp;
+} red_key;
+
+static void spec_key(const red_spec *sp, int device, red_key *k)
 {
-    snprintf(key, cap, "d%d l%d k%d %d>%d>%d b%d g%d v%d u%d t%d+%d s%d m%d lb%d o%d kn%d rn%d w%d i%d",
-             device, sp->loop, (int)sp->kind, (int)sp->in, (int)sp->acc, (int)sp->out, sp->block,
-             sp->group, sp->vec, sp->unroll, sp->items, sp->smem_items, sp->sleep, sp->min_blocks,
-             sp->lookback, sp->order, sp->knd, sp->rnd, sp->where, sp->index32);
-    if (sp->kind == CF_REDUCE_SEGMENTS) {
-        size_t n = strlen(key);
-        snprintf(key + n, cap - n, " x%d c%d q%d", (int)sp->idx, sp->cols, sp->check);
-    }
+    memset(k, 0, sizeof *k);
+    k->device = device;
+    memcpy(&k->sp, sp, sizeof *sp);
 }
 
 static cf_status generate(const red_loop *l, const red_spec *sp, char **out)
@@ -832,10 +834,10 @@ static cf_status build_kernel(void *ctx, cf_function **fn, int64_t *aux)
 /* The kernel of a spec: from the kernel cache, else built once (ktable.h). */
 static cf_status get_kernel(cf_reducer *r, const red_spec *sp, int device, cf_kentry *out)
 {
-    char key[256];
-    spec_key(sp, device, key, sizeof key);
+    red_key key;
+    spec_key(sp, device, &key);
     red_build c = {r, sp, device};
-    return cf_ktable_get(&r->table, &r->lock, key, strlen(key) + 1, 0, build_kernel, &c, out);
+    return cf_ktable_get(&r->table, &r->lock, &key, sizeof key, 0, build_kernel, &c, out);
 }
 
 /* ---- per-stream scratch -------------------------------------------------------------------- */

@@ -212,40 +212,48 @@ cf_status cf_ufunc_add_loop_globals(cf_ufunc *u, const cf_dtype *types, const ch
 
 /* ---- loop resolution (casting rules: dtype.c) ---------------------------------------------------------- */
 
-/* The first loop the inputs reach in `passes` passes of rule `mode` (loopfn.h). -1 if none, -2
- * when ambiguous. */
-static int find_loop(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak, int passes,
-                     int mode)
+int cf_ufunc_find(const cf_ufunc *u, const cf_loops_query *q)
 {
-    if (!u->nloops)
-        return -1;
-    return cf_loops_find(u->loops[0].types, sizeof u->loops[0], u->nloops, u->nin, in, weak,
-                         passes, mode);
+    if (!u || !q || !u->nloops)
+        return CF_LOOPS_NONE;
+    cf_loops_query k = *q;
+    k.nin = u->nin;
+    k.nout = u->nout;
+    return cf_loops_find(u->loops[0].types, sizeof u->loops[0], u->nloops, &k);
+}
+
+cf_status cf_ufunc_resolve_query(const cf_ufunc *u, const cf_loops_query *q, int *loop)
+{
+    if (!u || !q || !q->in || !loop)
+        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_resolve: NULL argument");
+    if ((*loop = cf_ufunc_find(u, q)) >= 0)
+        return CF_OK;
+    if (*loop == CF_LOOPS_AMBIGUOUS)
+        return cf_error_set(CF_ERR_TYPE, "ufunc '%s': failed to resolve the loop: several loops "
+                            "match the untyped scalars (Numba's rule); pass them as NumPy "
+                            "scalars of the wanted type", u->name);
+    if (q->lazy && q->out_dtype < 0)
+        return cf_error_set(CF_ERR_TYPE, "no loop for exactly these types");
+    cf_loops_query k = *q;
+    k.nin = u->nin;
+    k.nout = u->nout;
+    return cf_loops_no_match(u->nloops ? u->loops[0].types : NULL, sizeof(uf_loop), u->nloops,
+                             &k, "ufunc", u->name);
 }
 
 cf_status cf_ufunc_find_exact(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak,
                               int *loop)
 {
-    if (!u || !in || !loop)
-        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_find_exact: NULL argument");
-    *loop = find_loop(u, in, weak, 1, CF_LOOPS_NUMPY);
-    return *loop >= 0 ? CF_OK : cf_error_set(CF_ERR_TYPE, "no loop for exactly these types");
+    cf_loops_query q = {CF_LOOPS_NUMPY, 0, 0, in, weak, 1, -1, CF_CAST_SAFE};
+    return cf_ufunc_resolve_query(u, &q, loop);
 }
 
 cf_status cf_ufunc_resolve_rule(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak,
                                 cf_loop_rule rule, int *loop)
 {
-    if (!u || !in || !loop)
-        return cf_error_set(CF_ERR_INVALID, "cf_ufunc_resolve: NULL argument");
-    int mode = rule == CF_LOOP_RULE_NUMBA ? CF_LOOPS_NUMBA_UFUNC : CF_LOOPS_NUMPY;
-    if ((*loop = find_loop(u, in, weak, 2, mode)) >= 0)
-        return CF_OK;
-    if (*loop == -2)
-        return cf_error_set(CF_ERR_TYPE, "ufunc '%s': failed to resolve the loop: several loops "
-                            "match the untyped scalars (Numba's rule); pass them as NumPy "
-                            "scalars of the wanted type", u->name);
-    return cf_loops_no_match(mode, "ufunc", u->name, u->nloops ? u->loops[0].types : NULL,
-                             sizeof(uf_loop), u->nloops, u->nin, u->nout, in, weak);
+    cf_loops_query q = {rule == CF_LOOP_RULE_NUMBA ? CF_LOOPS_NUMBA_UFUNC : CF_LOOPS_NUMPY, 0, 0,
+                        in, weak, 0, -1, CF_CAST_SAFE};
+    return cf_ufunc_resolve_query(u, &q, loop);
 }
 
 cf_status cf_ufunc_resolve(const cf_ufunc *u, const cf_dtype *in, const unsigned char *weak,

@@ -27,6 +27,7 @@
 
 #include "cufunc/status.h"
 #include "cufunc/dtype.h"
+#include "cufunc/loops.h"
 #include "cufunc/array.h"
 #include "cufunc/runtime.h"
 #include "cufunc/compile.h"

@@ -56,8 +56,13 @@ CF_API int cf_can_cast(cf_dtype from, cf_dtype to, cf_casting rule);
 /* "no", "equiv", "safe", "same_kind", "unsafe"; "?" for an invalid rule. */
 CF_API const char *cf_casting_name(cf_casting rule);
 /* NumPy's kind order of same_kind casts: bool 0 < unsigned 1 < signed 2 < float 3 < complex 4;
- * -1 for an invalid dtype. */
+ * -1 for an invalid dtype. The one definition of the order of dtype kinds: every other order
+ * (cf_dtype_nep50_kind, the loop search of cufunc/loops.h, the Python package through it) is
+ * derived from this one. */
 CF_API int cf_dtype_kind_order(cf_dtype dt);
+/* The kind order of NEP 50, where signed and unsigned integers are one kind: bool 0 < integer 1
+ * < float 2 < complex 3; -1 for an invalid dtype. */
+CF_API int cf_dtype_nep50_kind(cf_dtype dt);
 /* NEP 50: whether a weak Python scalar, classified as `weak` (bool, int64, float64 or
  * complex128: only its kind counts), reaches a loop type `to`: a type of its kind or a higher
  * one, never bool; signed and unsigned integers count as one kind. The caller checks that the

@@ -79,6 +79,9 @@ CF_API cf_status cf_gufunc_resolve(const cf_gufunc *g, const cf_dtype *in_types,
 /* cf_gufunc_resolve under a rule (cf_loop_rule, cufunc/ufunc.h: Numba's for cufunc.numba). */
 CF_API cf_status cf_gufunc_resolve_rule(const cf_gufunc *g, const cf_dtype *in_types,
                                         const unsigned char *weak, cf_loop_rule rule, int *loop);
+/* cf_gufunc_resolve_rule's general form (cufunc/loops.h), as cf_ufunc_find / _resolve_query. */
+CF_API int cf_gufunc_find(const cf_gufunc *g, const cf_loops_query *q);
+CF_API cf_status cf_gufunc_resolve_query(const cf_gufunc *g, const cf_loops_query *q, int *loop);
 
 /* ---- shapes --------------------------------------------------------------------------------- */
 

@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include "cufunc/array.h"
+#include "cufunc/loops.h"
 #include "cufunc/compile.h"
 #include "cufunc/plan.h"
 #include "cufunc/runtime.h"
@@ -87,6 +88,12 @@ CF_API cf_status cf_ufunc_resolve_rule(const cf_ufunc *u, const cf_dtype *in_typ
  * loop of their own rather than a cast into an earlier one. CF_ERR_TYPE when there is none. */
 CF_API cf_status cf_ufunc_find_exact(const cf_ufunc *u, const cf_dtype *in_types,
                                      const unsigned char *weak, int *loop);
+/* The general form of the three above (cufunc/loops.h: NumPy's or Numba's rule, lazy loops,
+ * dtype=); q->nin and q->nout are the ufunc's, whatever the query says. cf_ufunc_find answers
+ * the loop index or CF_LOOPS_NONE / CF_LOOPS_AMBIGUOUS and sets no error; cf_ufunc_resolve_query
+ * sets CF_ERR_TYPE with the message a call raises. */
+CF_API int cf_ufunc_find(const cf_ufunc *u, const cf_loops_query *q);
+CF_API cf_status cf_ufunc_resolve_query(const cf_ufunc *u, const cf_loops_query *q, int *loop);
 
 /* One operand of a launch: an array view on the launch's device, or a scalar passed by value. */
 typedef struct cf_operand {

@@ -21,7 +21,7 @@ waits for the GPU (it reads the error flag back), and runs on the legacy default
 """
 import numpy as np
 
-from . import _core
+from . import _core, _loops
 
 __all__ = ["ufunc_at"]
 
@@ -31,7 +31,9 @@ _OP_ANY, _OP_ADD, _OP_MIN, _OP_MAX = 0, 1, 2, 3
 _KNOWN_OPS = {"add": _OP_ADD, "minimum": _OP_MIN, "maximum": _OP_MAX, "fmin": _OP_MIN,
               "fmax": _OP_MAX}
 _WEAK = (int, float, complex)
-_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+# a Python scalar's dtype before NEP 50 decides whether it stays weak (as a call classifies it)
+_WEAK_DTYPE = {int: np.dtype(np.int64), float: np.dtype(np.float64),
+               complex: np.dtype(np.complex128)}
 
 
 def _engine(spec):
@@ -71,14 +73,6 @@ def _same_device(a, other, what):
                          "them to device %d)" % (what, other.device_id, a.device_id, a.device_id))
 
 
-def _reaches(src, dst):
-    """NumPy's safe cast, with NEP 50 for a Python scalar type (src int/float/complex)."""
-    if src is int or src is float or src is complex:   # by identity (dtype == float holds)
-        kind = {int: "i", float: "f", complex: "c"}[src]
-        return _KIND_ORDER[dst.kind] >= _KIND_ORDER[kind]
-    return np.can_cast(src, dst, "safe")
-
-
 def _loop(uf, a_dtype, b_key):
     """The loop spec (types, source, fn_name, options, captures) ufunc.at uses."""
     nin = uf.nin
@@ -92,12 +86,18 @@ def _loop(uf, a_dtype, b_key):
                 return spec
         raise TypeError("cufunc: the GPU twin of numpy.%s has no loop %s"
                         % (npuf.__name__, "".join(d.char for d in want)))
+    # the loop the ufunc's call takes (the C resolver, cufunc/loops.h): NEP 50 for a Python
+    # scalar, exact matches first, then safe casts; a ufunc that compiles on demand takes exact
+    # matches only, else compiles a loop for these types
     loops = uf.loops
-    for spec in loops:
-        ts = [np.dtype(t) for t in spec[0]]
-        if all(_reaches(k, t) for k, t in zip(keys, ts)):
-            return spec
-    if getattr(uf, "compiler", None) is not None:
+    dynamic = getattr(uf, "compiler", None) is not None
+    pytype = [any(k is t for t in _WEAK) for k in keys]   # by identity: dtype == float holds
+    dts = [_WEAK_DTYPE[k] if p else np.dtype(k) for k, p in zip(keys, pytype)]
+    weak = _loops.nep50(dts, pytype)
+    i = _loops.find([spec[0] for spec in loops], nin, dts, weak, 1 if dynamic else 2)
+    if i >= 0:
+        return loops[i]
+    if dynamic:
         # a ufunc that compiles on demand: its loop for these types, translated now
         return uf.compiler(tuple(keys), None)
     raise TypeError("ufunc.at: ufunc '%s' has no loop for %s" % (uf.__name__, keys))

@@ -98,6 +98,13 @@ def _no_twin(ufunc, what="ufunc"):
                      "d.copy_to_host())" % (what, name))
 
 
+# NumPy's accumulators of reduce and accumulate (UFunc.accumulator, cufunc/loops.h's
+# cf_accumulator): add and multiply widen bool and small integers to 64 bits, the logical ufuncs
+# reduce any type in their bool loop; the others reduce in their (T, T) loop.
+_ACCUMULATORS = {np.add: "widen", np.multiply: "widen", np.logical_and: "logical",
+                 np.logical_or: "logical", np.logical_xor: "logical"}
+
+
 def twin(ufunc):
     """The GPU twin of a NumPy ufunc, made on first use (every loop translated then; kernels are
     compiled per launch shape, as for any cufunc ufunc). TypeError naming the ufunc if cufunc has
@@ -110,7 +117,8 @@ def twin(ufunc):
     name = ufunc.__name__
     identity = "reorderable" if name in _REORDERABLE else ufunc.identity
     tw = GPUUFunc(name, ufunc.nin, ufunc.nout, identity=identity,
-                  doc="GPU twin of numpy.%s (cufunc)." % name, compiler=None)
+                  doc="GPU twin of numpy.%s (cufunc)." % name, compiler=None,
+                  accumulator=_ACCUMULATORS.get(ufunc, "loop"))
     skipped = []
     for dts in loop_signatures(ufunc):
         body = _body(name, dts, ufunc.nin)
@@ -161,7 +169,7 @@ def _key(x):
 
 def _first_safe_loop(tw, in_dtypes):
     """The loop cufunc's own resolution picks for strong inputs (cf_loops_find: exact match, then
-    the first loop every input reaches by safe casting; its Python mirror is _loops.find), as a
+    the first loop every input reaches by safe casting; asked through _loops.find), as a
     dtype tuple."""
     loops = [tuple(np.dtype(t) for t in spec[0]) for spec in tw.loops]
     i = _loops.find(loops, tw.nin, in_dtypes)
@@ -271,13 +279,8 @@ def _single_out(kwargs):
 
 
 def _reduce_dtype(ufunc, a, kwargs):
-    # NumPy's rule: add and multiply reduce and accumulate bool and small integers in the
-    # platform integer (int64 / uint64), unless dtype= or out= says otherwise
-    if kwargs.get("dtype") is None and kwargs.get("out") is None and \
-            ufunc in (np.add, np.multiply):
-        d = _key(a)
-        if isinstance(d, np.dtype) and d.kind in "biu" and d.itemsize < 8:
-            kwargs["dtype"] = np.dtype(np.uint64 if d.kind == "u" else np.int64)
+    # NumPy's accumulators (add and multiply widen small integers) are the twin's own
+    # (accumulator=, _ACCUMULATORS): only dtype=None is dropped here
     if "dtype" in kwargs and kwargs["dtype"] is None:
         del kwargs["dtype"]
     return kwargs

@@ -12,6 +12,7 @@ typedef struct {
                            * loops: (types tuple of np.dtype, source, fn_name, options, captures) */
     cf_ufunc *uf;
     PyObject *identity;   /* any object, or None */
+    cf_accumulator accumulator; /* how reduce/accumulate choose their accumulator (loops.h) */
     vectorcallfunc vectorcall; /* calls skip the args tuple and kwargs dict (PEP 590) */
     /* The last call the fast path launched (ufunc_fast): the serials of its DeviceArrays and what
      * the launch did. A call on the same DeviceArrays repeats that launch. nops 0: none. */

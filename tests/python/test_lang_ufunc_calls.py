@@ -11,7 +11,7 @@ Python function that applies that rule (written here on its own, not with cufunc
 the arguments with NumPy, calls the ufunc's Python function and casts the result to the loop's
 output type. The translated bodies run on the host through g++ (lang_harness.run_cases). Each
 case also names its expected result dtype, checked by hand, which both the oracle and the
-translation must give. cufunc._loops (the Python mirror of the C rule, used by the translator) is
+translation must give. cufunc._loops (the C rule asked through cufunc._core, used by the translator) is
 checked against NumPy's own resolution on NumPy's loop tables and against the host call's
 resolution (``UFunc.kernel_source`` resolves as a call does, without a GPU). GPU tests run the
 outer ufuncs on device arrays."""

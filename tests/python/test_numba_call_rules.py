@@ -5,7 +5,7 @@ inputs with a NumPy out=.
 
 The reference for the loop choice is Numba's own code: numba.cuda.deviceufunc (UFuncMechanism,
 GeneralizedUFunc, GUFuncEngine), importable without a GPU. The C rule is asked through
-UFunc.resolve / GUFunc.resolve (no launch); cufunc._loops mirrors it.
+UFunc.resolve / GUFunc.resolve (no launch), and through cufunc._loops (the same C functions).
 
 The rule is a flag of the function object (rules='numba'); here it is set on functions built from
 the loops of ordinary cufunc.vectorize / guvectorize functions, so these tests do not depend on

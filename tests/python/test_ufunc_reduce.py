@@ -22,13 +22,15 @@ COMPLEX_TYPES = ["complex64", "complex128"]
 NUM_TYPES = INT_TYPES + FLOAT_TYPES + COMPLEX_TYPES
 
 
-# Named like NumPy's: reduce applies NumPy's default accumulator rule for add and multiply
-# (bool and small integers accumulate in 64 bits).
+# NumPy's add and multiply: with accumulator="widen", reduce applies NumPy's default accumulator
+# rule for them (bool and small integers accumulate in 64 bits). A property of the ufunc, not of
+# its name (test_accumulator_is_a_property_not_a_name).
 def add(a, b):
     return a + b
 
 
 add = vectorize(["%s(%s, %s)" % (t, t, t) for t in NUM_TYPES], identity=0)(add)
+add.accumulator = "widen"
 
 
 def multiply(a, b):
@@ -36,6 +38,7 @@ def multiply(a, b):
 
 
 multiply = vectorize(["%s(%s, %s)" % (t, t, t) for t in NUM_TYPES], identity=1)(multiply)
+multiply.accumulator = "widen"
 
 
 @vectorize(["%s(%s, %s)" % (t, t, t) for t in INT_TYPES + FLOAT_TYPES])

@@ -16,9 +16,7 @@ import numpy as np
 from .. import types as T
 
 __all__ = ["Weak", "WEAK_BOOL", "WEAK_INT", "WEAK_FLOAT", "WEAK_COMPLEX", "weak_of", "join",
-           "oracle", "type_of_value", "compare_type", "concrete", "OracleError", "KIND_ORDER"]
-
-KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+           "oracle", "type_of_value", "compare_type", "concrete", "OracleError"]
 
 
 class Weak(T.Scalar):
@@ -109,7 +107,9 @@ def join(a, b):
         return a
     aw, bw = isinstance(a, Weak), isinstance(b, Weak)
     if aw and bw:
-        return a if KIND_ORDER[a.kind] >= KIND_ORDER[b.kind] else b
+        # the higher kind, as NumPy promotes two Python scalars (bool < int < float < complex;
+        # the kind order itself is defined once, by NumPy here and cf_dtype_kind_order in C)
+        return weak_of(np.result_type(_WEAK_SAMPLE[a.kind], _WEAK_SAMPLE[b.kind]).kind)
     if aw or bw:
         w, s = (a, b) if aw else (b, a)
         with warnings.catch_warnings():
