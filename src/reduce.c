@@ -664,6 +664,8 @@ cf_status cf_reduce_geometry(const cf_reduce_plan *p, cf_dtype in_dtype, cf_dtyp
         g->grid[0] = (unsigned)max64(1, min64(ceil_div(p->n_out, RED_BLOCK), cap));
         return CF_OK;
     }
+    case CF_REDUCE_SEGMENTS: /* reduceat's geometry is its own (reduceat.c) */
+        break;
     }
     return cf_error_set(CF_ERR_INVALID, "cf_reduce_geometry: bad plan kind %d", (int)p->kind);
 }
