@@ -202,7 +202,9 @@ def _power_conditioned(xs, shape, w, g, err):
     """Complex power is exp(b * log(a)): a rounding of log(a) grows by |b * log(a)| in the result
     (the condition number), so the stated ulps are scaled by it; where it passes 1 / eps of the
     type, no bit of the result's angle is right (the sine and cosine of an argument beyond 2^24
-    in float32), and only its magnitude is compared: infinite, zero or finite as NumPy's."""
+    in float32), and only its magnitude is compared: infinite, zero or finite as NumPy's. Where
+    the modulus overflows and NumPy's result has one infinite component, that component must be
+    NumPy's exactly and the other, a product with an overflowed modulus, is not compared."""
     with np.errstate(all="ignore"):
         a, b = (np.broadcast_to(x, shape).ravel().astype(np.complex128) for x in xs)
         cond = np.abs(b * np.log(a))
@@ -211,7 +213,16 @@ def _power_conditioned(xs, shape, w, g, err):
         mw, mg = np.abs(w), np.abs(g)
         same_class = (np.isinf(mw) == np.isinf(mg)) & ((mw == 0) == (mg == 0)) & \
             (np.isnan(mw) == np.isnan(mg))
-    return np.where(lost, np.where(same_class, 0.0, np.inf), err / np.where(lost, 1.0, cond))
+        # the modulus beyond the type's range with one component infinite: the other is that
+        # modulus times the cosine or sine of the angle, whatever finite value the overflow left
+        # (NumPy's as much as the twin's); the infinite component must be NumPy's exactly
+        half = ~lost & np.isinf(mw) & (np.isfinite(w.real) != np.isfinite(w.imag))
+        inf_same = np.where(np.isinf(w.real), w.real == g.real,
+                            np.isinf(w.imag) & (w.imag == g.imag))
+        inf_same = np.where(np.isinf(w.real), inf_same & np.isfinite(g.imag),
+                            inf_same & np.isfinite(g.real))
+    out = np.where(lost, np.where(same_class, 0.0, np.inf), err / np.where(lost, 1.0, cond))
+    return np.where(half, np.where(inf_same, 0.0, np.inf), out)
 
 
 def compare(name, xs, want, got):
@@ -407,6 +418,14 @@ def test_power_condition_rule():
     a2, b2 = np.array([0.001 + 1j]), np.array([0.5 + 3j])   # |b log a| about 4.8
     e2 = _power_conditioned([a2, b2], (1,), w2, g2, H.complex_error_ulps(w2, g2))
     assert 1 < e2[0] < 2   # 6 ulps over a condition number of 4.8
+    big = np.float32(3.4028235e38)
+    a3 = np.array([complex(-1, big)] * 3, np.complex64)
+    b3 = np.array([complex(1, 1.1754944e-38)] * 3, np.complex64)
+    w3 = np.array([complex(2.569e31, inf)] * 3, np.complex64)
+    g3 = np.array([complex(-1.487e31, inf), complex(-1.487e31, -inf), complex(inf, 1.0)],
+                  np.complex64)
+    e3 = _power_conditioned([a3, b3], (3,), w3, g3, H.complex_error_ulps(w3, g3))
+    assert e3[0] == 0 and np.isinf(e3[1]) and np.isinf(e3[2])
 
 
 def test_reference_of_a_broadcast_complex_product():
