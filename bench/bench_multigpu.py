@@ -470,14 +470,14 @@ PIPE_MODES = ("threads", "dask-threads", "distributed")
 T0 = time.perf_counter()
 
 
-def run_local(local, counts, n, reps, results):
+def run_local(local, counts, n, reps, results, libs=("cufunc", "CuPy")):
     """The runs of this process (threads, dask-threads) into results; the chunks die with it."""
     chunks = local_inputs(max(counts), n)
     for g in counts:
         sub = {w: chunks[w][:g] for w in "SXT"}
         arrs = local_dask_inputs(sub, g, n)
         for what in WORK:
-            for lib in ("cufunc", "CuPy"):
+            for lib in libs:
                 if "threads" in local:
                     results[what, "threads", lib, g] = timed(
                         reps, lambda: run_threads(what, lib, sub, g))
@@ -499,17 +499,18 @@ def pipeline_main(args, have):
         log2 -= 1
     n = 1 << log2
     modes = [m for m in args.modes.split(",") if m]
+    libs = tuple(v for v in args.libs.split(",") if v)
     print("pipeline: 2^%d float32 per GPU (%.1f GiB per input), GPU counts %s, modes %s, best "
           "of %d" % (log2, n * 4 / 2 ** 30, counts, modes, args.reps))
     results = {}   # (what, mode, lib, ngpu) -> (seconds, numbers) or None (failed)
     local = [m for m in modes if m != "distributed"]
     if local:
-        run_local(local, counts, n, args.reps, results)
+        run_local(local, counts, n, args.reps, results, libs)
         free_local(top)          # the GPUs' memory for the workers of the distributed runs
     if "distributed" in modes:
         for g in counts:
             try:
-                got = run_distributed(g, n, args.reps, ("cufunc", "CuPy"))
+                got = run_distributed(g, n, args.reps, libs)
             except Exception:  # noqa: BLE001 - printed; the other GPU counts go on
                 import traceback
                 traceback.print_exc()
@@ -529,7 +530,7 @@ def pipeline_main(args, have):
                                                 for g in counts) + " |")
         print("|---|---|" + "---|" * len(counts))
         for mode in modes:
-            for lib in ("cufunc", "CuPy"):
+            for lib in libs:
                 first = results.get((what, mode, lib, counts[0]))
                 base = first[0] / counts[0] if first else None
                 cells = []
@@ -584,6 +585,7 @@ def main(argv=None):
                     "(default: the pipeline 31, or less if the GPUs' memory asks; --simple 30)")
     ap.add_argument("--simple", action="store_true", help="the hypot and sum tables instead")
     ap.add_argument("--modes", default=",".join(PIPE_MODES), help="the pipeline's modes")
+    ap.add_argument("--libs", default="cufunc,CuPy", help="the pipeline's libraries")
     ap.add_argument("--strong-log2", type=int, default=30, help="strong scaling: 2**N in all")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-strong", action="store_true")
