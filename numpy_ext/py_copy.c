@@ -871,9 +871,7 @@ PyMethodDef cf_py_copy_array_methods[] = {
      "----------\n"
      "ary : numpy.ndarray, optional\n"
      "    The host array to fill, of the same shape and dtype; a new one when not given.\n"
-     "stream : Stream or int, optional\n"
-     "    The stream the copy is queued on: a Stream, a CUstream handle (int) or an object\n"
-     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     CF_PY_DOC_STREAM("copy")
      "\n"
      "Returns\n"
      "-------\n"
@@ -890,9 +888,7 @@ PyMethodDef cf_py_copy_array_methods[] = {
      "----------\n"
      "ary : array_like\n"
      "    A NumPy array, a device array or an object with ``__cuda_array_interface__``.\n"
-     "stream : Stream or int, optional\n"
-     "    The stream the copy is queued on: a Stream, a CUstream handle (int) or an object\n"
-     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"},
+     CF_PY_DOC_STREAM("copy")},
     {"__array__", (PyCFunction)(void (*)(void))da_array, METH_VARARGS | METH_KEYWORDS,
      "A host copy, for np.asarray()."},
     {NULL, NULL, 0, NULL},
@@ -924,9 +920,7 @@ PyMethodDef cf_py_copy_methods[] = {
      "    The element type.\n"
      "order : {'C', 'F'}, optional\n"
      "    The memory layout: C (row-major) or Fortran (column-major).\n"
-     "stream : Stream or int, optional\n"
-     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
-     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     CF_PY_DOC_STREAM("work")
      "\n"
      "Returns\n"
      "-------\n"
@@ -943,9 +937,7 @@ PyMethodDef cf_py_copy_methods[] = {
      "----------\n"
      "ary : array_like\n"
      "    A NumPy or device array (its order is kept when it is C or Fortran contiguous).\n"
-     "stream : Stream or int, optional\n"
-     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
-     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     CF_PY_DOC_STREAM("work")
      "\n"
      "Returns\n"
      "-------\n"
@@ -962,9 +954,7 @@ PyMethodDef cf_py_copy_methods[] = {
      "ary : array_like\n"
      "    A NumPy array (or anything ``numpy.asarray`` takes); a device array or an object with\n"
      "    ``__cuda_array_interface__`` is returned as a view, not copied.\n"
-     "stream : Stream or int, optional\n"
-     "    The stream the work is queued on: a Stream, a CUstream handle (int) or an object\n"
-     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     CF_PY_DOC_STREAM("work")
      "copy : bool, optional\n"
      "    Copy the data (False: only allocate, as Numba's).\n"
      "to : DeviceNDArray, optional\n"

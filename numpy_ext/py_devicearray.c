@@ -760,9 +760,7 @@ PyMethodDef cf_py_devicearray_array_methods[] = {
      "----------\n"
      "order : {'C', 'F', 'A', 'K'}, optional\n"
      "    The index order, as NumPy's.\n"
-     "stream : Stream or int, optional\n"
-     "    The stream the copy is queued on: a Stream, a CUstream handle (int) or an object\n"
-     "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+     CF_PY_DOC_STREAM("copy")
      "\n"
      "Returns\n"
      "-------\n"

@@ -109,4 +109,16 @@ static inline void cf_py_view_copy(cf_array *dst, const cf_array *src)
 }
 
 
+
+/* The numpydoc text of parameters that many functions share, in one wording. */
+#define CF_PY_DOC_STREAM(what)                                                                    \
+    "stream : Stream or int, optional\n"                                                          \
+    "    The stream the " what " is queued on: a Stream, a CUstream handle (int) or an object\n"  \
+    "    with ``__cuda_stream__``; 0, the default, is the default stream.\n"
+#define CF_PY_DOC_CALL_ARGS                                                                       \
+    "*inputs : array_like\n"                                                                      \
+    "    The inputs of the call (NumPy or device arrays, scalars).\n"                             \
+    "**kwargs\n"                                                                                  \
+    "    The keywords of the call (``out``, ``dtype``, ``signature``, ...).\n"
+
 #endif
