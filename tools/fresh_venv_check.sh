@@ -9,9 +9,19 @@ what=${1:-both}
 work=$(mktemp -d /tmp/cufunc-fresh.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 git clone -q . "$work/src"
-# The two commands exactly as the README gives them (indented lines right after their sentence).
-demo_cmd=$(grep -A3 '^Install and run the demo' README.md | grep -m1 '^    ' | sed 's/^    //')
-test_cmd=$(grep -A3 '^Install and run all the tests' README.md | grep -m1 '^    ' | sed 's/^    //')
+# The two commands exactly as the README gives them: the first fenced shell block after the
+# sentence that introduces each, its lines joined with &&.
+readme_block() {  # the phrase that precedes the block
+  python3 - "$1" <<'PY'
+import re, sys
+text = open("README.md").read()
+at = text.find(sys.argv[1])
+m = re.search(r"```sh\n(.*?)```", text[at:], re.S) if at >= 0 else None
+print(" && ".join(l.strip() for l in m.group(1).splitlines() if l.strip()) if m else "")
+PY
+}
+demo_cmd=$(readme_block "install and run the demo")
+test_cmd=$(readme_block "To run all the tests")
 [ -n "$demo_cmd" ] && [ -n "$test_cmd" ] || { echo "README: set-up commands not found" >&2; exit 2; }
 
 run_in_fresh_venv() {  # name, command
