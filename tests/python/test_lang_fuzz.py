@@ -413,7 +413,7 @@ def test_fuzz_translator():
 
 
 def _promoting(fn):
-    """min/max as the kernel language means them (LANGUAGE.md's typing rule): the arguments
+    """min/max as the kernel language means them (docs/language.md's typing rule): the arguments
     promoted to one type (NumPy 2 with NEP 50's weak Python scalars), then CPython's min/max of
     those. CPython's own min(1.5, np.int32(x)) returns one of its arguments unchanged, so its
     type would depend on the values."""

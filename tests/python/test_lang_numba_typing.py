@@ -1,5 +1,5 @@
 """typing="numba": each of Numba's typing rules, against Numba itself; the same bodies under
-typing="numpy" keep NumPy's meaning (CPython on NumPy scalars, LANGUAGE.md).
+typing="numpy" keep NumPy's meaning (CPython on NumPy scalars, docs/language.md).
 
 - the casting graph, the unification and every operator's signature choice
   (cufunc/lang/numba_typing.py) against Numba's typing context, for every pair of types;
@@ -305,7 +305,7 @@ def test_same_bodies_keep_numpy_meaning():
     for fn, argt, ret in RULES:
         if fn in (power_neg, neg, bools, casts) or "bool" in argt or (
                 fn is builtins_ and argt[0] != argt[1]) or fn is maths:
-            # NumPy refuses or raises on some of these inputs (LANGUAGE.md departures), and
+            # NumPy refuses or raises on some of these inputs (docs/language.md departures), and
             # CPython's min/max of mixed NumPy scalars return one of them unconverted; math
             # functions of float32 use the float32 function (test_lang_translate.py's ulp bounds)
             continue

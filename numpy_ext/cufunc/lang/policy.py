@@ -1,4 +1,4 @@
-"""Typing policies of the translator: NumPy 2 / NEP 50 (``typing="numpy"``, LANGUAGE.md) and
+"""Typing policies of the translator: NumPy 2 / NEP 50 (``typing="numpy"``, docs/language.md) and
 Numba's rules (``typing="numba"``, numba_typing.py).
 
 The translator asks its policy (``Unit.policy``) for the types of literals, operators,
