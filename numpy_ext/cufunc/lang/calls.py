@@ -890,10 +890,10 @@ _WEAK_PYTYPE = {"i": int, "f": float, "c": complex}
 
 def _ufunc_loop(tr, obj, kind, vals, node):
     """The loop a host call of obj on values of these types takes, by cufunc's own rule
-    (cufunc._loops, which asks the C resolver: cf_loops_find and cf_loops_nep50): (values, input types,
-    output types or None where the loop is inferred from the body, per-argument ndim: 1 where
-    the Python function takes a '()' argument as a 1-element array). A ufunc made without
-    signatures takes the types its host call compiles a new loop for."""
+    (cufunc._loops, which asks the C resolver: cf_loops_find and cf_loops_nep50): (values,
+    input types, output types or None where the loop is inferred from the body, per-argument
+    ndim: 1 where the Python function takes a '()' argument as a 1-element array). A ufunc made
+    without signatures takes the types its host call compiles a new loop for."""
     nin, name = obj.nin, obj.__name__
     dts, weak = [], []
     for v in vals:
