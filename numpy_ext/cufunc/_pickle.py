@@ -108,7 +108,9 @@ def reduce(obj, kind, build):
                         "device memory of this process (pass them as arguments instead)"
                         % (kind, obj.__name__))
     files, where = _sources(args[0])
-    return _remake, (build, token(obj), args, files, where)
+    # settings made after construction (a ufunc's accumulator), set again on the rebuilt object
+    state = {k: getattr(obj, k) for k in ("accumulator",) if hasattr(obj, k)}
+    return _remake, (build, token(obj), args, files, where, state)
 
 
 def reduce_reducer(obj, build):
@@ -137,7 +139,7 @@ def _by_name(module, qualname):
     return obj
 
 
-def _remake(build, token, args, files, where):
+def _remake(build, token, args, files, where, state=None):
     with _LOCK:
         obj = _REBUILT.get(token)
         if obj is not None:
@@ -151,6 +153,9 @@ def _remake(build, token, args, files, where):
             name = names.get(_key(f))
             if name is not None and f.__code__.co_filename != name:
                 f.__code__ = _refile(f.__code__, name)
-        obj = _REBUILT[token] = build(*args)
+        obj = build(*args)
+        for k, v in (state or {}).items():
+            setattr(obj, k, v)
         obj._cf_token = token
+        _REBUILT[token] = obj
         return obj

@@ -112,3 +112,21 @@ def test_accumulator_decides_the_reduction_dtype():
     t = np.add.reduce(d)
     t = np.asarray(t.copy_to_host() if hasattr(t, "copy_to_host") else t)
     assert t.dtype == np.int64 and int(t) == int(np.add.reduce(x))
+
+
+def test_pickle_keeps_the_accumulator():
+    """A ufunc sent by value (cloudpickle, as Dask ships a graph to its workers) is rebuilt with
+    the accumulator set on it after construction, so a worker's reduce widens as the sender's."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+
+    def make():
+        @vectorize(["int8(int8, int8)"])
+        def add(a, b):
+            return a + b
+        return add
+    add = make()
+    add.accumulator = "widen"
+    back = cloudpickle.loads(cloudpickle.dumps(add))
+    assert back is not add and back.accumulator == "widen"
+    plain = make()
+    assert cloudpickle.loads(cloudpickle.dumps(plain)).accumulator == "loop"
