@@ -100,8 +100,6 @@ def test_histogram_against_numpy():
 @pytest.mark.parametrize("name", ["add", "multiply", "maximum", "minimum", "subtract"])
 def test_twin_at_against_numpy(dt, name):
     u = getattr(np, name)
-    if np.dtype(dt).kind == "c" and name in ("maximum", "minimum"):
-        pytest.skip("no complex ordering twin (as documented)")
     rng = np.random.default_rng(3)
     n = 64
     idx = rng.integers(-n, n, size=4096)             # negative indices count from the end
