@@ -177,7 +177,9 @@ class _GufuncTask:
 
     def __dask_tokenize__(self):
         from dask.base import normalize_token
-        return "cufunc-gufunc", token(self.ufunc), normalize_token(self.kwargs)
+        # the ufunc as dask names it: a cufunc function by its identity (token, registered by
+        # _register_tokens), any other (NumPy's, in graph tests) as dask names it
+        return "cufunc-gufunc", normalize_token(self.ufunc), normalize_token(self.kwargs)
 
 
 def _gufunc(ufunc, signature, inputs, meta, kwargs):
@@ -416,7 +418,9 @@ class _Carry:
 
     def __dask_tokenize__(self):
         from dask.base import normalize_token
-        return "cufunc-carry", token(self.ufunc), normalize_token(self.extra)
+        # the ufunc as dask names it: a cufunc function by its identity (token, registered by
+        # _register_tokens), any other (NumPy's, in graph tests) as dask names it
+        return "cufunc-carry", normalize_token(self.ufunc), normalize_token(self.extra)
 
 
 class _Accumulate:
@@ -432,7 +436,9 @@ class _Accumulate:
 
     def __dask_tokenize__(self):
         from dask.base import normalize_token
-        return "cufunc-accumulate", token(self.ufunc), normalize_token(self.extra)
+        # the ufunc as dask names it: a cufunc function by its identity (token, registered by
+        # _register_tokens), any other (NumPy's, in graph tests) as dask names it
+        return "cufunc-accumulate", normalize_token(self.ufunc), normalize_token(self.extra)
 
 
 def _reduce_all_chunk(reducer, init, stream, c, axis=None, keepdims=False, computing_meta=False,
