@@ -41,8 +41,9 @@ IDS = [os.path.basename(p)[:-3] for p in PROGRAMS]
 # numba-cuda itself does not run. A strict xfail: a fix makes the test pass and fail here.
 KNOWN_GAPS = {
     "03_gtc_polar_distance": "distance: 211,451 of 10^6 values differ beyond 2 ulp (max 188 ulp, "
-                             "rel 1.3e-5, after the cancellation in x1 - x2); the two PTX are the "
-                             "same arithmetic (tests/numba_corpus/README.md): cause not found",
+                             "rel 1.3e-5, after the cancellation in x1 - x2): the two PTX are the "
+                             "same arithmetic, but ptxas fuses the other product of x1 - x2 into "
+                             "an fma (tests/numba_corpus/README.md)",
     "15_camera_calibrate": "numba-cuda's answer is wrong here: a uint16(uint8, uint16, uint8) "
                            "ufunc with 2-d operands broadcast over a 3-d stack differs from "
                            "NumPy's arithmetic in 24,570 of 24,576 elements (4x64x96), "
