@@ -190,6 +190,7 @@ def _gufunc(ufunc, signature, inputs, meta, kwargs):
     from dask.array.core import Array
     from dask.array.gufunc import _parse_gufunc_signature
     from dask.array.utils import meta_from_array
+    from dask.core import flatten
     from dask.highlevelgraph import HighLevelGraph
     da = _da()
     in_core, out_core = _parse_gufunc_signature(signature)
@@ -217,14 +218,14 @@ def _gufunc(ufunc, signature, inputs, meta, kwargs):
             if len(chunks) > 1:
                 raise ValueError("Core dimension `'%s'` consists of multiple chunks. To fix, "
                                  "rechunk into a single chunk along this dimension" % d)
-    task = _GufuncTask(ufunc, kwargs)
-    tmp = da.blockwise(task, loop, *chain.from_iterable(zip(args, dims)), concatenate=False,
-                       meta=meta)
     if any(d not in core for ocd in outs for d in ocd):
         raise ValueError("%s: an output core dimension of %s is in no input"
                          % (ufunc.__name__, signature))
+    task = _GufuncTask(ufunc, kwargs)
+    tmp = da.blockwise(task, loop, *chain.from_iterable(zip(args, dims)), concatenate=False,
+                       meta=meta)
     metas = (meta,) if nout is None else tuple(meta)
-    keys = list(_flat_keys(tmp.__dask_keys__()))
+    keys = list(flatten(tmp.__dask_keys__()))
     name, tok = keys[0][0].split("-", 1)
     leaves = []
     for i, (ocd, m) in enumerate(zip(outs, metas)):
@@ -237,14 +238,6 @@ def _gufunc(ufunc, signature, inputs, meta, kwargs):
         leaves.append(Array(graph, leaf, chunks=tmp.chunks + tuple((c,) for c in core_shape),
                             shape=shape, meta=meta_from_array(m, len(shape))))
     return leaves[0] if nout is None else tuple(leaves)
-
-
-def _flat_keys(keys):
-    if isinstance(keys, list):
-        for k in keys:
-            yield from _flat_keys(k)
-    else:
-        yield keys
 
 
 def _outer(ufunc, inputs, kwargs):
@@ -385,7 +378,6 @@ def _reduce(ufunc, inputs, kwargs):
 
 
 def _accumulate(ufunc, inputs, kwargs):
-    da = _da()
     (x,) = inputs
     ident = ufunc.identity
     if "out" in kwargs or ident is None or isinstance(ident, str):
