@@ -363,6 +363,7 @@ CF_M1(erf, erff, erf) CF_M1(erfc, erfcf, erfc) CF_M1(gamma, tgammaf, tgamma) CF_
 CF_M1(round, rintf, rint) /* round half to even in the default rounding mode */
 CF_M2(atan2, atan2f, atan2) CF_M2(fmod, fmodf, fmod)
 CF_M2(remainder, remainderf, remainder) CF_M2(copysign, copysignf, copysign) CF_M2(pow, powf, pow)
+CF_M2(lib_hypot, hypotf, hypot) /* the library's, under cf_hypot's overflow rule below */
 #undef CF_M1
 #undef CF_M2
 /* hypot with C's overflow (glibc's, NumPy's): inf exactly where sqrt(x^2 + y^2) rounds past the
@@ -387,8 +388,6 @@ template <typename T> CF_HD T cf_hypot_scaled(T x, T y, T big, T inv, T tiny, T 
         return lib(x * inv, y * inv) * big;
     return lib(x, y);
 }
-CF_HD float cf_lib_hypot(float x, float y) { return hypotf(x, y); }
-CF_HD double cf_lib_hypot(double x, double y) { return hypot(x, y); }
 CF_HD float cf_hypot(float x, float y)
 {
     return cf_hypot_scaled<float>(x, y, 1.8446744073709552e+19f, 5.421010862427522e-20f,
