@@ -224,20 +224,23 @@ def chunk_max_diff(a, b):
     return cp.asnumpy(cp.abs(a - b).max()).reshape(1).astype(np.float64)
 
 
-def placed_array(addrs, n_per_gpu, seed):
-    """A 1-d dask array of CuPy chunks, chunk k made on worker addrs[k] (dask.annotate) and kept
-    there: the calls on it run where the chunks are, no chunk moves."""
+def placed_array(client, addrs, n_per_gpu, seed):
+    """A 1-d dask array of CuPy chunks, chunk k made on worker addrs[k] and kept there
+    (examples/dask_multigpu.py's on_workers): the calls on it run where the chunks are, no chunk
+    moves."""
     import cupy as cp
-    import dask
-    import dask.array as da
-    parts = []
-    for k, a in enumerate(addrs):
-        with dask.annotate(workers=[a], allow_other_workers=False):
-            parts.append(da.map_blocks(make_chunk, seed * 1000 + k, n_per_gpu,
-                                       chunks=((n_per_gpu,),), dtype=np.float32,
-                                       meta=cp.empty((0,), dtype=cp.float32),
-                                       name="bench-x%d-%d" % (seed, k)))
-    return da.concatenate(parts)
+    from dask_multigpu import on_workers
+    return on_workers(client, addrs, make_chunk, lambda k, j: (seed * 1000 + k, n_per_gpu),
+                      (n_per_gpu,), 1, cp.empty((0,), dtype=cp.float32), "bench-x%d" % seed)
+
+
+def assert_placed(client, addrs, arrays):
+    """Chunk k of every persisted 1-d array is held by worker addrs[k], and by it alone."""
+    from distributed import futures_of
+    for a in arrays:
+        who = client.who_has(futures_of(a))
+        where = [list(who.get(key, ())) for key in a.__dask_keys__()]
+        assert where == [[w] for w in addrs], "chunks not one per worker in order: %s" % where
 
 
 def same(block):
@@ -273,11 +276,10 @@ def run_config(ngpu, n_per_gpu, reps, use_dask_cuda):
     with cluster, Client(cluster) as client:
         client.wait_for_workers(ngpu)
         addrs = sorted(client.scheduler_info()["workers"])
-        x, y = client.persist([placed_array(addrs, n_per_gpu, 1),
-                               placed_array(addrs, n_per_gpu, 2)])
+        x, y = client.persist([placed_array(client, addrs, n_per_gpu, 1),
+                               placed_array(client, addrs, n_per_gpu, 2)])
         wait([x, y])
-        held = sorted(len(v) for v in client.has_what().values())
-        assert held == [2] * ngpu, "the operands are not one chunk each per worker: %s" % held
+        assert_placed(client, addrs, [x, y])
 
         def persist_wait(make):
             def go():
@@ -376,14 +378,20 @@ def run_threads(what, lib, chunks, ngpu):
     return dt, tuple(sum(r[i] for r in res) for i in range(len(res[0])))
 
 
-def local_dask_inputs(chunks, ngpu, n):
-    """Dask arrays over this process's chunks (chunk k on GPU k)."""
-    import cupy as cp
+def local_dask_inputs(chunks, ngpu, n, meta=None):
+    """Dask arrays over this process's chunks (chunk k on GPU k), the chunks themselves in the
+    graph. Not da.from_array: it copies every array it is given (x.copy()), and CuPy makes the
+    copy on the current device, so every chunk would move to GPU 0 (and every task run there)."""
     import dask.array as da
-    meta = cp.empty((0,), dtype=cp.float32)
-    return {w: da.concatenate([da.from_array(chunks[w][k], chunks=(n,), asarray=False, meta=meta,
-                                             name="bs-%s-%d-%d" % (w, k, n))
-                               for k in range(ngpu)]) for w in "SXT"}
+    if meta is None:
+        import cupy as cp
+        meta = cp.empty((0,), dtype=cp.float32)
+    out = {}
+    for w in "SXT":
+        name = "bs-%s-%d-%d" % (w, ngpu, n)
+        out[w] = da.Array({(name, k): chunks[w][k] for k in range(ngpu)}, name,
+                          chunks=((n,) * ngpu,), dtype=np.float32, meta=meta)
+    return out
 
 
 def run_dask(what, lib, arrs, **compute_kw):
@@ -412,34 +420,13 @@ def timed(reps, fn):
         return None
 
 
-def free_local(ngpu):
-    """This process's cached GPU memory given back (CuPy's pools, cufunc's)."""
-    import gc
+def placed_bs(client, addrs, n, which):
+    """Input `which` as a dask array of CuPy chunks, chunk k made on worker addrs[k] and kept
+    there (on_workers)."""
     import cupy as cp
-    from cufunc import _core
-    gc.collect()
-    for k in range(ngpu):
-        with cp.cuda.Device(k):
-            cp.cuda.Device(k).synchronize()
-            cp.get_default_memory_pool().free_all_blocks()
-        try:
-            _core.mem_trim(k)
-        except Exception:  # noqa: BLE001 - an older core without mem_trim(device)
-            pass
-
-
-def placed_bs(addrs, n, which):
-    """Input `which` as a dask array of CuPy chunks, chunk k made on worker addrs[k]."""
-    import cupy as cp
-    import dask
-    import dask.array as da
-    parts = []
-    for k, a in enumerate(addrs):
-        with dask.annotate(workers=[a], allow_other_workers=False):
-            parts.append(da.map_blocks(bs_chunk, which, seed_of(which, k), n, chunks=((n,),),
-                                       dtype=np.float32, meta=cp.empty((0,), dtype=cp.float32),
-                                       name="bs-%s-%d-%d" % (which, k, n)))
-    return da.concatenate(parts)
+    from dask_multigpu import on_workers
+    return on_workers(client, addrs, bs_chunk, lambda k, j: (which, seed_of(which, k), n), (n,),
+                      1, cp.empty((0,), dtype=cp.float32), "bs-%s-%d" % (which, n))
 
 
 def run_distributed(ngpu, n, reps, libs):
@@ -453,10 +440,9 @@ def run_distributed(ngpu, n, reps, libs):
         worker_setup()
         client.run(worker_setup)
         addrs = sorted(client.scheduler_info()["workers"])
-        arrs = dict(zip("SXT", client.persist([placed_bs(addrs, n, w) for w in "SXT"])))
+        arrs = dict(zip("SXT", client.persist([placed_bs(client, addrs, n, w) for w in "SXT"])))
         wait(list(arrs.values()))
-        held = sorted(len(v) for v in client.has_what().values())
-        assert held == [3] * ngpu, "the inputs are not one chunk each per worker: %s" % held
+        assert_placed(client, addrs, list(arrs.values()))
         for what in WORK:
             for lib in libs:
                 out[what, lib] = timed(reps, lambda: run_dask(what, lib, arrs))
@@ -470,8 +456,22 @@ PIPE_MODES = ("threads", "dask-threads", "distributed")
 T0 = time.perf_counter()
 
 
-def run_local(local, counts, n, reps, results, libs=("cufunc", "CuPy")):
-    """The runs of this process (threads, dask-threads) into results; the chunks die with it."""
+def in_own_process(fn, *args):
+    """fn(*args) in a new (spawned) Python process: its result, or {} with the error printed."""
+    import multiprocessing
+    try:
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            return pool.apply(fn, args)
+    except Exception:  # noqa: BLE001 - printed; the table shows the runs as missing
+        import traceback
+        traceback.print_exc()
+        return {}
+
+
+def run_local(local, counts, n, reps, libs=("cufunc", "CuPy")):
+    """{(what, mode, lib, ngpu): (seconds, numbers) or None} of the runs in one process
+    (threads, dask-threads); the chunks die with it."""
+    results = {}
     chunks = local_inputs(max(counts), n)
     for g in counts:
         sub = {w: chunks[w][:g] for w in "SXT"}
@@ -484,8 +484,10 @@ def run_local(local, counts, n, reps, results, libs=("cufunc", "CuPy")):
                 if "dask-threads" in local:
                     results[what, "dask-threads", lib, g] = timed(
                         reps, lambda: run_dask(what, lib, arrs, scheduler="threads"))
-        print("  local runs on %d GPU(s) done (%.0f s)" % (g, time.perf_counter() - T0),
+        print("  local runs on %d GPU(s), %s, done (%.0f s)" % (g, ",".join(libs),
+                                                                time.perf_counter() - T0),
               flush=True)
+    return results
 
 
 def pipeline_main(args, have):
@@ -504,21 +506,23 @@ def pipeline_main(args, have):
           "of %d" % (log2, n * 4 / 2 ** 30, counts, modes, args.reps))
     results = {}   # (what, mode, lib, ngpu) -> (seconds, numbers) or None (failed)
     local = [m for m in modes if m != "distributed"]
-    if local:
-        run_local(local, counts, n, args.reps, results, libs)
-        free_local(top)          # the GPUs' memory for the workers of the distributed runs
+    # Each library in processes of its own: neither's memory pool holds the GPUs' memory while
+    # the other runs, and neither library's state can touch the other's figures.
+    for lib in libs if local else ():
+        results.update(in_own_process(run_local, local, counts, n, args.reps, (lib,)))
     if "distributed" in modes:
         for g in counts:
-            try:
-                got = run_distributed(g, n, args.reps, libs)
-            except Exception:  # noqa: BLE001 - printed; the other GPU counts go on
-                import traceback
-                traceback.print_exc()
-                got = {}
-            for (what, lib), r in got.items():
-                results[what, "distributed", lib, g] = r
-            print("  distributed runs on %d GPU(s) done (%.0f s)" % (g, time.perf_counter() - T0),
-                  flush=True)
+            for lib in libs:     # a new cluster (new worker processes) per library
+                try:
+                    got = run_distributed(g, n, args.reps, (lib,))
+                except Exception:  # noqa: BLE001 - printed; the other runs go on
+                    import traceback
+                    traceback.print_exc()
+                    got = {}
+                for (what, lib_), r in got.items():
+                    results[what, "distributed", lib_, g] = r
+                print("  distributed runs on %d GPU(s), %s, done (%.0f s)"
+                      % (g, lib, time.perf_counter() - T0), flush=True)
     titles = {"pipeline": "the pipeline (Black-Scholes in 3 ufuncs, a gufunc over rows of %d, "
                           "2 sums)" % ROW,
               "sum": "a sum alone (float32 in, float64 accumulator): cufunc's add.reduce, "

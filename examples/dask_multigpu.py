@@ -54,10 +54,9 @@ def sum_reduce(a, b):
 
 # ---- what runs on the workers -----------------------------------------------------------------
 
-def make_block(seed, rows, first, block_id=None):
-    """A (rows, WIDTH) float32 CuPy block, made on the worker's GPU from its block index."""
+def make_block(seed, rows, i):
+    """Block i, (rows, WIDTH) float32, made as a CuPy array on the worker's GPU."""
     import cupy as cp
-    i = first + block_id[0]
     r = cp.arange(i * rows, (i + 1) * rows, dtype=cp.float64)[:, None]
     c = cp.arange(WIDTH, dtype=cp.float64)[None, :]
     return (cp.sin(r * 1e-3 + c * 0.7 + seed) * (1 + seed)).astype(cp.float32)
@@ -118,22 +117,36 @@ def worker_setup():
         numpy.row_stack = numpy.vstack
 
 
-def gpu_array(addrs, rows_per_gpu, chunks_per_gpu, seed):
-    """A (len(addrs) * rows_per_gpu, WIDTH) float32 dask array of CuPy chunks, those of worker k
-    made by worker k (dask.annotate: the scheduler keeps the tasks there) and so on its GPU; the
-    cufunc calls on them then run where their chunks are (Dask runs a task where its input is)."""
-    import cupy as cp
-    import dask
+def on_workers(client, addrs, make, args_of, block_shape, blocks_per_worker, meta, name):
+    """A dask array of blocks stacked along axis 0, blocks_per_worker of them made on each worker
+    of addrs (block j of worker k is make(*args_of(k, j)), run there) and kept there: the tasks
+    that use a block then run where it is, and the blocks of two such arrays that a task combines
+    are on the same worker (and GPU).
+
+    Futures submitted to each worker (client.submit(workers=...)), not dask.annotate around the
+    graph that makes the blocks: Dask's graph optimisation merges those tasks into the
+    concatenation's layer and drops their annotation, and the scheduler then places the blocks as
+    it likes (x's block k on one worker and y's on another: every task on them copies a block
+    through the host)."""
     import dask.array as da
-    rows = rows_per_gpu // chunks_per_gpu
-    parts = []
+    blocks = []
     for k, addr in enumerate(addrs):
-        with dask.annotate(workers=[addr], allow_other_workers=False):
-            parts.append(da.map_blocks(make_block, seed, rows, k * chunks_per_gpu,
-                                       dtype=np.float32, chunks=((rows,) * chunks_per_gpu, (WIDTH,)),
-                                       meta=cp.empty((0, 0), dtype=cp.float32),
-                                       name="x%d-gpu%d" % (seed, k)))
-    return da.concatenate(parts)
+        for j in range(blocks_per_worker):
+            fut = client.submit(make, *args_of(k, j), workers=[addr], allow_other_workers=False,
+                                pure=False, key="%s-%d-%d" % (name, k, j))
+            blocks.append(da.from_delayed(fut, shape=block_shape, dtype=meta.dtype, meta=meta))
+    return da.concatenate(blocks)
+
+
+def gpu_array(client, addrs, rows_per_gpu, chunks_per_gpu, seed):
+    """A (len(addrs) * rows_per_gpu, WIDTH) float32 dask array of CuPy chunks, those of worker k
+    made by worker k (on_workers) and so on its GPU; the cufunc calls on them then run where their
+    chunks are."""
+    import cupy as cp
+    rows = rows_per_gpu // chunks_per_gpu
+    return on_workers(client, addrs, make_block,
+                      lambda k, j: (seed, rows, k * chunks_per_gpu + j), (rows, WIDTH),
+                      chunks_per_gpu, cp.empty((0, 0), dtype=cp.float32), "x%d" % seed)
 
 
 def main(argv=None):
@@ -158,10 +171,17 @@ def main(argv=None):
         client.run(worker_setup)
         print("%s: %d workers, one per GPU" % (kind, len(client.scheduler_info()["workers"])))
         addrs = sorted(client.scheduler_info()["workers"])
-        x = gpu_array(addrs, args.rows, args.chunks_per_gpu, 0)
-        y = gpu_array(addrs, args.rows, args.chunks_per_gpu, 1)
+        x = gpu_array(client, addrs, args.rows, args.chunks_per_gpu, 0)
+        y = gpu_array(client, addrs, args.rows, args.chunks_per_gpu, 1)
         x, y = client.persist([x, y])
         wait([x, y])
+        gpu_x, gpu_y = (da.map_blocks(where_block, a, dtype=np.int64, chunks=(1, 3),
+                                      meta=np.empty((0, 0), np.int64))[:, 0].compute()
+                        for a in (x, y))
+        if list(gpu_x) != list(gpu_y) or len(set(gpu_x)) != ngpu:
+            print("FAILED: x's and y's chunks are not side by side on every GPU: %s, %s"
+                  % (list(gpu_x), list(gpu_y)))
+            ok = False
 
         h = hypot(x, y)                         # a lazy dask array of cufunc calls (NEP 13)
         norms = row_norm(h)                     # gufunc: one value per row

@@ -948,6 +948,39 @@ def test_dask_accumulate_carry_moves_to_the_chunks_device(fake_moves):
     assert moves == [(0, 3)]
 
 
+def _full_block(k, j, n):
+    return np.full(n, 10 * k + j, np.float32)
+
+
+def test_on_workers_keeps_each_block_on_its_worker():
+    """examples/dask_multigpu.py's on_workers: block j of worker k is made there and stays there,
+    and a call on two such arrays runs where their blocks are (nothing moves between workers).
+    dask.annotate around map_blocks lost this placement: Dask merged the making tasks into the
+    concatenation's layer and dropped the annotation."""
+    distributed = pytest.importorskip("distributed")
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
+    try:
+        from dask_multigpu import on_workers
+    finally:
+        sys.path.pop(0)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        addrs = sorted(client.scheduler_info()["workers"])
+        x, y = (on_workers(client, addrs, _full_block, lambda k, j: (k, j, 4), (4,), 2,
+                           np.empty((0,), np.float32), name) for name in ("x", "y"))
+        s = client.persist(x + y)
+        distributed.wait(s)
+        who = client.who_has(distributed.futures_of(s))
+        where = [list(who[key]) for key in s.__dask_keys__()]
+        assert where == [[a] for a in addrs for _ in range(2)]
+        assert set(client.has_what()) == set(addrs)
+        moved = client.run(lambda dask_worker: dask_worker.state.transfer_incoming_count_total)
+        assert set(moved.values()) == {0}
+        np.testing.assert_array_equal(s.compute(), 2 * np.repeat([0, 1, 10, 11, 20, 21], 4))
+
+
 @pytest.mark.gpu
 @pytest.mark.gpus(2)
 def test_distributed_one_worker_per_gpu(capsys):
