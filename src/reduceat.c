@@ -8,8 +8,8 @@
  * templates/cufunc/reduce.cuh, generated and cached by the reduction engine (reduce_hooks.h).
  *
  * Device indices: the check kernel looks for an index outside [0, n) and leaves its verdict in
- * the stream's scratch (and in a mapped host word); the reduction is queued right behind it and
- * reads the verdict first: with a bad index no thread writes anything. The host waits for the
+ * the call's own device word (and in a mapped host word); the reduction is queued right behind
+ * it and reads the verdict first: with a bad index no thread writes anything. The host waits for the
  * check alone (an event recorded after it), so the GPU goes from the check straight on to the
  * reduction, and the caller raises NumPy's IndexError with nothing written. */
 #include <pthread.h>
@@ -89,11 +89,18 @@ static cf_status idx_dtype_ok(cf_dtype idx)
     return CF_OK;
 }
 
-/* ---- waiting for a check: an event and a mapped host word, reused ---------------------------- */
+/* ---- waiting for a check: a verdict of its own, two events and a mapped host word, reused ---- */
 
+/* A checked call's own verdict word on the device: not the stream's scratch, which a call from
+ * another thread on the same stream could queue its own check into between this call's check and
+ * its reduction (check A, check B, reduction A: A would read B's verdict). A token goes back to
+ * the idle list once the host has the verdict, and is taken again only after the reduction that
+ * read its word has run (`done`), whatever stream the next call is on. */
 typedef struct rat_token {
     int device;
     CUevent ev;                     /* recorded after the check kernel */
+    CUevent done;                   /* recorded after the reduction that reads `verdict` */
+    CUdeviceptr verdict;            /* the check's verdict on the device, read by the reduction */
     volatile uint64_t *host;        /* the verdict, written by the check kernel (mapped memory) */
     uint64_t dev;                   /* its device address */
 } rat_token;
@@ -102,11 +109,13 @@ static pthread_mutex_t token_lock = PTHREAD_MUTEX_INITIALIZER;
 static rat_token *idle_tokens;      /* tokens not in use; kept for the life of the process */
 static int n_idle, idle_cap;
 
+/* An idle token of `device` whose last reduction has run, or a new one. Context current. */
 static cf_status token_take(int device, rat_token *out)
 {
     pthread_mutex_lock(&token_lock);
     for (int i = 0; i < n_idle; i++)
-        if (idle_tokens[i].device == device) {
+        if (idle_tokens[i].device == device &&
+            cf_drv.cuEventQuery(idle_tokens[i].done) == CUDA_SUCCESS) {
             *out = idle_tokens[i];
             idle_tokens[i] = idle_tokens[--n_idle];
             pthread_mutex_unlock(&token_lock);
@@ -120,8 +129,19 @@ static cf_status token_take(int device, rat_token *out)
     if (!st)
         st = cf_cu_check(cf_drv.cuEventCreate(&out->ev, CU_EVENT_DISABLE_TIMING),
                          "creating reduceat's check event");
-    if (!st && (st = cf_host_alloc_mapped(64, &h, &out->dev)) != CF_OK)
+    if (!st && (st = cf_cu_check(cf_drv.cuEventCreate(&out->done, CU_EVENT_DISABLE_TIMING),
+                                 "creating reduceat's check event")) != CF_OK)
         cf_drv.cuEventDestroy(out->ev);
+    if (!st && (st = cf_cu_check(cf_drv.cuMemAlloc(&out->verdict, 64),
+                                 "allocating reduceat's verdict word")) != CF_OK) {
+        cf_drv.cuEventDestroy(out->ev);
+        cf_drv.cuEventDestroy(out->done);
+    }
+    if (!st && (st = cf_host_alloc_mapped(64, &h, &out->dev)) != CF_OK) {
+        cf_drv.cuEventDestroy(out->ev);
+        cf_drv.cuEventDestroy(out->done);
+        cf_drv.cuMemFree(out->verdict);
+    }
     if (!st)
         out->host = h;
     return st;
@@ -146,10 +166,11 @@ static void token_give(const rat_token *t)
 
 /* ---- launches -------------------------------------------------------------------------------- */
 
-/* The check kernel of device indices against [0, n) on s: its verdict (0, or ~ the first bad
- * position) goes to seg + CF_RED_SEG_VERDICT and, when host_word is not 0, to that mapped word. */
+/* The check kernel of device indices against [0, n) on s (its running verdict and ticket in the
+ * stream's scratch at seg): its verdict (0, or ~ the first bad position) goes to the device word
+ * `verdict` and, when host_word is not 0, to that mapped word. */
 static cf_status launch_check(cf_reducer *r, int loop, cf_stream *s, const cf_array *indices,
-                              int64_t n, uint64_t seg, uint64_t host_word)
+                              int64_t n, uint64_t seg, uint64_t verdict, uint64_t host_word)
 {
     int device = cf_stream_device(s);
     cf_red_seg_spec ss;
@@ -169,7 +190,7 @@ static cf_status launch_check(cf_reducer *r, int loop, cf_stream *s, const cf_ar
     prm.tiles_per_row = indices->shape[0];
     prm.n_red = n;
     prm.partials = seg + CF_RED_SEG_ACC;
-    prm.status = seg + CF_RED_SEG_VERDICT;
+    prm.status = verdict;
     prm.tickets = seg + CF_RED_SEG_TICKET;
     prm.aggregate = host_word;
     unsigned grid[3] = {(unsigned)max64(1, min64(ceil_div(indices->shape[0], RAT_BLOCK),
@@ -342,10 +363,12 @@ cf_status cf_reduceat_launch_checked(cf_reducer *r, int loop, cf_stream *s, cons
         (st = token_take(cf_stream_device(s), &t)))
         return st;
     *t.host = 0;
-    if (!(st = launch_check(r, loop, s, indices, in->shape[axis], seg, t.dev)) &&
-        !(st = cf_cu_check(cf_drv.cuEventRecord(t.ev, cf_stream_cu(s)), "recording the check")))
+    if (!(st = launch_check(r, loop, s, indices, in->shape[axis], seg, t.verdict, t.dev)) &&
+        !(st = cf_cu_check(cf_drv.cuEventRecord(t.ev, cf_stream_cu(s)), "recording the check")) &&
         /* queued behind the check before waiting: the GPU goes on to it at once */
-        st = launch_segments(r, loop, s, in, axis, indices, out, seg + CF_RED_SEG_VERDICT);
+        !(st = launch_segments(r, loop, s, in, axis, indices, out, t.verdict)))
+        st = cf_cu_check(cf_drv.cuEventRecord(t.done, cf_stream_cu(s)),
+                         "recording reduceat's reduction");
     if (!st)
         st = cf_cu_check(cf_drv.cuEventSynchronize(t.ev), "waiting for reduceat's index check");
     uint64_t verdict = st ? 0 : *t.host;

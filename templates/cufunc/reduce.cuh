@@ -58,11 +58,10 @@
 /* Per-stream tickets for split reductions (one per output tile) and partials of full reductions. */
 #define CF_RED_NTICKETS 8192
 #define CF_RED_MAX_BLOCKS 4096
-/* reduceat's index check in the per-stream scratch: the running verdict (0 between launches), the
- * last check's verdict (0: every index inside, else ~ the first bad position), the check's ticket
- * (0 between launches) */
+/* reduceat's index check in the per-stream scratch: the running verdict and the check's ticket
+ * (both 0 between launches). The last check's verdict is the calling thread's own word
+ * (reduceat.c's token), not the stream's: two threads' calls on one stream interleave there. */
 #define CF_RED_SEG_ACC 0
-#define CF_RED_SEG_VERDICT 8
 #define CF_RED_SEG_TICKET 16
 #define CF_RED_SEG_SCRATCH 32
 
