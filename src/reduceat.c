@@ -9,8 +9,8 @@
  *
  * Device indices: the check kernel looks for an index outside [0, n) and leaves its verdict in
  * the call's own device word (and in a mapped host word); the reduction is queued right behind
- * it and reads the verdict first: with a bad index no thread writes anything. The host waits for the
- * check alone (an event recorded after it), so the GPU goes from the check straight on to the
+ * it and reads the verdict first: with a bad index no thread writes anything. The host waits for
+ * the check alone (an event recorded after it), so the GPU goes from the check straight on to the
  * reduction, and the caller raises NumPy's IndexError with nothing written. */
 #include <pthread.h>
 #include <string.h>
