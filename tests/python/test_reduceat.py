@@ -282,12 +282,15 @@ def test_device_indices_after_bad_ones_and_many_calls():
 
 @gpu
 def test_device_indices_from_threads():
-    # concurrent calls each wait for their own check
+    # concurrent calls on one stream each wait for their own check and read their own verdict
+    # (a verdict kept in the stream's scratch was read by another thread's reduction queued
+    # between a check and its reduction: good indices then wrote nothing)
     import concurrent.futures as cfut
     a = small(5000, np.int32)
     d = cuda.to_device(a)
-    cases = [np.sort(RNG.integers(0, 5000, k)) for k in (3, 50, 700, 5000)] * 4
-    cases += [np.array([0, 5000 + k]) for k in range(4)]
+    cases = [np.sort(RNG.integers(0, 5000, k)) for k in (3, 50, 700, 5000)] * 16
+    cases += [np.array([0, 5000 + k]) for k in range(16)]
+    cases = [cases[i] for i in RNG.permutation(len(cases))]
 
     def one(idx):
         try:
@@ -295,7 +298,7 @@ def test_device_indices_from_threads():
         except IndexError as e:
             return str(e)
 
-    with cfut.ThreadPoolExecutor(6) as ex:
+    with cfut.ThreadPoolExecutor(12) as ex:
         results = list(ex.map(one, cases))
     for idx, r in zip(cases, results):
         try:
