@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cufunc/reduce.h"
+#include "diagnostics.h"
 #include "py_args.h"
 #include "py_call.h"
 #include "py_capture.h"
