@@ -1,7 +1,8 @@
-/* _coremodule.c: the module cufunc._core: its init (every file's types and functions registered,
- * the exception classes of cufunc.errors loaded), the status codes and a few module functions
- * (test control, knobs, dtype facts). The top of the binding: it calls every file, none calls it;
- * the helpers every file uses are py_common.c's. */
+/* _coremodule.c: the module cufunc._core: its init (every file's types and functions registered),
+ * the status codes and a few module functions (test control, knobs, dtype facts). The top of the
+ * binding: it calls every file, none calls it; the helpers every file uses are py_common.c's. The
+ * init imports nothing of the package: the package registers what the binding calls in it
+ * (py_hooks.c) once the module exists. */
 #include "py_common.h"
 #include "py_call.h"
 #include "py_capturing.h"
@@ -14,6 +15,7 @@
 #include "py_foreign.h"
 #include "py_graph.h"
 #include "py_gufunc.h"
+#include "py_hooks.h"
 #include "py_interop.h"
 #include "py_ipc.h"
 #include "py_loops.h"
@@ -42,9 +44,11 @@ static PyObject *py_raise_status(PyObject *self, PyObject *args)
 {
     int st;
     const char *msg;
+    PyObject *cls;
     if (!PyArg_ParseTuple(args, "is:_raise_status", &st, &msg))
         return NULL;
-    PyErr_SetString(cf_py_exception_for(st), msg);
+    if ((cls = cf_py_exception_for(st)) != NULL)
+        PyErr_SetString(cls, msg);
     return NULL;
 }
 
@@ -155,22 +159,6 @@ static struct PyModuleDef core_module = {
     core_methods,
 };
 
-static int load_exceptions(void)
-{
-    PyObject *errors = PyImport_ImportModule("cufunc.errors");
-    if (errors == NULL)
-        return -1;
-    cf_py_CudaSupportError = PyObject_GetAttrString(errors, "CudaSupportError");
-    cf_py_CudaAPIError = PyObject_GetAttrString(errors, "CudaAPIError");
-    cf_py_CompileError = PyObject_GetAttrString(errors, "CompileError");
-    cf_py_DeviceAssertionError = PyObject_GetAttrString(errors, "DeviceAssertionError");
-    Py_DECREF(errors);
-    if (!cf_py_CudaSupportError || !cf_py_CudaAPIError || !cf_py_CompileError ||
-        !cf_py_DeviceAssertionError)
-        return -1;
-    return 0;
-}
-
 static int add_status_codes(PyObject *m)
 {
     static const struct { const char *name; int value; } codes[] = {
@@ -200,6 +188,7 @@ static const struct {
     PyMethodDef *methods;
     int (*init)(PyObject *m);
 } parts[] = {
+    {cf_py_hooks_methods, NULL},
     {cf_py_device_methods, cf_py_device_init_module},
     {cf_py_stream_methods, cf_py_stream_init_module},
     {cf_py_capturing_methods, NULL},
@@ -213,7 +202,7 @@ static const struct {
     {NULL, cf_py_devicearray_type_init_module},
     {cf_py_compile_methods, cf_py_compile_init_module},
     {cf_py_ufunc_methods, cf_py_ufunc_init_module},
-    {cf_py_signature_methods, cf_py_signature_init_module},
+    {cf_py_signature_methods, NULL},
     {cf_py_reduce_methods, cf_py_reduce_init_module},
     {cf_py_gufunc_methods, cf_py_gufunc_init_module},
     {cf_py_call_methods, NULL},
@@ -227,8 +216,6 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *m;
     size_t i;
     if (cf_py_import_numpy() < 0)
-        return NULL;
-    if (load_exceptions() < 0)
         return NULL;
     m = PyModule_Create(&core_module);
     if (m == NULL)

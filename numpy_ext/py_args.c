@@ -1,5 +1,6 @@
 /* py_args.c: see py_args.h. */
 #include "py_args.h"
+#include "py_dlpack.h"
 
 void cf_py_arg_reset(cf_py_arg *a, PyObject *obj)
 {
@@ -15,8 +16,6 @@ void cf_py_arg_reset(cf_py_arg *a, PyObject *obj)
 }
 
 void cf_py_arg_clear(cf_py_arg *a) { Py_CLEAR(a->keep); }
-
-static PyObject *from_dlpack_fn;
 
 int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname)
 {
@@ -58,16 +57,7 @@ int cf_py_arg_classify(PyObject *obj, cf_py_arg *a, const char *argname)
         return 0;
     }
     if (!PyArray_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
-        if (from_dlpack_fn == NULL) {
-            PyObject *m = PyImport_ImportModule("cufunc._core");
-            if (m == NULL)
-                return -1;
-            from_dlpack_fn = PyObject_GetAttrString(m, "from_dlpack");
-            Py_DECREF(m);
-            if (from_dlpack_fn == NULL)
-                return -1;
-        }
-        PyObject *dev = PyObject_CallOneArg(from_dlpack_fn, obj);
+        PyObject *dev = cf_py_from_dlpack(obj, NULL);
         if (dev == NULL)
             return -1;
         int r = cf_py_device_view(dev, &a->view, &a->keep, 0, argname);

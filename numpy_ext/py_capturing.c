@@ -13,6 +13,7 @@
  * the Graph keeps the memory its kernels read and write alive, and orders a launch after the
  * last writes to that memory and later work after the launch, as a call is ordered. */
 #include "py_capturing.h"
+#include "py_hooks.h"
 
 #include <string.h>
 
@@ -28,22 +29,9 @@ static _Thread_local int seen_device;
 static _Thread_local PyObject *own_stream;
 static _Thread_local PyObject *own_arrays;
 
-static PyObject *capture_error_type(void)
-{
-    static PyObject *type;
-    if (type == NULL) {
-        PyObject *errors = PyImport_ImportModule("cufunc.errors");
-        if (errors == NULL)
-            return NULL;
-        type = PyObject_GetAttrString(errors, "GraphCaptureError");
-        Py_DECREF(errors);
-    }
-    return type;
-}
-
 int cf_py_capture_refuse(const char *name, const char *why, const char *instead)
 {
-    PyObject *t = capture_error_type();
+    PyObject *t = cf_py_hook(CF_PY_HOOK_GraphCaptureError);
     if (t != NULL)
         PyErr_Format(t, "%s: %s cannot be captured in a CUDA graph (the capture was left as it "
                      "was); %s", name, why, instead);

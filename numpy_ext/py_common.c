@@ -1,16 +1,13 @@
 /* py_common.c: what every file of the binding uses: the exception of a status code, dtypes (NumPy's
- * and DLPack's), shapes and strides given as Python objects. The bottom of the binding: it calls no
- * other file of numpy_ext (tools/check_cycles.py). */
+ * and DLPack's), shapes and strides given as Python objects. The bottom of the binding but for
+ * py_hooks.c (cufunc.errors' classes), the one other file of numpy_ext it calls
+ * (tools/check_cycles.py). */
 #define CF_PY_IMPORT_ARRAY /* the NumPy C-API table is defined here */
 #include "py_common.h"
 #include "dlpack.h"
+#include "py_hooks.h"
 
 #include <string.h>
-
-PyObject *cf_py_CudaSupportError;
-PyObject *cf_py_CudaAPIError;
-PyObject *cf_py_DeviceAssertionError;
-PyObject *cf_py_CompileError;
 
 /* The NumPy C-API table, filled once at module init. */
 int cf_py_import_numpy(void)
@@ -31,13 +28,13 @@ PyObject *cf_py_exception_for(cf_status st)
     case CF_ERR_NO_DRIVER:
     case CF_ERR_NO_DEVICE:
     case CF_ERR_NO_NVRTC:
-    case CF_ERR_FORK: return cf_py_CudaSupportError;
-    case CF_ERR_COMPILE: return cf_py_CompileError;
-    case CF_ERR_CUDA: return cf_py_CudaAPIError;
+    case CF_ERR_FORK: return cf_py_hook(CF_PY_HOOK_CudaSupportError);
+    case CF_ERR_COMPILE: return cf_py_hook(CF_PY_HOOK_CompileError);
+    case CF_ERR_CUDA: return cf_py_hook(CF_PY_HOOK_CudaAPIError);
     case CF_ERR_IO: return PyExc_OSError;
     case CF_ERR_UNSUPPORTED: return PyExc_NotImplementedError;
     case CF_ERR_RANGE: return PyExc_IndexError;
-    case CF_ERR_ASSERT: return cf_py_DeviceAssertionError;
+    case CF_ERR_ASSERT: return cf_py_hook(CF_PY_HOOK_DeviceAssertionError);
     default: return PyExc_RuntimeError;
     }
 }
@@ -45,12 +42,23 @@ PyObject *cf_py_exception_for(cf_status st)
 PyObject *cf_py_raise(cf_status st, const char *what)
 {
     const char *msg = cf_last_error();
+    PyObject *cls = cf_py_exception_for(st);
     if (msg == NULL || msg[0] == '\0')
         msg = cf_status_name(st);
+    if (cls == NULL) { /* the class's hook is missing: its RuntimeError, with this failure */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(PyExc_RuntimeError, "%S; the failure: %s%s%s", value, what ? what : "",
+                     what ? ": " : "", msg);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return NULL;
+    }
     if (what != NULL)
-        PyErr_Format(cf_py_exception_for(st), "%s: %s", what, msg);
+        PyErr_Format(cls, "%s: %s", what, msg);
     else
-        PyErr_SetString(cf_py_exception_for(st), msg);
+        PyErr_SetString(cls, msg);
     return NULL;
 }
 

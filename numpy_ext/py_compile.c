@@ -1,6 +1,7 @@
 /* py_compile.c: NVRTC, the template bundle and the kernel cache from Python, compile_source, and
  * RawKernel (CUDA C source + entry name -> a launchable kernel, like cupy.RawKernel). */
 #include "py_compile.h"
+#include "diagnostics.h"
 #include "py_foreign.h"
 #include "py_stream.h"
 

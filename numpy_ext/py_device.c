@@ -1,5 +1,6 @@
 /* py_device.c: the driver, devices, device memory accounting and pinned host arrays, from Python. */
 #include "py_device.h"
+#include "diagnostics.h"
 #include "py_stream.h"
 
 #include <string.h>

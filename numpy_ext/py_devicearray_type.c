@@ -2,28 +2,26 @@
  * the type and its own methods and attributes; the files above it contribute theirs: copies and
  * indexing (py_copy.c: methods, the mapping and sequence protocols), DLPack (py_dlpack.c),
  * NumPy's operators and __array_ufunc__ through the GPU twins (py_twins.c), and the methods
- * written in Python (cufunc/_devarray.py: view, split, squeeze, get_ipc_handle), joined here into
- * one method table before the type is readied. */
+ * written in Python (cufunc/_devarray.py: view, split, squeeze, get_ipc_handle; hooks the package
+ * registers), joined here into one method table before the type is readied. */
 #include "py_devicearray_type.h"
 #include "py_copy.h"
 #include "py_devicearray.h"
 #include "py_dlpack.h"
+#include "py_hooks.h"
 #include "py_twins.h"
 
 #include <string.h>
 
-/* Methods written in Python (cufunc/_devarray.py), over devicearray_view and the IPC helpers. */
-static PyObject *call_py_method(const char *name, PyObject *self, PyObject *args,
-                                PyObject *kwargs)
+/* Methods written in Python (cufunc/_devarray.py, over devicearray_view and the IPC helpers):
+ * hooks the package registers (py_hooks.h). */
+static PyObject *call_py_method(cf_py_hook_id hook, PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *mod = PyImport_ImportModule("cufunc._devarray"), *fn, *full, *r;
+    PyObject *fn = cf_py_hook(hook), *full, *r;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (mod == NULL)
-        return NULL;
-    fn = PyObject_GetAttrString(mod, name);
-    Py_DECREF(mod);
     if (fn == NULL)
         return NULL;
+    Py_INCREF(fn);
     full = PyTuple_New(n + 1);
     if (full == NULL) {
         Py_DECREF(fn);
@@ -41,7 +39,7 @@ static PyObject *call_py_method(const char *name, PyObject *self, PyObject *args
 #define CF_DA_PY_METHOD(name)                                                                      \
     static PyObject *da_py_##name(PyObject *self, PyObject *args, PyObject *kwargs)                \
     {                                                                                              \
-        return call_py_method(#name, self, args, kwargs);                                          \
+        return call_py_method(CF_PY_HOOK_devarray_##name, self, args, kwargs);                     \
     }
 CF_DA_PY_METHOD(view)
 CF_DA_PY_METHOD(split)

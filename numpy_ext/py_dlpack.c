@@ -480,16 +480,13 @@ static PyObject *exchanged(DLManagedTensorVersioned *m, uintptr_t producer, PyOb
     return r;
 }
 
-static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
+PyObject *cf_py_from_dlpack(PyObject *obj, PyObject *stream)
 {
-    static char *kwlist[] = {"obj", "stream", NULL};
     const char *argname = "from_dlpack: obj";
-    PyObject *obj, *stream = NULL, *cap = NULL, *r, *meth, *kw = NULL, *dev, *empty = NULL;
+    PyObject *cap = NULL, *r, *meth, *kw = NULL, *dev, *empty = NULL;
     long long consumer = 1;
     PyObject *consumer_obj = NULL; /* the Stream named as consumer; NULL: the legacy default */
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_dlpack", kwlist, &obj, &stream))
-        return NULL;
     if (cf_py_stream_check(stream, "from_dlpack: stream") < 0)
         return NULL;
     if (PyCapsule_CheckExact(obj)) {
@@ -573,6 +570,15 @@ fail:
     Py_XDECREF(empty);
     Py_DECREF(meth);
     return NULL;
+}
+
+static PyObject *py_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"obj", "stream", NULL};
+    PyObject *obj, *stream = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:from_dlpack", kwlist, &obj, &stream))
+        return NULL;
+    return cf_py_from_dlpack(obj, stream);
 }
 
 PyMethodDef cf_py_dlpack_array_methods[] = {

@@ -15,6 +15,7 @@
  * Host outputs given with out= are filled in place (their contents are uploaded first: the body may
  * read them, as it may in NumPy). */
 #include "py_gufunc.h"
+#include "diagnostics.h"
 #include "py_args.h"
 #include "py_capture.h"
 #include "py_override.h"

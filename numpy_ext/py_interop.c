@@ -14,55 +14,27 @@
 #include "dlpack.h"
 #include "py_devicearray.h"
 #include "py_dlpack.h"
+#include "py_hooks.h"
 
 #include <string.h>
 
-/* ---- the module state: cufunc._interop, loaded on first need ---------------------------------- */
+/* ---- the answers of cufunc/_interop.py, cached per type ---------------------------------------
+ * Its functions and the output type setting are hooks the package registers (py_hooks.h):
+ * interop_wrapper_for(type) fills `wrappers` on a new type, interop_reader_for(type) `readers`,
+ * interop_output_type is a ContextVar (None or a code), interop_global_output_type the list
+ * [the process-wide code]. */
 
-static struct {
-    PyObject *cache;       /* dict: an input's type -> the wrapper of its results, or None */
-    PyObject *wrapper_for; /* _interop.wrapper_for(type): fills the cache on a new type */
-    PyObject *readers;     /* dict: an input's type -> its reader kind (READ_*) as an int */
-    PyObject *reader_for;  /* _interop.reader_for(type): "torch", "cupy" or None */
-    PyObject *var;         /* _interop._output_type: a ContextVar, None or a code */
-    PyObject *global;      /* _interop._global: [the process-wide code] */
-} interop;
+static PyObject *wrappers; /* dict: an input's type -> the wrapper of its results, or None */
+static PyObject *readers;  /* dict: an input's type -> its reader kind (READ_*) as an int */
 
 enum { READ_NONE = 0, READ_TORCH = 1, READ_CUPY = 2 };
 
-static int interop_load(void)
+/* The dict *cache, made on first use (borrowed). */
+static PyObject *type_cache(PyObject **cache)
 {
-    if (interop.cache != NULL)
-        return 0;
-    PyObject *m = PyImport_ImportModule("cufunc._interop");
-    if (m == NULL)
-        return -1;
-    PyObject *wf = PyObject_GetAttrString(m, "wrapper_for");
-    PyObject *rf = wf ? PyObject_GetAttrString(m, "reader_for") : NULL;
-    PyObject *var = rf ? PyObject_GetAttrString(m, "_output_type") : NULL;
-    PyObject *gl = var ? PyObject_GetAttrString(m, "_global") : NULL;
-    PyObject *readers = gl ? PyDict_New() : NULL;
-    PyObject *cache = readers ? PyDict_New() : NULL;
-    Py_DECREF(m);
-    if (cache == NULL || !PyContextVar_CheckExact(var) || !PyList_Check(gl) ||
-        PyList_GET_SIZE(gl) != 1) {
-        if (cache != NULL)
-            PyErr_SetString(PyExc_SystemError, "cufunc._interop: unexpected state");
-        Py_XDECREF(wf);
-        Py_XDECREF(rf);
-        Py_XDECREF(var);
-        Py_XDECREF(gl);
-        Py_XDECREF(readers);
-        Py_XDECREF(cache);
-        return -1;
-    }
-    interop.reader_for = rf;
-    interop.readers = readers;
-    interop.wrapper_for = wf;
-    interop.var = var;
-    interop.global = gl;
-    interop.cache = cache;
-    return 0;
+    if (*cache == NULL)
+        *cache = PyDict_New();
+    return *cache;
 }
 
 /* ---- the caller's array type (the rule and the wrappers: cufunc/_interop.py) ------------------ */
@@ -78,14 +50,16 @@ static inline int never_foreign(PyObject *o)
  * dict lookup once the type was seen. */
 static PyObject *wrapper_of(PyTypeObject *tp)
 {
-    if (interop_load() < 0)
+    PyObject *cache = type_cache(&wrappers), *wrapper_for;
+    if (cache == NULL)
         return NULL;
-    PyObject *w = PyDict_GetItemWithError(interop.cache, (PyObject *)tp);
+    PyObject *w = PyDict_GetItemWithError(cache, (PyObject *)tp);
     if (w != NULL || PyErr_Occurred())
         return w;
-    if ((w = PyObject_CallOneArg(interop.wrapper_for, (PyObject *)tp)) == NULL)
+    if ((wrapper_for = cf_py_hook(CF_PY_HOOK_interop_wrapper_for)) == NULL ||
+        (w = PyObject_CallOneArg(wrapper_for, (PyObject *)tp)) == NULL)
         return NULL;
-    int r = PyDict_SetItem(interop.cache, (PyObject *)tp, w);
+    int r = PyDict_SetItem(cache, (PyObject *)tp, w);
     Py_DECREF(w); /* the cache holds it (types are few: one per foreign array class) */
     return r < 0 ? NULL : w;
 }
@@ -101,10 +75,18 @@ int cf_py_result_wrapper(PyObject *const *inputs, int n, PyObject **wrapper)
             return -1;
         if (w == Py_None)
             continue;
-        PyObject *v;
-        if (PyContextVar_Get(interop.var, NULL, &v) < 0)
+        PyObject *var = cf_py_hook(CF_PY_HOOK_interop_output_type), *v;
+        PyObject *global = var ? cf_py_hook(CF_PY_HOOK_interop_global_output_type) : NULL;
+        if (global == NULL)
             return -1;
-        long code = PyLong_AsLong(v == Py_None ? PyList_GET_ITEM(interop.global, 0) : v);
+        if (!PyContextVar_CheckExact(var) || !PyList_Check(global) ||
+            PyList_GET_SIZE(global) != 1) {
+            PyErr_SetString(PyExc_SystemError, "cufunc._interop: unexpected output type state");
+            return -1;
+        }
+        if (PyContextVar_Get(var, NULL, &v) < 0)
+            return -1;
+        long code = PyLong_AsLong(v == Py_None ? PyList_GET_ITEM(global, 0) : v);
         Py_DECREF(v);
         if (code == -1 && PyErr_Occurred())
             return -1;
@@ -551,13 +533,15 @@ static int cupy_read(PyObject *x, cf_array *v, int *readonly, int *has_stream, u
 /* The reader kind of type tp (cached per type; _interop.reader_for decides). -1: error. */
 static int reader_of(PyTypeObject *tp)
 {
-    if (interop_load() < 0)
+    PyObject *cache = type_cache(&readers);
+    if (cache == NULL)
         return -1;
-    PyObject *k = PyDict_GetItemWithError(interop.readers, (PyObject *)tp);
+    PyObject *k = PyDict_GetItemWithError(cache, (PyObject *)tp);
     if (k == NULL) {
         if (PyErr_Occurred())
             return -1;
-        PyObject *name = PyObject_CallOneArg(interop.reader_for, (PyObject *)tp);
+        PyObject *reader_for = cf_py_hook(CF_PY_HOOK_interop_reader_for);
+        PyObject *name = reader_for ? PyObject_CallOneArg(reader_for, (PyObject *)tp) : NULL;
         if (name == NULL)
             return -1;
         int kind = READ_NONE;
@@ -567,7 +551,7 @@ static int reader_of(PyTypeObject *tp)
                                                                           : READ_NONE;
         Py_DECREF(name);
         k = PyLong_FromLong(kind);
-        int bad = k == NULL || PyDict_SetItem(interop.readers, (PyObject *)tp, k) < 0;
+        int bad = k == NULL || PyDict_SetItem(cache, (PyObject *)tp, k) < 0;
         Py_XDECREF(k); /* the dict holds it (one entry per foreign array class) */
         if (bad)
             return -1;

@@ -158,11 +158,9 @@ static PyObject *override_of(PyObject *o, int *err)
     /* dask's own treats a foreign ufunc by its name: cufunc's stand-in serves dask arrays */
     PyObject *dask = dask_array_type();
     if (dask != NULL && PyType_IsSubtype(t, (PyTypeObject *)dask)) {
-        PyObject *mod = PyImport_ImportModule("cufunc._dask");
-        PyObject *f = mod ? PyObject_GetAttrString(mod, "array_ufunc") : NULL;
-        Py_XDECREF(mod);
+        PyObject *f = cf_py_hook(CF_PY_HOOK_dask_array_ufunc);
         Py_DECREF(m);
-        m = f;
+        m = Py_XNewRef(f);
         if (m == NULL)
             *err = -1;
     }
@@ -461,7 +459,7 @@ int cf_py_override_tp(PyObject *func, const char *method, int nin, PyObject *arg
     return override_common(func, method, nin, pos, npos, kw, result);
 }
 
-int cf_py_override_dask(PyObject *func, const char *handler, PyObject *first, PyObject *args,
+int cf_py_override_dask(PyObject *func, cf_py_hook_id handler, PyObject *first, PyObject *args,
                         PyObject *kwargs, PyObject **result)
 {
     *result = NULL;
@@ -472,9 +470,7 @@ int cf_py_override_dask(PyObject *func, const char *handler, PyObject *first, Py
     Py_XDECREF(dask);
     if (!is)
         return 0;
-    PyObject *mod = PyImport_ImportModule("cufunc._dask");
-    PyObject *f = mod ? PyObject_GetAttrString(mod, handler) : NULL;
-    Py_XDECREF(mod);
+    PyObject *f = Py_XNewRef(cf_py_hook(handler));
     PyObject *full = f ? PyTuple_New(PyTuple_GET_SIZE(args) + 1) : NULL;
     if (full != NULL) {
         PyTuple_SET_ITEM(full, 0, Py_NewRef(func));

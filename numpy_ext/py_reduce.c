@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cufunc/reduce.h"
+#include "diagnostics.h"
 #include "py_args.h"
 #include "py_call.h"
 #include "py_capture.h"
@@ -399,7 +400,8 @@ static PyObject *reducer_call(CfPyReducer *self, PyObject *args, PyObject *kwarg
                                      &S.res, &S.init, &stream))
         return NULL;
     PyObject *r;
-    int ov = cf_py_override_dask((PyObject *)self, "reduce_all", S.call_arr, args, kwargs, &r);
+    int ov = cf_py_override_dask((PyObject *)self, CF_PY_HOOK_dask_reduce_all, S.call_arr, args,
+                                 kwargs, &r);
     if (ov != 0) /* a dask array: a lazy reduction (cufunc/_dask.py) */
         return ov > 0 ? r : NULL;
     const char *name = PyUnicode_AsUTF8(self->name);

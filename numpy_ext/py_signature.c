@@ -8,8 +8,7 @@
  * caret under the place, for every fault of the text: syntax, unknown type names, an embedded NUL,
  * a lone surrogate. */
 #include "py_signature.h"
-
-static PyObject *signature_error; /* cufunc.errors.SignatureError */
+#include "py_hooks.h"
 
 /* The UTF-8 bytes of a signature string. Lone surrogates pass through ('surrogatepass') so that
  * the C parser reports them at their position like any other bad character, and the length goes
@@ -27,10 +26,13 @@ static PyObject *signature_bytes(PyObject *arg, const char *what)
 /* Raise the parser's error: SignatureError for a fault of the text, else the usual mapping. */
 static void raise_parse_error(cf_status st)
 {
-    if ((st == CF_ERR_INVALID || st == CF_ERR_TYPE) && signature_error != NULL)
-        PyErr_SetString(signature_error, cf_last_error());
-    else
+    if (st == CF_ERR_INVALID || st == CF_ERR_TYPE) {
+        PyObject *signature_error = cf_py_hook(CF_PY_HOOK_SignatureError);
+        if (signature_error != NULL)
+            PyErr_SetString(signature_error, cf_last_error());
+    } else {
         cf_py_raise(st, NULL);
+    }
 }
 
 int cf_py_parse_layout_text(PyObject *arg, cf_layout *L)
@@ -105,13 +107,3 @@ PyMethodDef cf_py_signature_methods[] = {
      "parse_type_signature(text) -> (returns, args); see numpy_ext/py_signature.c."},
     {NULL},
 };
-
-int cf_py_signature_init_module(PyObject *m)
-{
-    PyObject *errors = PyImport_ImportModule("cufunc.errors");
-    if (errors == NULL)
-        return -1;
-    signature_error = PyObject_GetAttrString(errors, "SignatureError");
-    Py_DECREF(errors);
-    return signature_error == NULL ? -1 : 0;
-}

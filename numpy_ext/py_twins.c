@@ -1,10 +1,11 @@
 /* py_twins.c: DeviceArray's number slots, rich comparison and __array_ufunc__. Each forwards to a
- * Python function of cufunc._twins (its `_hooks` tuple, read once on first use), which calls the
- * GPU twin of the NumPy ufunc with NumPy's casting and NEP 50 scalars. The logic lives in Python
+ * Python function of cufunc._twins (its `_hooks` tuple, a hook the package registers), which calls
+ * the GPU twin of the NumPy ufunc with NumPy's casting and NEP 50 scalars. The logic lives in Python
  * because it is NumPy's type resolution (ufunc.resolve_dtypes) and the twins are made there; the
  * C side only has to exist because a static type's slots cannot be set from Python. */
 #include "py_twins.h"
 #include "py_devicearray.h"
+#include "py_hooks.h"
 
 enum {
     TW_ARRAY_UFUNC = 0,
@@ -18,26 +19,22 @@ enum {
     TW_COUNT
 };
 
-static PyObject *hooks; /* the tuple cufunc._twins._hooks; a strong reference kept for good */
+/* The twins' hooks (py_hooks.h), borrowed: twins_hooks, the tuple of functions in the order of
+ * the enum above; NULL with an exception when missing or of another shape. */
+static PyObject *hooks(void)
+{
+    PyObject *h = cf_py_hook(CF_PY_HOOK_twins_hooks);
+    if (h != NULL && (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) != TW_COUNT)) {
+        PyErr_SetString(PyExc_RuntimeError, "cufunc._twins._hooks does not match py_twins.c");
+        return NULL;
+    }
+    return h;
+}
 
 static PyObject *hook(int i)
 {
-    if (hooks == NULL) {
-        PyObject *m = PyImport_ImportModule("cufunc._twins");
-        if (m == NULL)
-            return NULL;
-        PyObject *h = PyObject_GetAttrString(m, "_hooks");
-        Py_DECREF(m);
-        if (h == NULL)
-            return NULL;
-        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) != TW_COUNT) {
-            Py_DECREF(h);
-            PyErr_SetString(PyExc_RuntimeError, "cufunc._twins._hooks does not match py_twins.c");
-            return NULL;
-        }
-        hooks = h;
-    }
-    return PyTuple_GET_ITEM(hooks, i);
+    PyObject *h = hooks();
+    return h ? PyTuple_GET_ITEM(h, i) : NULL;
 }
 
 /* ---- the short-cut for calls seen before ------------------------------------------------------
@@ -45,38 +42,35 @@ static PyObject *hook(int i)
  * twin in _twins._FAST (key: (ufunc, dtype, ...), value: (twin, extra keywords)). A repeated call
  * with no extra keywords is looked up and made from here, without the Python frames between (they
  * cost as much as the call itself). Anything else goes to the hooks, which stay the one place
- * where a call is resolved. */
-static PyObject *fast_table;   /* _twins._FAST (a dict), strong */
-static PyObject *hook_ufuncs;  /* _twins._hook_ufuncs: the ufunc of each hook, or None; strong */
-
-static int fast_load(void)
+ * where a call is resolved. _FAST is the hook twins_fast, _twins._hook_ufuncs (the ufunc of each
+ * hook, or None) the hook twins_hook_ufuncs. */
+static PyObject *fast_table(void)
 {
-    if (fast_table != NULL)
-        return 0;
-    if (hook(0) == NULL)
-        return -1;
-    PyObject *m = PyImport_ImportModule("cufunc._twins");
-    if (m == NULL)
-        return -1;
-    PyObject *t = PyObject_GetAttrString(m, "_FAST");
-    PyObject *u = t ? PyObject_GetAttrString(m, "_hook_ufuncs") : NULL;
-    Py_DECREF(m);
-    if (u == NULL || !PyDict_CheckExact(t) || !PyTuple_Check(u) || PyTuple_GET_SIZE(u) != TW_COUNT) {
-        if (u != NULL)
-            PyErr_SetString(PyExc_RuntimeError, "cufunc._twins._FAST does not match py_twins.c");
-        Py_XDECREF(t);
-        Py_XDECREF(u);
-        return -1;
+    PyObject *t = cf_py_hook(CF_PY_HOOK_twins_fast);
+    if (t != NULL && !PyDict_CheckExact(t)) {
+        PyErr_SetString(PyExc_RuntimeError, "cufunc._twins._FAST does not match py_twins.c");
+        return NULL;
     }
-    fast_table = t;
-    hook_ufuncs = u;
-    return 0;
+    return t;
+}
+
+/* The ufunc of hook i (borrowed; None for hooks of no ufunc). NULL: error. */
+static PyObject *hook_ufunc(int i)
+{
+    PyObject *u = cf_py_hook(CF_PY_HOOK_twins_hook_ufuncs);
+    if (u != NULL && (!PyTuple_Check(u) || PyTuple_GET_SIZE(u) != TW_COUNT)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "cufunc._twins._hook_ufuncs does not match py_twins.c");
+        return NULL;
+    }
+    return u ? PyTuple_GET_ITEM(u, i) : NULL;
 }
 
 /* The twin a call of `ufunc` on these n operands was resolved to (borrowed), when every operand is
  * a DeviceArray (exactly) and the resolution needs no extra keyword; NULL otherwise (no error
  * unless one is set). */
-static PyObject *fast_twin(PyObject *ufunc, PyObject *const *ops, Py_ssize_t n)
+static PyObject *fast_twin(PyObject *table, PyObject *ufunc, PyObject *const *ops,
+                           Py_ssize_t n)
 {
     if (n < 1 || n > 3 || ufunc == Py_None)
         return NULL;
@@ -94,7 +88,7 @@ static PyObject *fast_twin(PyObject *ufunc, PyObject *const *ops, Py_ssize_t n)
         Py_INCREF(d);
         PyTuple_SET_ITEM(key, i + 1, d);
     }
-    PyObject *ent = PyDict_GetItemWithError(fast_table, key);
+    PyObject *ent = PyDict_GetItemWithError(table, key);
     Py_DECREF(key);
     if (ent == NULL || !PyTuple_Check(ent) || PyTuple_GET_SIZE(ent) != 2)
         return NULL;
@@ -107,9 +101,10 @@ static PyObject *fast_twin(PyObject *ufunc, PyObject *const *ops, Py_ssize_t n)
 /* Operator i on DeviceArrays: the twin directly when the call was seen before, else the hook. */
 static PyObject *call_fast(int i, PyObject *const *ops, Py_ssize_t n)
 {
-    if (fast_load() < 0)
+    PyObject *table = fast_table(), *ufunc = table ? hook_ufunc(i) : NULL;
+    if (ufunc == NULL)
         return NULL;
-    PyObject *tw = fast_twin(PyTuple_GET_ITEM(hook_ufuncs, i), ops, n);
+    PyObject *tw = fast_twin(table, ufunc, ops, n);
     if (tw != NULL)
         return PyObject_Vectorcall(tw, ops, (size_t)n, NULL);
     if (PyErr_Occurred())
@@ -204,7 +199,8 @@ PyObject *cf_py_twins_richcompare(PyObject *a, PyObject *b, int op)
 PyObject *cf_py_twins_array_ufunc(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames)
 {
-    if (fast_load() < 0)
+    PyObject *table = fast_table();
+    if (table == NULL)
         return NULL;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, n = nargs + nkw;
     /* np.f(d, ...) and np.f(d, ..., out=o) seen before: straight to the twin (the short-cut of
@@ -219,7 +215,7 @@ PyObject *cf_py_twins_array_ufunc(PyObject *self, PyObject *const *args, Py_ssiz
         PyObject *out = nkw ? args[nargs] : NULL;
         if (out == NULL || (PyTuple_CheckExact(out) && PyTuple_GET_SIZE(out) == 1 &&
                             Py_IS_TYPE(PyTuple_GET_ITEM(out, 0), &CfPyDeviceArray_Type))) {
-            PyObject *tw = fast_twin(args[0], args + 2, nargs - 2);
+            PyObject *tw = fast_twin(table, args[0], args + 2, nargs - 2);
             if (tw != NULL) {
                 PyObject *ops[4];
                 Py_ssize_t k = nargs - 2;

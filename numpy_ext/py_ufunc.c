@@ -17,6 +17,7 @@
  * Python scalars are NEP 50 "weak": a Python float with a float32 array runs the float32 loop. They
  * travel as kernel parameters, never as arrays. */
 #include "py_ufunc.h"
+#include "diagnostics.h"
 #include "py_args.h"
 #include "py_capture.h"
 #include "py_override.h"

@@ -47,6 +47,7 @@
 
 #include "alloc.h"
 #include "cufunc/compile.h"
+#include "diagnostics.h"
 #include "env.h"
 #include "error.h"
 #include "hash.h"
@@ -76,7 +77,7 @@ static int debug_on;
 static int warned;       /* the one warning of this configuration was printed */
 static int swept;        /* stale temporary files were swept in this configuration */
 static char dir_buf[PATH_MAX]; /* the folder in use; "" when the disk level is off */
-/* Test hook (cf_cache_test_pause_writes, src/testing.h): a writer of an entry stops halfway
+/* Test hook (cf_cache_test_pause_writes, internal/testing.h): a writer of an entry stops halfway
  * through, creates this file and sleeps until killed, so a test can kill -9 it then. Kept across
  * reconfigurations. */
 static char pause_marker[PATH_MAX];

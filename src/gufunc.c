@@ -38,6 +38,7 @@
 #include "cufunc/compile.h"
 #include "cufunc/gufunc.cuh"
 #include "cufunc/gufunc.h"
+#include "diagnostics.h"
 #include "env.h"
 #include "error.h"
 #include "util.h"

@@ -40,6 +40,7 @@
 #include "alloc.h"
 #include "context.h"
 #include "cufunc/kernel_args.h"
+#include "diagnostics.h"
 #include "driver.h"
 #include "env.h"
 #include "error.h"

@@ -22,6 +22,7 @@
 
 #include "alloc.h"
 #include "context.h"
+#include "diagnostics.h"
 #include "driver.h"
 #include "error.h"
 #include "staging.h"

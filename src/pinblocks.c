@@ -10,6 +10,7 @@
 
 #include "cufunc/runtime.h"
 #include "cufunc/ufunc.h"
+#include "diagnostics.h"
 #include "env.h"
 #include "error.h"
 

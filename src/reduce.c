@@ -19,6 +19,7 @@
 #include "cufunc/reduce.h"
 #include "context.h"
 #include "driver.h"
+#include "diagnostics.h"
 #include "env.h"
 #include "error.h"
 #include "util.h"

@@ -49,6 +49,7 @@
 #include "cufunc/compile.h"
 #include "cufunc/kernel_args.h"
 #include "cufunc/ufunc.h"
+#include "diagnostics.h"
 #include "env.h"
 #include "error.h"
 #include "fastdiv.h"

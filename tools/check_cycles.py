@@ -23,8 +23,8 @@ included (an import deferred into a function still ties the two modules), and pr
 among them the same way. ``from PKG import NAME`` ties the module to PKG.NAME when that is a
 module of the package, else to PKG when PKG's __init__.py binds NAME (an attribute: a function,
 a constant); a NAME that is neither is a compiled extension module (cufunc._core), which imports
-nothing of the package's Python (the extension's own imports of package modules at run time are
-not seen).
+nothing of the package's Python (what it calls in the package is registered with it when the
+package is imported: numpy_ext/py_hooks.c).
 """
 import ast
 import os

@@ -94,11 +94,6 @@ CF_API cf_status cf_cache_key(const char *source, const char *const *options, in
 CF_API cf_status cf_cache_get_image(const char *source, const char *const *options, int noptions,
                                     int cc_major, int cc_minor, void **image, size_t *size,
                                     int *is_ptx, int *from);
-/* Counters since start, for tests and the demo. */
-typedef struct cf_cache_stats {
-    int64_t compiles, memory_hits, disk_hits, disk_writes, corrupt_entries;
-} cf_cache_stats;
-CF_API void cf_cache_get_stats(cf_cache_stats *out);
 
 /* ---- modules and launches ------------------------------------------------------------------- */
 

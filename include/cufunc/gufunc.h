@@ -153,11 +153,6 @@ typedef struct cf_gufunc_plan {
 #define CF_GUFUNC_STAGE_BUDGET 49152
 #define CF_GUFUNC_MIN_TILE 4
 
-/* The staging of small compact cores (flat tiles, plan field `flat`): on by default; off
- * ($CUFUNC_GU_SMALL=0 at the first plan, or this call) plans as before it existed, for A/B timings
- * and tests. Returns the previous setting. */
-CF_API int cf_gufunc_set_small_staging(int on);
-
 /* Plan a launch of `loop` over operands `ops` (inputs then outputs, full shapes: loop dimensions
  * then core dimensions last, as bound in `sh`). Array operands passed as cf_array_ref must have the
  * loop's dtype (cf_gufunc_launch converts the others through temporaries first). Bit o of
@@ -182,9 +177,6 @@ CF_API cf_status cf_gufunc_launch(cf_gufunc *g, int loop, cf_stream *s, const cf
 CF_API cf_status cf_gufunc_kernel_source(cf_gufunc *g, int loop, const cf_operand *ops,
                                          const cf_gufunc_shapes *sh, unsigned fresh_outputs,
                                          char **source);
-
-/* Kernels compiled so far by this gufunc, over all devices (for tests of the specialisation). */
-CF_API int cf_gufunc_kernel_count(const cf_gufunc *g);
 
 /* Compile loop `loop` (-1: every loop) now, as cf_ufunc_check does for ufuncs: a kernel for
  * C-contiguous operands of the loop's dtypes, each core dimension its fixed size or 4. The loop's

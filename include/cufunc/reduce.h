@@ -178,9 +178,6 @@ CF_API cf_status cf_reduce_kernel_source(cf_reducer *r, int loop, const cf_array
                                          const cf_array *out, const cf_array *where,
                                          char **source);
 
-/* Kernels compiled so far by this reducer, over all devices. */
-CF_API int cf_reducer_kernel_count(const cf_reducer *r);
-
 /* ---- conveniences for C programs ------------------------------------------------------------ */
 
 /* Compile loop `loop` (-1: every loop) now, as cf_ufunc_check does for ufuncs: the full reduction

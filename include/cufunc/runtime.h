@@ -9,8 +9,8 @@
  * context current on the calling thread.
  *
  * GPU: every function here needs the driver and a device, except cf_is_available and
- * cf_driver_path (never fail), cf_stream_handle and cf_stream_device (read the handle),
- * cf_mem_outstanding (a counter) and cf_host_is_pinned (0 without a driver).
+ * cf_driver_path (never fail), cf_stream_handle and cf_stream_device (read the handle) and
+ * cf_host_is_pinned (0 without a driver).
  */
 #ifndef CUFUNC_RUNTIME_H
 #define CUFUNC_RUNTIME_H
@@ -194,8 +194,6 @@ CF_API cf_status cf_event_elapsed_ms(cf_event *start, cf_event *end, float *ms);
 CF_API cf_status cf_mem_alloc(cf_stream *s, size_t nbytes, uint64_t *ptr);
 /* Return memory to the pool, ordered on `s`. ptr 0 is a no-op. */
 CF_API cf_status cf_mem_free(cf_stream *s, uint64_t ptr);
-/* Bytes currently allocated through cf_mem_alloc and not freed, over all devices (for leak tests). */
-CF_API int64_t cf_mem_outstanding(void);
 /* Hand the memory the device's pool keeps for reuse (freed, not yet returned: the pool never
  * releases it by itself) back to the driver, after the device's work has finished, so that other
  * processes can have it. Live allocations are untouched. An allocation that runs out does this by

@@ -10,8 +10,8 @@
  *
  * GPU: creating ufuncs, adding loops, casting rules, loop resolution and kernel sources need no
  * GPU; cf_ufunc_check, cf_ufunc_compile* and cf_ufunc_from_expr need NVRTC only; launches,
- * replays and calls need a GPU. The host pipeline's settings (cf_hostpipe_*config, _wanted,
- * _last) need none.
+ * replays and calls need a GPU. The host pipeline's settings (cf_hostpipe_*config, _wanted)
+ * need none.
  */
 #ifndef CUFUNC_UFUNC_H
 #define CUFUNC_UFUNC_H
@@ -150,9 +150,6 @@ CF_API cf_status cf_ufunc_kernel_source(cf_ufunc *u, int loop, const cf_operand 
                                         const cf_array *where, int ndim, const int64_t *shape,
                                         char **source);
 
-/* Kernels compiled so far by this ufunc, over all devices (for tests of the specialisation). */
-CF_API int cf_ufunc_kernel_count(const cf_ufunc *u);
-
 /* ---- launches on host arrays, pipelined (src/hostpipe.c) -------------------------------------
  * cf_ufunc_launch_host runs a loop whose operands may be HOST arrays (cf_array.device == -1:
  * pageable or pinned memory, any strides, each in its own dtype, converted in the kernel), beside
@@ -198,7 +195,7 @@ typedef struct cf_hostpipe_config {
     size_t result_pinned_min; /* 0: off (CUFUNC_HOST_RESULT_PINNED_MIN) */
 } cf_hostpipe_config;
 
-/* What a pipelined launch did (for tests and benchmarks). */
+/* What a pipelined launch did (cf_ufunc_launch_host's `info`). */
 typedef struct cf_hostpipe_info {
     int64_t calls;       /* pipelined launches completed in this process, this one included */
     int64_t chunks;      /* chunks the loop was cut into (0 for an empty loop) */
@@ -226,15 +223,12 @@ CF_API void cf_hostpipe_get_config(cf_hostpipe_config *out);
  * result blocks (blocks handed out stay valid) and forgets the result sizes seen.
  * CF_ERR_INVALID for values outside the ranges above. */
 CF_API cf_status cf_hostpipe_configure(const cf_hostpipe_config *cfg);
-/* The info of the last successful pipelined launch in this process (all zero before the first). */
-CF_API void cf_hostpipe_last(cf_hostpipe_info *out);
 /* Page-locked blocks for new host results (CUFUNC_HOST_RESULT_PINNED_MIN): a block of at least
  * nbytes from the cache of freed ones (one at most twice the size, so little is wasted) or newly
  * allocated; CF_ERR_NOMEM when more than 8 GiB would be handed out at once or page-locked memory
  * runs out (the caller then uses ordinary memory). cf_hostpipe_result_free gives a block back (to
  * the cache, which keeps at most 1 GiB and 64 blocks, freeing the oldest beyond);
- * NULL is a no-op. Thread-safe. stats: bytes handed out now, and bytes cached (either may be
- * NULL). */
+ * NULL is a no-op. Thread-safe. */
 CF_API cf_status cf_hostpipe_result_alloc(size_t nbytes, void **ptr);
 CF_API void cf_hostpipe_result_free(void *ptr);
 /* Whether a new result of nbytes should take a page-locked block now (the Python layer asks
@@ -244,7 +238,6 @@ CF_API void cf_hostpipe_result_free(void *ptr);
  * ~0.7 ms per MiB to page-lock, several times the call), and repeated calls of one size get a
  * block from their second call on. Thread-safe. */
 CF_API int cf_hostpipe_result_wanted(size_t nbytes);
-CF_API void cf_hostpipe_result_stats(size_t *outstanding, size_t *cached);
 
 /* ---- conveniences for C programs -------------------------------------------------------------
  * Checking loops. cf_ufunc_add_loop only checks what it can without NVRTC: the types, and that

@@ -31,7 +31,42 @@ __all__ = ["__version__", "cuda", "errors", "CompileError", "CudaAPIError", "Cud
            "TypingError", "UnsupportedError", "vectorize", "guvectorize", "UFunc", "GUFunc",
            "using_output_type", "set_global_output_type", "get_output_type"]
 
+
+def _register_hooks(core):
+    """Register with the C extension what it calls in the package (numpy_ext/py_hooks.c): it
+    imports no module of the package by name. The exception classes are registered by _env, which
+    imports the extension; the rest lives in modules above _env, so here. _devarray, _twins and
+    _dask are registered by loaders, which import them when the extension first needs them (an
+    array method, an operator on DeviceArrays, a dask array): `import cufunc` loads none of them,
+    and _dask imports dask."""
+    from . import _interop
+
+    def devarray():
+        from . import _devarray
+        return _devarray
+
+    def twins():
+        from . import _twins
+        return _twins
+
+    def dask():
+        from . import _dask
+        return _dask
+
+    core._register_hooks(
+        interop_wrapper_for=_interop.wrapper_for, interop_reader_for=_interop.reader_for,
+        interop_output_type=_interop._output_type, interop_global_output_type=_interop._global)
+    core._register_lazy_hooks(
+        devarray_view=lambda: devarray().view, devarray_split=lambda: devarray().split,
+        devarray_squeeze=lambda: devarray().squeeze,
+        devarray_get_ipc_handle=lambda: devarray().get_ipc_handle,
+        twins_hooks=lambda: twins()._hooks, twins_fast=lambda: twins()._FAST,
+        twins_hook_ufuncs=lambda: twins()._hook_ufuncs,
+        dask_array_ufunc=lambda: dask().array_ufunc, dask_reduce_all=lambda: dask().reduce_all)
+
+
 if _env.core is not None:
+    _register_hooks(_env.core)
     from ._core import GUFunc, UFunc
     from .guvectorize import guvectorize
     from .vectorize import vectorize

@@ -1,6 +1,7 @@
-"""DeviceNDArray methods written in Python (the C type calls these): view, split, squeeze and
-get_ipc_handle, with Numba's signatures and behaviour, over two C helpers that make a view of an
-array's memory (sharing its owner and its pending-write tracking) and export its IPC handle."""
+"""DeviceNDArray methods written in Python (the C type calls these: hooks cufunc/__init__.py
+registers): view, split, squeeze and get_ipc_handle, with Numba's signatures and behaviour, over
+two C helpers that make a view of an array's memory (sharing its owner and its pending-write
+tracking) and export its IPC handle."""
 
 import numpy as np
 

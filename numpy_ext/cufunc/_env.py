@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 
+from . import errors
 from .errors import CudaSupportError
 
 # The oldest NumPy the extension works with: it is built against NumPy 2's C API (one build serves
@@ -57,6 +58,18 @@ except ImportError as exc:  # not built, built for another Python or NumPy, or N
     core = None
     core_error = ImportError(explain_import_error(exc))
     core_error.__cause__ = exc
+
+if core is not None:
+    # The exception classes the extension raises (it imports no module of the package: what it
+    # calls in the package is registered with it), registered at once, before anything calls it:
+    # any of its functions that fails raises one of them, this module calls it below (the NVRTC
+    # folders), and the modules importing this one may call it before the package has finished
+    # importing (its own init raises none of them). What else it calls lives in modules above
+    # this one: cufunc/__init__.py registers that.
+    core._register_hooks(
+        CudaSupportError=errors.CudaSupportError, CudaAPIError=errors.CudaAPIError,
+        CompileError=errors.CompileError, DeviceAssertionError=errors.DeviceAssertionError,
+        GraphCaptureError=errors.GraphCaptureError, SignatureError=errors.SignatureError)
 
 # One home for the version: CUFUNC_VERSION_STRING in include/cufunc/cufunc.h, compiled into the
 # extension and written into the package metadata by setup.py (cufunc.__version__ is this).

@@ -52,7 +52,8 @@ __all__ = ["using_output_type", "set_global_output_type", "get_output_type", "wr
 _KINDS = {"input": 0, "cufunc": 1}
 _NAMES = {v: k for k, v in _KINDS.items()}
 # The process-wide default, a one-element list the C side reads when the context variable is
-# unset (None): a ContextVar's own default cannot change.
+# unset (None): a ContextVar's own default cannot change. Both, wrapper_for and reader_for reach
+# the extension as hooks (registered by cufunc/__init__.py).
 _global = [0]
 _output_type = contextvars.ContextVar("cufunc_output_type", default=None)
 

@@ -458,7 +458,8 @@ def _bool(a):
 
 
 # The order py_twins.c reads them in (TW_* there): __array_ufunc__, 12 binary operators, their 12
-# in-place forms, 4 unary ones, 6 comparisons in Py_LT..Py_GE order, bool().
+# in-place forms, 4 unary ones, 6 comparisons in Py_LT..Py_GE order, bool(). _hooks, _FAST and
+# _hook_ufuncs reach the extension as hooks (registered by cufunc/__init__.py).
 _hooks = ((array_ufunc,)
           + tuple(_power if u is np.power else _binary(u) for u in _BINARY)
           + tuple(_ipower if u is np.power else _inplace(u) for u in _BINARY)

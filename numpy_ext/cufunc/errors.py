@@ -1,4 +1,5 @@
-"""The exceptions cufunc raises. The C core's status codes map onto them in numpy_ext/module.c."""
+"""The exceptions cufunc raises. The C core's status codes map onto them in numpy_ext/py_common.c
+(cf_py_exception_for); cufunc._env registers the classes with the extension when it imports it."""
 
 
 class CudaSupportError(RuntimeError):

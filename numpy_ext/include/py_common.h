@@ -39,13 +39,9 @@ int cf_py_import_numpy(void);
 
 /* ---- errors (py_common.c) -------------------------------------------------------------------- */
 
-/* The exception classes of cufunc.errors, loaded at module init (borrowed, live until exit). */
-extern PyObject *cf_py_CudaSupportError;
-extern PyObject *cf_py_CudaAPIError;
-extern PyObject *cf_py_DeviceAssertionError;
-extern PyObject *cf_py_CompileError;
-
-/* The Python exception class for a status code (borrowed): see the brackets in status.h. */
+/* The Python exception class for a status code (borrowed): see the brackets in status.h; those
+ * of cufunc.errors are hooks the package registers (py_hooks.h), NULL with RuntimeError when it
+ * has not. */
 PyObject *cf_py_exception_for(cf_status st);
 /* Raise the exception for `st` with cf_last_error()'s message, prefixed by "what: " when `what` is
  * not NULL. Returns NULL so callers can `return cf_py_raise(st, "to_device");`. */

@@ -34,6 +34,10 @@ int cf_py_exchange_stream(PyObject *obj, int device, uintptr_t *stream);
 /* Nonzero: the exchange API is not used (_interop_c_api(False): tests and A/B timing). */
 extern int cf_py_exchange_off;
 
+/* cuda.from_dlpack(obj, stream): a DeviceArray over the memory obj exports (stream NULL: the
+ * default, 0). */
+PyObject *cf_py_from_dlpack(PyObject *obj, PyObject *stream);
+
 /* __dlpack__, __dlpack_device__, _order_for (joined by py_devicearray_type.c); from_dlpack. */
 extern PyMethodDef cf_py_dlpack_array_methods[];
 extern PyMethodDef cf_py_dlpack_methods[];

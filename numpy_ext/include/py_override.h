@@ -7,12 +7,13 @@
  * cufunc's DeviceArray's, and cufunc does not take it as a device array itself (types with
  * __cuda_array_interface__: CuPy, Numba and PyTorch arrays are computed on directly, as today;
  * CuPy's __array_ufunc__ would look the ufunc up by name in CuPy's namespace). Dask arrays are
- * served by cufunc's stand-in for dask's __array_ufunc__ (cufunc/_dask.py: dask finds foreign
- * ufuncs by name, and refuses reduce and accumulate). */
+ * served by cufunc's stand-in for dask's __array_ufunc__ (cufunc/_dask.py's array_ufunc, a hook
+ * the package registers: dask finds foreign ufuncs by name, and refuses reduce and accumulate). */
 #ifndef CF_PY_OVERRIDE_H
 #define CF_PY_OVERRIDE_H
 
 #include "py_devicearray.h"
+#include "py_hooks.h"
 
 /* The types the fast check knows to not override: a few pointer comparisons per argument before
  * any attribute lookup (NumPy's "basic Python types" check). */
@@ -39,9 +40,10 @@ int cf_py_override_tp(PyObject *func, const char *method, int nin, PyObject *arg
                       PyObject *kwargs, PyObject **result);
 
 /* For a function that is not a ufunc (cuda.reduce): a dask array as `first` hands the call to
- * cufunc._dask.<handler>(func, *args, **kwargs), which builds the lazy graph. Same returns as
- * above; a pointer test when `first` is of a common type. */
-int cf_py_override_dask(PyObject *func, const char *handler, PyObject *first, PyObject *args,
+ * the hook `handler` (cufunc._dask's, e.g. CF_PY_HOOK_dask_reduce_all) as
+ * handler(func, *args, **kwargs), which builds the lazy graph. Same returns as above; a pointer
+ * test when `first` is of a common type. */
+int cf_py_override_dask(PyObject *func, cf_py_hook_id handler, PyObject *first, PyObject *args,
                         PyObject *kwargs, PyObject **result);
 
 #endif

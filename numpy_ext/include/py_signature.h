@@ -4,7 +4,6 @@
 
 #include "py_common.h"
 
-int cf_py_signature_init_module(PyObject *m);
 /* Parse a gufunc layout given as a str into *L; -1 with cufunc.errors.SignatureError set. */
 int cf_py_parse_layout_text(PyObject *arg, cf_layout *L);
 extern PyMethodDef cf_py_signature_methods[];

@@ -16,6 +16,7 @@
 
 #include "cache.h"
 #include "check.h"
+#include "diagnostics.h"
 #include "testing.h"
 #include "hash.h"
 #include "nvrtc_loader.h"

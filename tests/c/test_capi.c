@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "diagnostics.h"
 
 /* No #include of the runtime header: cufunc adds it. */
 static const char *HYPOT_F4 = "__device__ cf_float32 hyp(cf_float32 x, cf_float32 y) {\n"

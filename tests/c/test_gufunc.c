@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "cufunc/gufunc.h"
+#include "diagnostics.h"
 
 static const char *ROWSUM_F4 =
     "#include \"cufunc/runtime.cuh\"\n"

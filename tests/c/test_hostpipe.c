@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "check.h"
+#include "diagnostics.h"
 #include "testing.h"
 #include "env.h"
 #include "hostpipe.h"

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "context.h"
+#include "diagnostics.h"
 #include "driver.h"
 #include "testing.h"
 #include "staging.h"

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "diagnostics.h"
 
 static const char *ADD_F4 = "#include \"cufunc/runtime.cuh\"\n"
                             "__device__ cf_float32 add_f4(cf_float32 a, cf_float32 b) { return a + b; }\n";

@@ -3,14 +3,15 @@
 #      a `python3`/`python` first on PATH that fails loudly, so that any use of Python by the
 #      build fails this test (tests, benchmarks and examples configured; the libraries and the
 #      examples built);
-#   2. install into a temporary prefix and check what is there (and that testing.h is not);
+#   2. install into a temporary prefix and check what is there (and that what internal/ declares
+#      is not: neither its headers, nor a declaration in the installed ones, nor an export);
 #   3. build tests/install_consumer against the installed package with find_package (shared and
 #      static) and with pkg-config, examples/ with find_package, and docs/C_API.md's first
 #      program, as written, with pkg-config;
 #   4. run the consumers and the ahead-of-time example: they compile kernels with NVRTC and need
 #      no GPU (with one they also launch).
 # Arguments: SOURCE_DIR, WORK (wiped), GENERATOR, C_COMPILER, PKG_CONFIG, CUDA_INCLUDE_DIR,
-# CUDA_NVRTC_INCLUDE_DIR.
+# CUDA_NVRTC_INCLUDE_DIR, NM (optional: the exports checked).
 cmake_minimum_required(VERSION 3.18)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/nopython ${WORK}/tmp)
@@ -83,8 +84,46 @@ foreach(f ${lib}/libcufunc.so ${lib}/libcufunc.a include/cufunc/cufunc.h include
     message(FATAL_ERROR "not installed: ${f}")
   endif()
 endforeach()
-if(EXISTS ${prefix}/include/cufunc/testing.h)
-  message(FATAL_ERROR "the test hooks (testing.h) were installed as public API")
+# What the core offers only the binding and the tests (internal/, marked CF_INTERNAL): no
+# installed header declares it, the installed library exports none of it.
+file(GLOB internal_headers ${SOURCE_DIR}/internal/*.h)
+set(internal_names)
+foreach(h ${internal_headers})
+  get_filename_component(hname ${h} NAME)
+  if(EXISTS ${prefix}/include/cufunc/${hname})
+    message(FATAL_ERROR "internal/${hname} was installed as public API")
+  endif()
+  file(STRINGS ${h} decls REGEX "^CF_INTERNAL ")
+  foreach(d ${decls})
+    if(d MATCHES "(cf_[a-z0-9_]+)\\(")
+      list(APPEND internal_names ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+endforeach()
+if(NOT internal_names)
+  message(FATAL_ERROR "no CF_INTERNAL declaration found in ${SOURCE_DIR}/internal")
+endif()
+file(GLOB installed_headers ${prefix}/include/cufunc/*.h)
+foreach(h ${installed_headers})
+  file(READ ${h} text)
+  foreach(n ${internal_names})
+    if(text MATCHES "[^a-z0-9_]${n} *\\(")
+      message(FATAL_ERROR "${h} declares ${n}, which internal/ declares for the binding and the tests")
+    endif()
+  endforeach()
+endforeach()
+if(NM)
+  step("list the library's exports" ${NM} -D --defined-only ${lib}/libcufunc.so)
+  if(NOT step_output MATCHES "[ \n]cf_init\n") # the listing is what it should be
+    message(FATAL_ERROR "libcufunc.so's exports as nm lists them lack cf_init:\n${step_output}")
+  endif()
+  foreach(n ${internal_names})
+    if(step_output MATCHES "[ \n]${n}\n")
+      message(FATAL_ERROR "libcufunc.so exports ${n}, which internal/ declares (CF_INTERNAL)")
+    endif()
+  endforeach()
+  list(LENGTH internal_names n_internal)
+  message(STATUS "${n_internal} internal functions: not declared by the installed headers, not exported")
 endif()
 
 # find_package: the consumer (shared and static), and the examples as an outside project.
