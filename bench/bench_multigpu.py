@@ -378,19 +378,16 @@ def run_threads(what, lib, chunks, ngpu):
     return dt, tuple(sum(r[i] for r in res) for i in range(len(res[0])))
 
 
-def local_dask_inputs(chunks, ngpu, n, meta=None):
+def local_dask_inputs(chunks, ngpu, n):
     """Dask arrays over this process's chunks (chunk k on GPU k), the chunks themselves in the
     graph. Not da.from_array: it copies every array it is given (x.copy()), and CuPy makes the
     copy on the current device, so every chunk would move to GPU 0 (and every task run there)."""
     import dask.array as da
-    if meta is None:
-        import cupy as cp
-        meta = cp.empty((0,), dtype=cp.float32)
     out = {}
     for w in "SXT":
         name = "bs-%s-%d-%d" % (w, ngpu, n)
         out[w] = da.Array({(name, k): chunks[w][k] for k in range(ngpu)}, name,
-                          chunks=((n,) * ngpu,), dtype=np.float32, meta=meta)
+                          chunks=((n,) * ngpu,), dtype=np.float32, meta=chunks[w][0][:0])
     return out
 
 

@@ -129,22 +129,25 @@ static cf_status token_take(int device, rat_token *out)
     if (!st)
         st = cf_cu_check(cf_drv.cuEventCreate(&out->ev, CU_EVENT_DISABLE_TIMING),
                          "creating reduceat's check event");
-    if (!st && (st = cf_cu_check(cf_drv.cuEventCreate(&out->done, CU_EVENT_DISABLE_TIMING),
-                                 "creating reduceat's check event")) != CF_OK)
-        cf_drv.cuEventDestroy(out->ev);
-    if (!st && (st = cf_cu_check(cf_drv.cuMemAlloc(&out->verdict, 64),
-                                 "allocating reduceat's verdict word")) != CF_OK) {
-        cf_drv.cuEventDestroy(out->ev);
-        cf_drv.cuEventDestroy(out->done);
-    }
-    if (!st && (st = cf_host_alloc_mapped(64, &h, &out->dev)) != CF_OK) {
-        cf_drv.cuEventDestroy(out->ev);
-        cf_drv.cuEventDestroy(out->done);
-        cf_drv.cuMemFree(out->verdict);
-    }
     if (!st)
-        out->host = h;
-    return st;
+        st = cf_cu_check(cf_drv.cuEventCreate(&out->done, CU_EVENT_DISABLE_TIMING),
+                         "creating reduceat's reduction event");
+    if (!st)
+        st = cf_cu_check(cf_drv.cuMemAlloc(&out->verdict, 64),
+                         "allocating reduceat's verdict word");
+    if (!st)
+        st = cf_host_alloc_mapped(64, &h, &out->dev);
+    if (st) { /* what was made, undone (out was zeroed: the rest is NULL) */
+        if (out->ev)
+            cf_drv.cuEventDestroy(out->ev);
+        if (out->done)
+            cf_drv.cuEventDestroy(out->done);
+        if (out->verdict)
+            cf_drv.cuMemFree(out->verdict);
+        return st;
+    }
+    out->host = h;
+    return CF_OK;
 }
 
 static void token_give(const rat_token *t)
