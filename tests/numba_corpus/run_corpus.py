@@ -202,8 +202,9 @@ def compare_value(key, ref, got, tolerance):
                      ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64))
         scale = np.abs(ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64))
         relmax = float(np.nanmax(np.where(scale > 0, rel / np.where(scale > 0, scale, 1), rel)))
-    detail = "%d of %d values differ, max %s ulp, max rel %.3g" % (
-        differing, ref.size, "inf" if math.isinf(worst) else "%d" % worst, relmax)
+        absmax = float(np.nanmax(rel))
+    detail = "%d of %d values differ, max %s ulp, max rel %.3g, max abs %.3g" % (
+        differing, ref.size, "inf" if math.isinf(worst) else "%d" % worst, relmax, absmax)
     if math.isinf(worst):
         return False, detail + " (NaN against a number)"
     if worst == 0:

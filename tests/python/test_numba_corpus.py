@@ -33,17 +33,11 @@ runner = _load_runner()
 PROGRAMS = runner.program_paths()
 IDS = [os.path.basename(p)[:-3] for p in PROGRAMS]
 
-# Programs that do not yet run under cufunc.numba, or do not agree with Numba: each entry names
-# the cause (tests/numba_corpus/README.md, "Known gaps", has its minimal reproduction). A strict
-# xfail: when the gap closes the test reports XPASS as a failure, and the entry must go.
-# Measured on an H100 against numba-cuda 0.30 (2026-11-27; tests/numba_corpus/README.md, "Known
-# gaps"): programs whose results differ from numba-cuda's beyond their stated tolerance, or that
-# numba-cuda itself does not run. A strict xfail: a fix makes the test pass and fail here.
+# Programs where numba-cuda's own answer is wrong or numba-cuda does not run, measured on an H100
+# against numba-cuda 0.30 (2026-11-27; tests/numba_corpus/README.md, "Known gaps", has each
+# cause). A strict xfail: when an entry stops failing the test reports XPASS as a failure, and
+# the entry must go.
 KNOWN_GAPS = {
-    "03_gtc_polar_distance": "distance: 211,451 of 10^6 values differ beyond 2 ulp (max 188 ulp, "
-                             "rel 1.3e-5, after the cancellation in x1 - x2): the two PTX are the "
-                             "same arithmetic, but ptxas fuses the other product of x1 - x2 into "
-                             "an fma (tests/numba_corpus/README.md)",
     "15_camera_calibrate": "numba-cuda's answer is wrong here: a uint16(uint8, uint16, uint8) "
                            "ufunc with 2-d operands broadcast over a 3-d stack differs from "
                            "NumPy's arithmetic in 24,570 of 24,576 elements (4x64x96), "
