@@ -18,14 +18,7 @@ OUT=${OUT:-/tmp/ab_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "new: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); old: $OLD"
-OLD_SITE=/tmp/ab_old_site
-rm -rf "$OLD_SITE"
-(cd "$OLD" && python3 -m pip install -q --no-build-isolation --no-deps --target "$OLD_SITE" .) \
-  > "$OUT/old_build.log" 2>&1 &
-old_pid=$!
-python3 -m pip install -q --no-build-isolation --no-deps . > "$OUT/new_build.log" 2>&1 ||
-  { tail -30 "$OUT/new_build.log"; exit 1; }
-wait $old_pid || { tail -30 "$OUT/old_build.log"; exit 1; }
+. tools/ab_build.sh
 rc=0
 for b in $BENCHES; do
   for v in ${ORDER//,/ }; do

@@ -11,14 +11,7 @@ cd "$(dirname "$0")/.."
 OLD=$(cd "${1:?usage: tools/ab_call.sh OLD_TREE [ROUNDS]}" && pwd)
 ROUNDS=${2:-12}
 OUT=${OUT:-/tmp/ab_out}; mkdir -p "$OUT"
-OLD_SITE=/tmp/ab_old_site
-rm -rf "$OLD_SITE"
-(cd "$OLD" && python3 -m pip install -q --no-build-isolation --no-deps --target "$OLD_SITE" .) \
-  > "$OUT/old_build.log" 2>&1 &
-old_pid=$!
-python3 -m pip install -q --no-build-isolation --no-deps . > "$OUT/new_build.log" 2>&1 ||
-  { tail -30 "$OUT/new_build.log"; exit 1; }
-wait $old_pid || { tail -30 "$OUT/old_build.log"; exit 1; }
+. tools/ab_build.sh
 PROBE=$(mktemp -d)/one_call.py
 cat > "$PROBE" <<'PY'
 import math, time
