@@ -214,7 +214,8 @@ WORK = {"pipeline": (cufunc_pipeline, cupy_pipeline, cupy_dask_pipeline),
         "sum": (cufunc_sum, cupy_sum, cupy_dask_sum)}
 
 
-def make_chunk(seed, n, block_id=None):
+def rand_chunk(seed, n):
+    """n float32 in [0, 1) from `seed`, made with CuPy on the current device."""
     import cupy as cp
     return cp.random.RandomState(seed).rand(n, dtype=cp.float32)
 
@@ -224,14 +225,20 @@ def chunk_max_diff(a, b):
     return cp.asnumpy(cp.abs(a - b).max()).reshape(1).astype(np.float64)
 
 
-def placed_array(client, addrs, n_per_gpu, seed):
-    """A 1-d dask array of CuPy chunks, chunk k made on worker addrs[k] and kept there
-    (examples/dask_multigpu.py's on_workers): the calls on it run where the chunks are, no chunk
-    moves."""
+def placed(client, addrs, make, args_of, n, name):
+    """A 1-d dask array of CuPy float32 chunks of n, chunk k made by make(*args_of(k)) on worker
+    addrs[k] and kept there (examples/dask_multigpu.py's on_workers): the calls on it run where
+    the chunks are, no chunk moves."""
     import cupy as cp
     from dask_multigpu import on_workers
-    return on_workers(client, addrs, make_chunk, lambda k, j: (seed * 1000 + k, n_per_gpu),
-                      (n_per_gpu,), 1, cp.empty((0,), dtype=cp.float32), "bench-x%d" % seed)
+    return on_workers(client, addrs, make, lambda k, j: args_of(k), (n,), 1,
+                      cp.empty((0,), dtype=cp.float32), name)
+
+
+def placed_array(client, addrs, n_per_gpu, seed):
+    """Uniform [0, 1) chunks of n_per_gpu, one per worker (placed)."""
+    return placed(client, addrs, rand_chunk, lambda k: (seed * 1000 + k, n_per_gpu), n_per_gpu,
+                  "bench-x%d" % seed)
 
 
 def assert_placed(client, addrs, arrays):
@@ -313,11 +320,10 @@ def run_config(ngpu, n_per_gpu, reps, use_dask_cuda):
 RANGES = {"S": (5.0, 30.0), "X": (1.0, 100.0), "T": (0.25, 10.0)}
 
 
-def bs_chunk(which, seed, n, block_id=None):
+def bs_chunk(which, seed, n):
     """One GPU's chunk of an input (spot S, strike X, years T), made on the current device."""
-    import cupy as cp
     lo, hi = RANGES[which]
-    u = cp.random.RandomState(seed).rand(n, dtype=cp.float32)
+    u = rand_chunk(seed, n)
     u *= hi - lo
     u += lo
     return u
@@ -418,12 +424,9 @@ def timed(reps, fn):
 
 
 def placed_bs(client, addrs, n, which):
-    """Input `which` as a dask array of CuPy chunks, chunk k made on worker addrs[k] and kept
-    there (on_workers)."""
-    import cupy as cp
-    from dask_multigpu import on_workers
-    return on_workers(client, addrs, bs_chunk, lambda k, j: (which, seed_of(which, k), n), (n,),
-                      1, cp.empty((0,), dtype=cp.float32), "bs-%s-%d" % (which, n))
+    """Input `which`, one chunk of n per worker (placed)."""
+    return placed(client, addrs, bs_chunk, lambda k: (which, seed_of(which, k), n), n,
+                  "bs-%s-%d" % (which, n))
 
 
 def run_distributed(ngpu, n, reps, libs):
@@ -443,7 +446,7 @@ def run_distributed(ngpu, n, reps, libs):
         for what in WORK:
             for lib in libs:
                 out[what, lib] = timed(reps, lambda: run_dask(what, lib, arrs))
-        del arrs
+        arrs.clear()  # the inputs' futures released before the cluster closes
     return out
 
 
