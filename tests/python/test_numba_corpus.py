@@ -191,6 +191,33 @@ def test_summary_names_tolerated_results():
     assert findings[0][1] and runner.summarize(findings) == "within tolerance"
 
 
+# ---- the runner's timing ----------------------------------------------------------------------------
+
+STEADY_PROGRAM = """
+CALLS = []
+def setup():
+    return {"n": 3}
+def run(d):
+    CALLS.append(1)
+    return {"x": d["n"]}
+"""
+
+
+@pytest.mark.parametrize("repeat, budget_s, expected", [
+    (10, 0.0, "min"),     # no budget: still the minimum number of calls
+    (3, 0.0, 3),          # --repeat caps it
+    (7, 60.0, 7),         # budget to spare: --repeat calls
+])
+def test_steady_call_is_the_median_of_enough_calls(tmp_path, repeat, budget_s, expected):
+    path = tmp_path / "99_steady.py"
+    path.write_text(STEADY_PROGRAM)
+    record = runner.run_one(str(path), 9999, repeat, budget_s)
+    assert record["stage"] == "done", record.get("traceback")
+    want = runner.MIN_STEADY_RUNS if expected == "min" else expected
+    assert record["steady_runs"] == want
+    assert runner.MIN_STEADY_RUNS >= 5
+
+
 # ---- the programs run (CPU: Numba's CPU target; GPU: numba-cuda against cufunc.numba) -------------
 
 def test_programs_run_on_numbas_cpu_target():
