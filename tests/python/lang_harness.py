@@ -425,42 +425,40 @@ def translate_all(lang, cases):
             c.error = "translate raised %s: %s" % (type(exc).__name__, exc)
 
 
-def _host_program(cases):
-    parts = ['#include "cufunc/runtime.cuh"\n#include <cstring>\n']
+def _program(cases, header, entry, element):
+    """One source of every case's generated code, each followed by its entry point: entry % (k,
+    parameters, result type, function, arguments), each argument element % j. Returns the source
+    and each case's line span (to blame a compiler's errors on their case)."""
+    parts = [header]
     spans = []
     for k, c in enumerate(cases):
         r = c.result
         start = sum(p.count("\n") for p in parts) + 1
         args = r.arg_types
         params = ", ".join("const %s *a%d" % (_cname(t), j) for j, t in enumerate(args))
-        call = ", ".join("a%d[i]" % j for j in range(len(args)))
+        call = ", ".join(element % j for j in range(len(args)))
         # generated sources are made to be concatenated (include-guarded definitions, names
         # unique per function and signature), as the product bundles them into one unit
         parts.append("%s\n" % _strip_include(r.source))
-        parts.append('extern "C" void cfentry%d(%s%s%s *out, long n) {\n'
-                     "  for (long i = 0; i < n; i++) out[i] = %s(%s);\n}\n"
-                     % (k, params, ", " if params else "", _cname(r.return_type), r.name, call))
+        parts.append(entry % (k, params, ", " if params else "", _cname(r.return_type), r.name,
+                              call))
         end = sum(p.count("\n") for p in parts) + 1
         spans.append((start, end))
     return "".join(parts), spans
+
+
+def _host_program(cases):
+    """The cases for the host compiler: cfentryK(a0, ..., out, n) loops over n elements."""
+    return _program(cases, '#include "cufunc/runtime.cuh"\n#include <cstring>\n',
+                    'extern "C" void cfentry%d(%s%s%s *out, long n) {\n'
+                    "  for (long i = 0; i < n; i++) out[i] = %s(%s);\n}\n", "a%d[i]")
 
 
 def _device_program(cases):
-    parts = ['#include "cufunc/runtime.cuh"\n']
-    spans = []
-    for k, c in enumerate(cases):
-        r = c.result
-        start = sum(p.count("\n") for p in parts) + 1
-        args = r.arg_types
-        params = ", ".join("const %s *a%d" % (_cname(t), j) for j, t in enumerate(args))
-        call = ", ".join("a%d[threadIdx.x]" % j for j in range(len(args)))
-        parts.append("%s\n" % _strip_include(r.source))
-        parts.append('extern "C" __global__ void cfkernel%d(%s%s%s *out) {\n'
-                     "  out[threadIdx.x] = %s(%s);\n}\n"
-                     % (k, params, ", " if params else "", _cname(r.return_type), r.name, call))
-        end = sum(p.count("\n") for p in parts) + 1
-        spans.append((start, end))
-    return "".join(parts), spans
+    """The cases for NVRTC: kernel cfkernelK(a0, ..., out), one element per thread."""
+    return _program(cases, '#include "cufunc/runtime.cuh"\n',
+                    'extern "C" __global__ void cfkernel%d(%s%s%s *out) {\n'
+                    "  out[threadIdx.x] = %s(%s);\n}\n", "a%d[threadIdx.x]")
 
 
 def _blame(log, spans, file_pat):
