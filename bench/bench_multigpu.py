@@ -30,6 +30,7 @@ cufunc's hypot and sum beside CuPy's np.hypot and .sum on the same dask arrays, 
 distributed scheduler (one worker per GPU; examples/dask_multigpu.py's make_cluster).
 """
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -429,12 +430,14 @@ def placed_bs(client, addrs, n, which):
                   "bs-%s-%d" % (which, n))
 
 
-def run_distributed(ngpu, n, reps, libs):
-    """{(what, lib): (seconds, numbers)} on a cluster of one worker per GPU."""
+@contextlib.contextmanager
+def placed_cluster(ngpu, n):
+    """(client, worker addresses, {"S", "X", "T": dask arrays}) on a new cluster of one worker per
+    GPU, each input's chunk k of n made on worker k and kept there (checked). The inputs' futures
+    are released before the cluster closes."""
     from distributed import Client, wait
     from dask_multigpu import make_cluster, worker_setup
     cluster, kind = make_cluster(ngpu, use_dask_cuda=False)
-    out = {}
     with cluster, Client(cluster) as client:
         client.wait_for_workers(ngpu)
         worker_setup()
@@ -443,10 +446,19 @@ def run_distributed(ngpu, n, reps, libs):
         arrs = dict(zip("SXT", client.persist([placed_bs(client, addrs, n, w) for w in "SXT"])))
         wait(list(arrs.values()))
         assert_placed(client, addrs, list(arrs.values()))
+        try:
+            yield client, addrs, arrs
+        finally:
+            arrs.clear()
+
+
+def run_distributed(ngpu, n, reps, libs):
+    """{(what, lib): (seconds, numbers)} on a cluster of one worker per GPU."""
+    out = {}
+    with placed_cluster(ngpu, n) as (client, addrs, arrs):
         for what in WORK:
             for lib in libs:
                 out[what, lib] = timed(reps, lambda: run_dask(what, lib, arrs))
-        arrs.clear()  # the inputs' futures released before the cluster closes
     return out
 
 

@@ -9,13 +9,14 @@ transfers between workers (a transfer of a result still being computed waits for
 
 Run from the repository root (it imports bench/bench_multigpu.py and examples/dask_multigpu.py).
 """
-import sys, time, statistics, os
-import numpy as np
-np.row_stack = getattr(np, "row_stack", np.vstack)   # numba-cuda 0.30 under NumPy >= 2.5
+import os
+import statistics
+import sys
+import time
+
 sys.path[:0] = [os.path.join(os.getcwd(), "bench"), os.path.join(os.getcwd(), "examples")]
-import bench_multigpu as B
-from distributed import Client, wait, get_task_stream
-from dask_multigpu import make_cluster, worker_setup
+import bench_multigpu as B  # noqa: E402
+from distributed import get_task_stream  # noqa: E402
 
 def inc(x):
     return x + 1
@@ -46,30 +47,26 @@ def summarize(label, t0, t1, data):
 
 def main():
     ngpus = [int(v) for v in sys.argv[1].split(",")]
-    log2 = int(sys.argv[2])
-    n = 1 << log2
+    n = 1 << int(sys.argv[2])
     for g in ngpus:
         for lib in os.environ.get("LIBS", "cufunc,CuPy").split(","):
-            cluster, kind = make_cluster(g, use_dask_cuda=False)
-            with cluster, Client(cluster) as client:
-                client.wait_for_workers(g)
-                worker_setup(); client.run(worker_setup)
-                addrs = sorted(client.scheduler_info()["workers"])
+            with B.placed_cluster(g, n) as (client, addrs, arrs):
                 rt = []
                 for i in range(30):
-                    t0 = time.perf_counter(); client.submit(inc, i, pure=False).result(); rt.append(time.perf_counter() - t0)
-                print("== %d worker(s), %s: empty round trip median %.2f ms (min %.2f)" % (g, lib, 1e3 * statistics.median(rt), 1e3 * min(rt)), flush=True)
-                arrs = dict(zip("SXT", client.persist([B.placed_bs(client, addrs, n, w) for w in "SXT"])))
-                wait(list(arrs.values()))
+                    t0 = time.perf_counter()
+                    client.submit(inc, i, pure=False).result()
+                    rt.append(time.perf_counter() - t0)
+                print("== %d worker(s), %s: empty round trip median %.2f ms (min %.2f)"
+                      % (g, lib, 1e3 * statistics.median(rt), 1e3 * min(rt)), flush=True)
                 for what in B.WORK:
                     B.run_dask(what, lib, arrs)
                     B.run_dask(what, lib, arrs)
                     with get_task_stream(client) as ts:
                         t0 = time.time()
-                        dt, nums = B.run_dask(what, lib, arrs)
+                        B.run_dask(what, lib, arrs)
                         t1 = time.time()
                     summarize("%s %s" % (what, lib), t0, t1, ts.data)
-                arrs.clear()
+
 
 if __name__ == "__main__":
     main()
