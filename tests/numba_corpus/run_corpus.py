@@ -198,11 +198,12 @@ def compare_value(key, ref, got, tolerance):
     spec = tolerance.get(key, tolerance.get("*"))
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: relmax is NaN, said below
-        rel = np.abs(got.astype(np.complex128 if got.dtype.kind == "c" else np.float64) -
-                     ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64))
-        scale = np.abs(ref.astype(np.complex128 if ref.dtype.kind == "c" else np.float64))
-        relmax = float(np.nanmax(np.where(scale > 0, rel / np.where(scale > 0, scale, 1), rel)))
-        absmax = float(np.nanmax(rel))
+        def wide(a):
+            return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+        diff = np.abs(wide(got) - wide(ref))
+        scale = np.abs(wide(ref))
+        relmax = float(np.nanmax(np.where(scale > 0, diff / np.where(scale > 0, scale, 1), diff)))
+        absmax = float(np.nanmax(diff))
     detail = "%d of %d values differ, max %s ulp, max rel %.3g, max abs %.3g" % (
         differing, ref.size, "inf" if math.isinf(worst) else "%d" % worst, relmax, absmax)
     if math.isinf(worst):
