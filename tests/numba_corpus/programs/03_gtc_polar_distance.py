@@ -15,9 +15,10 @@ DOMAIN = "geometry tutorial"
 # x1 - x2 (and y1 - y2) is one fused multiply-add in both builds of this program, but not of the
 # same product: numba-cuda's machine code rounds rho2 * cos(theta2) and fuses rho1 * cos(theta1),
 # the NVRTC build the other way round (tests/numba_corpus/README.md, "Known gaps"). Each
-# difference may then move by one product's rounding and its own (ulp(1.5) + 2 * ulp(3) / 2 = 3.6e-7, with |x|, |y| <= 1.5), the distance
-# by at most sqrt(2) * 3.6e-7 plus the roundings of the sum and of the result: 1.1e-6. The
-# cancellation in x1 - x2 makes that many ulp of a short distance, so the bound is absolute.
+# difference may then move by one product's rounding and its own (ulp(1.5) + 2 * ulp(3) / 2 =
+# 3.6e-7, with |x|, |y| <= 1.5), the distance by at most sqrt(2) * 3.6e-7 plus the roundings of
+# the sum and of the result: 1.1e-6. The cancellation in x1 - x2 makes that many ulp of a short
+# distance, so the bound is absolute.
 TOLERANCE = {"*": {"atol": 1.1e-6,
                    "reason": "FMA contraction of the other product in x1 - x2 and y1 - y2: at most "
                              "one product's rounding per difference (docs/typing.md)"}}
