@@ -14,8 +14,14 @@ with ElementwiseKernels of the same arithmetic, a ReductionKernel for the rows a
                 on the dask arrays (each task runs on its chunk's device, reductions gather their
                 partials device to device); CuPy's steps as map_blocks under the chunk's device
                 (CuPy works on its current device) and its sum as dask's reduction of CuPy sums
+  distributed-inproc
+                dask.distributed's scheduler with one worker per GPU, the workers threads of one
+                process (LocalCluster(processes=False)): chunk k made on GPU k by worker k; the
+                partials travel between workers as references and are moved device to device as
+                under the threaded scheduler
   distributed   dask.distributed, one worker process per GPU (CUDA_VISIBLE_DEVICES per worker,
-                no dask-cuda needed): the same graphs
+                no dask-cuda needed): the same graphs; a partial that another worker combines
+                travels through the host (serialised, sent over TCP)
 
 Weak scaling: the time of the whole pipeline on 1, 2, 4 GPUs, each with its own chunk; "x1" is
 (GPUs x the 1-GPU time) / the time (the targets: 1.9 on 2 GPUs, 3.6 on 4). Best of --reps runs
@@ -424,45 +430,81 @@ def timed(reps, fn):
         return None
 
 
-def placed_bs(client, addrs, n, which):
-    """Input `which`, one chunk of n per worker (placed)."""
+def bs_chunk_on(device, which, seed, n):
+    """bs_chunk made on `device` (workers of one process, which all see every GPU)."""
+    import cupy as cp
+    with cp.cuda.Device(device):
+        return bs_chunk(which, seed, n)
+
+
+def placed_bs(client, addrs, n, which, inproc=False):
+    """Input `which`, one chunk of n per worker (placed): on the worker's own GPU, its device 0
+    (a worker process per GPU) or device k for worker k (inproc: workers of one process)."""
+    if inproc:
+        return placed(client, addrs, bs_chunk_on, lambda k: (k, which, seed_of(which, k), n), n,
+                      "bs-%s-%d" % (which, n))
     return placed(client, addrs, bs_chunk, lambda k: (which, seed_of(which, k), n), n,
                   "bs-%s-%d" % (which, n))
 
 
+def chunk_device(block):
+    return np.array([block.data.device_id], dtype=np.int64)
+
+
+def chunk_devices(a):
+    """The CUDA device of each chunk of a 1-d dask array of CuPy chunks, as its worker sees it."""
+    return [int(d) for d in a.map_blocks(chunk_device, chunks=((1,) * a.numblocks[0],),
+                                         dtype=np.int64, meta=np.empty((0,), np.int64)).compute()]
+
+
+def new_cluster(ngpu, inproc):
+    """A cluster of one worker (one thread) per GPU: worker processes (examples/dask_multigpu.py's
+    make_cluster, no dask-cuda), or, inproc, workers that are threads of this process."""
+    if inproc:
+        from distributed import LocalCluster
+        return LocalCluster(n_workers=ngpu, threads_per_worker=1, processes=False,
+                            dashboard_address=None, memory_limit=0)
+    from dask_multigpu import make_cluster
+    return make_cluster(ngpu, use_dask_cuda=False)[0]
+
+
 @contextlib.contextmanager
-def placed_cluster(ngpu, n):
+def placed_cluster(ngpu, n, inproc=False):
     """(client, worker addresses, {"S", "X", "T": dask arrays}) on a new cluster of one worker per
-    GPU, each input's chunk k of n made on worker k and kept there (checked). The inputs' futures
-    are released before the cluster closes."""
+    GPU (new_cluster), each input's chunk k of n made on worker k's GPU and kept on worker k
+    (both checked). The inputs' futures are released before the cluster closes."""
     from distributed import Client, wait
-    from dask_multigpu import make_cluster, worker_setup
-    cluster, kind = make_cluster(ngpu, use_dask_cuda=False)
-    with cluster, Client(cluster) as client:
+    from dask_multigpu import worker_setup
+    with new_cluster(ngpu, inproc) as cluster, Client(cluster) as client:
         client.wait_for_workers(ngpu)
         worker_setup()
         client.run(worker_setup)
         addrs = sorted(client.scheduler_info()["workers"])
-        arrs = dict(zip("SXT", client.persist([placed_bs(client, addrs, n, w) for w in "SXT"])))
+        arrs = dict(zip("SXT", client.persist([placed_bs(client, addrs, n, w, inproc)
+                                               for w in "SXT"])))
         wait(list(arrs.values()))
         assert_placed(client, addrs, list(arrs.values()))
+        want = list(range(ngpu)) if inproc else [0] * ngpu
+        for a in arrs.values():
+            got = chunk_devices(a)
+            assert got == want, "chunks on devices %s, not %s" % (got, want)
         try:
             yield client, addrs, arrs
         finally:
             arrs.clear()
 
 
-def run_distributed(ngpu, n, reps, libs):
-    """{(what, lib): (seconds, numbers)} on a cluster of one worker per GPU."""
+def run_distributed(ngpu, n, reps, libs, inproc=False):
+    """{(what, lib): (seconds, numbers)} on a cluster of one worker per GPU (new_cluster)."""
     out = {}
-    with placed_cluster(ngpu, n) as (client, addrs, arrs):
+    with placed_cluster(ngpu, n, inproc) as (client, addrs, arrs):
         for what in WORK:
             for lib in libs:
                 out[what, lib] = timed(reps, lambda: run_dask(what, lib, arrs))
     return out
 
 
-PIPE_MODES = ("threads", "dask-threads", "distributed")
+PIPE_MODES = ("threads", "dask-threads", "distributed-inproc", "distributed")
 
 
 T0 = time.perf_counter()
@@ -517,24 +559,29 @@ def pipeline_main(args, have):
     print("pipeline: 2^%d float32 per GPU (%.1f GiB per input), GPU counts %s, modes %s, best "
           "of %d" % (log2, n * 4 / 2 ** 30, counts, modes, args.reps))
     results = {}   # (what, mode, lib, ngpu) -> (seconds, numbers) or None (failed)
-    local = [m for m in modes if m != "distributed"]
+    local = [m for m in modes if m in ("threads", "dask-threads")]
     # Each library in processes of its own: neither's memory pool holds the GPUs' memory while
     # the other runs, and neither library's state can touch the other's figures.
     for lib in libs if local else ():
         results.update(in_own_process(run_local, local, counts, n, args.reps, (lib,)))
-    if "distributed" in modes:
+    for mode in ("distributed-inproc", "distributed"):
+        if mode not in modes:
+            continue
         for g in counts:
-            for lib in libs:     # a new cluster (new worker processes) per library
-                try:
-                    got = run_distributed(g, n, args.reps, (lib,))
-                except Exception:  # noqa: BLE001 - printed; the other runs go on
-                    import traceback
-                    traceback.print_exc()
-                    got = {}
+            for lib in libs:     # a new cluster per library (inproc: in a process of its own)
+                if mode == "distributed-inproc":
+                    got = in_own_process(run_distributed, g, n, args.reps, (lib,), True)
+                else:
+                    try:
+                        got = run_distributed(g, n, args.reps, (lib,))
+                    except Exception:  # noqa: BLE001 - printed; the other runs go on
+                        import traceback
+                        traceback.print_exc()
+                        got = {}
                 for (what, lib_), r in got.items():
-                    results[what, "distributed", lib_, g] = r
-                print("  distributed runs on %d GPU(s), %s, done (%.0f s)"
-                      % (g, lib, time.perf_counter() - T0), flush=True)
+                    results[what, mode, lib_, g] = r
+                print("  %s runs on %d GPU(s), %s, done (%.0f s)"
+                      % (mode, g, lib, time.perf_counter() - T0), flush=True)
     titles = {"pipeline": "the pipeline (Black-Scholes in 3 ufuncs, a gufunc over rows of %d, "
                           "2 sums)" % ROW,
               "sum": "a sum alone (float32 in, float64 accumulator): cufunc's add.reduce, "
