@@ -6,6 +6,7 @@ transfers between workers (a transfer of a result still being computed waits for
 
     python3 bench/prof_distributed.py 1,2,4 31        # GPU counts, log2 of the float32 per GPU
     LIBS=cufunc python3 bench/prof_distributed.py 2 30
+    INPROC=1 python3 bench/prof_distributed.py 1,2 31     # the workers threads of this process
 
 Run from the repository root (it imports bench/bench_multigpu.py and examples/dask_multigpu.py).
 """
@@ -50,7 +51,8 @@ def main():
     n = 1 << int(sys.argv[2])
     for g in ngpus:
         for lib in os.environ.get("LIBS", "cufunc,CuPy").split(","):
-            with B.placed_cluster(g, n) as (client, addrs, arrs):
+            with B.placed_cluster(g, n, inproc=bool(os.environ.get("INPROC"))) as (
+                    client, addrs, arrs):
                 rt = []
                 for i in range(30):
                     t0 = time.perf_counter()
