@@ -26,7 +26,9 @@ with ElementwiseKernels of the same arithmetic, a ReductionKernel for the rows a
 Weak scaling: the time of the whole pipeline on 1, 2, 4 GPUs, each with its own chunk; "x1" is
 (GPUs x the 1-GPU time) / the time (the targets: 1.9 on 2 GPUs, 3.6 on 4). Best of --reps runs
 after a warm one; each timed run is a new graph (never answered from a previous run's results).
-The two numbers of cufunc and CuPy are compared (relative difference printed).
+The two numbers of cufunc and CuPy are compared (relative difference printed). `--libs
+cufunc,cufunc-mb,CuPy` adds cufunc-mb: cufunc's calls in map_blocks steps, a dask graph of the
+shape of CuPy's (cufunc_blocks_pipeline says why the two graphs differ).
 
     python bench/bench_multigpu.py [--gpus 1,2,4] [--log2 31] [--reps 3] [--modes threads,...]
     python bench/bench_multigpu.py --simple [--log2 30]    (hypot and sum tables, distributed)
@@ -200,6 +202,25 @@ def cupy_dask_pipeline(S, X, T):
     return total(c), total(rows)
 
 
+def _cf_spread(c, p):
+    return row_spread(c.reshape(-1, ROW), p.reshape(-1, ROW))
+
+
+def cufunc_blocks_pipeline(S, X, T):
+    """cufunc's pipeline as a dask graph of CuPy's shape (cupy_dask_pipeline): a map_blocks per
+    step, the rows' reshape inside the gufunc's step, cufunc's reductions. cufunc_pipeline's graph
+    is longer: Dask fuses no step across a reshape or across a gufunc's core dimension, so the
+    reshapes and the row step are tasks of their own, each a message to and from the scheduler."""
+    import dask.array as da
+    meta1 = S._meta
+    d1 = da.map_blocks(bs_d1, S, X, T, dtype=np.float32, meta=meta1)
+    c = da.map_blocks(bs_call, S, X, T, d1, dtype=np.float32, meta=meta1)
+    p = da.map_blocks(bs_put, S, X, T, c, dtype=np.float32, meta=meta1)
+    rows = da.map_blocks(_cf_spread, c, p, dtype=np.float32, meta=meta1,
+                         chunks=(tuple(n // ROW for n in S.chunks[0]),))
+    return add64.reduce(c, dtype=np.float64), add64.reduce(rows, dtype=np.float64)
+
+
 def cufunc_sum(S, X, T):
     return (add64.reduce(S, dtype=np.float64),)
 
@@ -216,9 +237,15 @@ def cupy_dask_sum(S, X, T):
                          meta=cp.empty((), dtype=cp.float64), concatenate=False),)
 
 
-# what: (cufunc on a chunk or on dask arrays, CuPy on a chunk, CuPy as a dask graph)
-WORK = {"pipeline": (cufunc_pipeline, cupy_pipeline, cupy_dask_pipeline),
-        "sum": (cufunc_sum, cupy_sum, cupy_dask_sum)}
+# what: (cufunc on a chunk or on dask arrays, CuPy on a chunk, CuPy as a dask graph, cufunc as
+# a dask graph of CuPy's shape)
+WORK = {"pipeline": (cufunc_pipeline, cupy_pipeline, cupy_dask_pipeline, cufunc_blocks_pipeline),
+        "sum": (cufunc_sum, cupy_sum, cupy_dask_sum, cufunc_sum)}
+# the libraries: cufunc, CuPy, and cufunc-mb (cufunc's calls in map_blocks steps: the same chunk
+# calls as cufunc's, in a dask graph of the shape of CuPy's); WORK's entry for one chunk, for
+# dask arrays
+CHUNK_FN = {"cufunc": 0, "cufunc-mb": 0, "CuPy": 1}
+DASK_FN = {"cufunc": 0, "cufunc-mb": 3, "CuPy": 2}
 
 
 def rand_chunk(seed, n):
@@ -365,7 +392,7 @@ def run_threads(what, lib, chunks, ngpu):
     only; summed over the GPUs here). (seconds, numbers)."""
     barrier = threading.Barrier(ngpu + 1, timeout=300)
     res, errors = [None] * ngpu, []
-    run = WORK[what][0 if lib == "cufunc" else 1]
+    run = WORK[what][CHUNK_FN[lib]]
 
     def work(k):
         try:
@@ -409,7 +436,7 @@ def run_dask(what, lib, arrs, **compute_kw):
     import dask
     t0 = time.perf_counter()
     S, X, T = (fresh(arrs[w]) for w in "SXT")
-    lazy = WORK[what][0 if lib == "cufunc" else 2](S, X, T)
+    lazy = WORK[what][DASK_FN[lib]](S, X, T)
     out = tuple(to_float(v) for v in dask.compute(*lazy, **compute_kw))
     return time.perf_counter() - t0, out
 
@@ -605,7 +632,7 @@ def pipeline_main(args, have):
         worst = 0.0
         for (w, mode, lib, g), r in results.items():
             theirs = results.get((w, mode, "CuPy", g))
-            if w != what or lib != "cufunc" or r is None or theirs is None:
+            if w != what or lib == "CuPy" or r is None or theirs is None:
                 continue
             for a, b in zip(r[1], theirs[1]):
                 worst = max(worst, abs(a - b) / max(abs(b), 1e-30))
@@ -648,7 +675,8 @@ def main(argv=None):
                     "(default: the pipeline 31, or less if the GPUs' memory asks; --simple 30)")
     ap.add_argument("--simple", action="store_true", help="the hypot and sum tables instead")
     ap.add_argument("--modes", default=",".join(PIPE_MODES), help="the pipeline's modes")
-    ap.add_argument("--libs", default="cufunc,CuPy", help="the pipeline's libraries")
+    ap.add_argument("--libs", default="cufunc,CuPy", help="the pipeline's libraries: cufunc, "
+                    "CuPy, cufunc-mb (cufunc's calls in a dask graph of CuPy's shape)")
     ap.add_argument("--strong-log2", type=int, default=30, help="strong scaling: 2**N in all")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-strong", action="store_true")
