@@ -24,18 +24,11 @@ import numpy as np
 import pytest
 
 from cufunc import _core, cuda, vectorize
-from cufunc.guvectorize import guvectorize
+from gpu_common import add, host, rowsum, slow, sum_reduce
 
 two_gpus = [pytest.mark.gpu, pytest.mark.gpus(2)]
 
 N = 1 << 20
-
-
-def plus(a, b):
-    return a + b
-
-
-add = vectorize(["float64(float64, float64)", "float32(float32, float32)"], identity=0)(plus)
 
 
 def hyp_body(a, b):
@@ -43,41 +36,6 @@ def hyp_body(a, b):
 
 
 hypot = vectorize(["float64(float64, float64)", "float32(float32, float32)"])(hyp_body)
-
-
-def slow_identity(x, n):
-    """x, after n dependent additions (exact for |x| + n < 2**53)."""
-    y = x
-    for i in range(n):
-        y = y + 1.0
-    return y - n
-
-
-slow = vectorize(["float64(float64, int64)"])(slow_identity)
-
-
-@guvectorize(["void(float64[:], float64[:])"], "(n)->()")
-def rowsum(x, out):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i]
-    out[0] = s
-
-
-@cuda.reduce
-def sum_reduce(a, b):
-    return a + b
-
-
-def host(r):
-    """A result as a NumPy array (DeviceArray, CuPy, torch or NumPy)."""
-    if hasattr(r, "copy_to_host"):
-        return r.copy_to_host()
-    if hasattr(r, "get"):
-        return r.get()
-    if hasattr(r, "cpu"):
-        return r.cpu().numpy()
-    return np.asarray(r)
 
 
 def on(device, ary):

@@ -16,6 +16,7 @@ import pytest
 
 from cufunc import cuda, vectorize
 from cufunc.guvectorize import guvectorize
+from gpu_common import host
 
 gpu = pytest.mark.gpu
 
@@ -199,10 +200,6 @@ CASES = [
 def data(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     return rng.integers(-3, 4, size=shape).astype(dtype)
-
-
-def host(x):
-    return x.copy_to_host() if hasattr(x, "copy_to_host") else np.asarray(x)
 
 
 def expected(case, base):

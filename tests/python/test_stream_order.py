@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from cufunc import _core, cuda, vectorize
-from cufunc.guvectorize import guvectorize
+from gpu_common import add, host, rowsum, slow, sum_reduce
 
 pytestmark = pytest.mark.gpu
 
@@ -29,42 +29,11 @@ SENTINEL = -7.0
 STREAM_KINDS = ["legacy", "ptds", "stream", "external"]
 
 
-def slow_identity(x, n):
-    """x, after n dependent additions (exact for |x| + n < 2**53; --fmad=false keeps the loop)."""
-    y = x
-    for i in range(n):
-        y = y + 1.0
-    return y - n
-
-
-slow = vectorize(["float64(float64, int64)"])(slow_identity)
-
-
 def plus_one(x):
     return x + 1.0
 
 
 add1 = vectorize(["float64(float64)"])(plus_one)
-
-
-def plus(a, b):
-    return a + b
-
-
-add = vectorize(["float64(float64, float64)"], identity=0)(plus)
-
-
-@guvectorize(["void(float64[:], float64[:])"], "(n)->()")
-def rowsum(x, out):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i]
-    out[0] = s
-
-
-@cuda.reduce
-def sum_reduce(a, b):
-    return a + b
 
 
 # ---- streams -------------------------------------------------------------------------------------
@@ -164,16 +133,6 @@ def produce(streams, kind, n_iter, mode="out"):
         out = slow(src, n_iter, **kw)
     still_running(s)
     return out, want, s
-
-
-def host(r):
-    """The values of a result: calls on torch tensors and CuPy arrays return their own type."""
-    root = type(r).__module__.partition(".")[0]
-    if root == "torch":
-        return r.cpu().numpy()  # on torch's current stream, which the result's export ordered
-    if root == "cupy":
-        return r.get()
-    return r.copy_to_host() if hasattr(r, "copy_to_host") else np.asarray(r)
 
 
 # ---- engines: consumer(d, kw) -> host values; want(w) -> the exact expected values -------------

@@ -13,6 +13,7 @@ import pytest
 
 from cufunc import cuda, vectorize
 from cufunc.errors import TypingError
+from gpu_common import host
 
 gpu = pytest.mark.gpu
 
@@ -69,10 +70,6 @@ def divmod_(a, b):
 
 def ints(shape, seed=0, lo=-50, hi=50):
     return np.random.default_rng(seed).integers(lo, hi, shape).astype(np.float64)
-
-
-def host(r):
-    return r.copy_to_host() if hasattr(r, "copy_to_host") else np.asarray(r)
 
 
 def all_axes(ndim):
