@@ -939,6 +939,64 @@ def test_on_workers_keeps_each_block_on_its_worker():
         np.testing.assert_array_equal(s.compute(), 2 * np.repeat([0, 1, 10, 11, 20, 21], 4))
 
 
+def _chunk_of_worker(k, j, n):
+    """Block j of worker k, made on GPU k (the workers of one process all see every GPU)."""
+    return _chunk_on(k, n, 100 * k + j, dtype=np.float64)
+
+
+def _chunk_device(block):
+    return np.array([block.data.device_id], dtype=np.int64)
+
+
+def _to_host(block):
+    return block.get()
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_distributed_workers_in_one_process_keep_each_chunk_on_its_gpu():
+    """dask.distributed with its workers as threads of one process (LocalCluster(processes=False),
+    docs/multigpu.md), worker k's chunks made on GPU k: a ufunc, a gufunc after a reshape and the
+    reductions run on each chunk's GPU and their results stay there; a reduction's partials pass
+    between the workers and meet on one GPU; the values are NumPy's."""
+    distributed = pytest.importorskip("distributed")
+    cp = pytest.importorskip("cupy")
+    import dask
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
+    try:
+        from dask_multigpu import on_workers
+    finally:
+        sys.path.pop(0)
+    ngpu, n = _core.device_count(), 1 << 16
+    with distributed.LocalCluster(n_workers=ngpu, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, memory_limit=0) as cluster, \
+            distributed.Client(cluster) as client:
+        addrs = sorted(client.scheduler_info()["workers"])
+        x, y = client.persist([on_workers(client, addrs, _chunk_of_worker,
+                                          lambda k, j, s=s: (k, j + s, n), (n,), 2,
+                                          cp.empty((0,), cp.float64), name)
+                               for s, name in ((0, "x"), (10, "y"))])
+        distributed.wait([x, y])
+        h = hypot(x, y)
+        rows = rowsum(h.reshape(-1, 64))
+        one = np.empty((0,), np.int64)
+        devices, got_h, got_rows, total, total_r = dask.compute(
+            h.map_blocks(_chunk_device, chunks=((1,) * h.numblocks[0],), dtype=np.int64,
+                         meta=one),
+            h.map_blocks(_to_host, dtype=np.float64, meta=np.empty((0,), np.float64)),
+            rows.map_blocks(_to_host, dtype=np.float64, meta=np.empty((0,), np.float64)),
+            add.reduce(h, dtype=np.float64), sum_reduce(h))
+        a, b = (np.concatenate([_to_host(c) for c in dask.compute(*v.to_delayed().ravel())])
+                for v in (x, y))
+    assert list(devices) == [k for k in range(ngpu) for _ in range(2)]
+    want = np.hypot(a, b)
+    np.testing.assert_allclose(got_h, want, rtol=1e-12)
+    np.testing.assert_allclose(got_rows, want.reshape(-1, 64).sum(axis=1), rtol=1e-12)
+    for got in (total, total_r):
+        assert float(host(got)) == pytest.approx(want.sum(), rel=1e-10)
+
+
 @pytest.mark.gpu
 @pytest.mark.gpus(2)
 def test_distributed_one_worker_per_gpu(capsys):
