@@ -17,7 +17,6 @@ Complex functions: ('cplx', k) = each component within k ulps of the larger comp
 import cmath
 import ctypes
 import math
-import os
 import subprocess
 import warnings
 

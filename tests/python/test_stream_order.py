@@ -352,7 +352,7 @@ def test_cufunc_to_cupy_side_stream(cp, streams, n_iter, producer):
 @pytest.fixture(scope="module")
 def numba_cuda():
     np.row_stack = np.vstack  # numba-cuda 0.30 still calls it; NumPy 2.x deprecates it
-    numba = pytest.importorskip("numba")
+    pytest.importorskip("numba")
     from numba import cuda as ncuda
     if not ncuda.is_available():
         pytest.fail("Numba is installed but sees no CUDA device while cufunc does")
