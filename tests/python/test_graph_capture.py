@@ -21,6 +21,7 @@ import pytest
 
 from cufunc import _core, cuda, errors, vectorize
 from cufunc.guvectorize import guvectorize
+from gpu_common import slow
 
 _serial = itertools.count()
 
@@ -413,17 +414,6 @@ def test_own_capture_refusals_leave_it_valid():
     x.copy_to_device(np.arange(10, 20, dtype=np.float64))
     g.launch(s)
     close(out.copy_to_host(), np.arange(10, 20) * math.sqrt(2))
-
-
-def slow_identity(x, n):
-    """x after n dependent additions and one subtraction: a producer that runs for a while."""
-    y = x
-    for i in range(n):
-        y = y + 1.0
-    return y - n
-
-
-slow = vectorize(["float64(float64, int64)"])(slow_identity)
 
 
 @pytest.mark.gpu

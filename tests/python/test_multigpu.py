@@ -906,6 +906,17 @@ def test_dask_accumulate_carry_moves_to_the_chunks_device(fake_moves):
     assert moves == [(0, 3)]
 
 
+def _example_on_workers():
+    """examples/dask_multigpu.py's on_workers (the example is a script, not a package module)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
+    try:
+        from dask_multigpu import on_workers
+    finally:
+        sys.path.pop(0)
+    return on_workers
+
+
 def _full_block(k, j, n):
     return np.full(n, 10 * k + j, np.float32)
 
@@ -916,12 +927,7 @@ def test_on_workers_keeps_each_block_on_its_worker():
     dask.annotate around map_blocks lost this placement: Dask merged the making tasks into the
     concatenation's layer and dropped the annotation."""
     distributed = pytest.importorskip("distributed")
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
-    try:
-        from dask_multigpu import on_workers
-    finally:
-        sys.path.pop(0)
+    on_workers = _example_on_workers()
     with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
@@ -962,12 +968,7 @@ def test_distributed_workers_in_one_process_keep_each_chunk_on_its_gpu():
     distributed = pytest.importorskip("distributed")
     cp = pytest.importorskip("cupy")
     import dask
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "..", "examples"))
-    try:
-        from dask_multigpu import on_workers
-    finally:
-        sys.path.pop(0)
+    on_workers = _example_on_workers()
     ngpu, n = _core.device_count(), 1 << 16
     with distributed.LocalCluster(n_workers=ngpu, threads_per_worker=1, processes=False,
                                   dashboard_address=None, memory_limit=0) as cluster, \
