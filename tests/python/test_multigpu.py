@@ -954,10 +954,6 @@ def _chunk_device(block):
     return np.array([block.data.device_id], dtype=np.int64)
 
 
-def _to_host(block):
-    return block.get()
-
-
 @pytest.mark.gpu
 @pytest.mark.gpus(2)
 def test_distributed_workers_in_one_process_keep_each_chunk_on_its_gpu():
@@ -985,10 +981,10 @@ def test_distributed_workers_in_one_process_keep_each_chunk_on_its_gpu():
         devices, got_h, got_rows, total, total_r = dask.compute(
             h.map_blocks(_chunk_device, chunks=((1,) * h.numblocks[0],), dtype=np.int64,
                          meta=one),
-            h.map_blocks(_to_host, dtype=np.float64, meta=np.empty((0,), np.float64)),
-            rows.map_blocks(_to_host, dtype=np.float64, meta=np.empty((0,), np.float64)),
+            h.map_blocks(host, dtype=np.float64, meta=np.empty((0,), np.float64)),
+            rows.map_blocks(host, dtype=np.float64, meta=np.empty((0,), np.float64)),
             add.reduce(h, dtype=np.float64), sum_reduce(h))
-        a, b = (np.concatenate([_to_host(c) for c in dask.compute(*v.to_delayed().ravel())])
+        a, b = (np.concatenate([host(c) for c in dask.compute(*v.to_delayed().ravel())])
                 for v in (x, y))
     assert list(devices) == [k for k in range(ngpu) for _ in range(2)]
     want = np.hypot(a, b)

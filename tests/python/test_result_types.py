@@ -22,6 +22,7 @@ import pytest
 import cufunc
 from cufunc import _core, _interop, cuda, vectorize
 from cufunc.guvectorize import guvectorize
+from gpu_common import sum_reduce
 
 gpu = pytest.mark.gpu
 
@@ -46,11 +47,6 @@ def rowsum(x, out):
     for i in range(x.shape[0]):
         s += x[i]
     out[0] = s
-
-
-@cuda.reduce
-def sum_reduce(a, b):
-    return a + b
 
 
 def data(shape=(R, C), seed=0):
