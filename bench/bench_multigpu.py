@@ -458,19 +458,18 @@ def timed(reps, fn):
 
 
 def bs_chunk_on(device, which, seed, n):
-    """bs_chunk made on `device` (workers of one process, which all see every GPU)."""
+    """bs_chunk made on `device` (workers of one process all see every GPU; a worker process
+    per GPU sees its own as device 0)."""
     import cupy as cp
     with cp.cuda.Device(device):
         return bs_chunk(which, seed, n)
 
 
 def placed_bs(client, addrs, n, which, inproc=False):
-    """Input `which`, one chunk of n per worker (placed): on the worker's own GPU, its device 0
-    (a worker process per GPU) or device k for worker k (inproc: workers of one process)."""
-    if inproc:
-        return placed(client, addrs, bs_chunk_on, lambda k: (k, which, seed_of(which, k), n), n,
-                      "bs-%s-%d" % (which, n))
-    return placed(client, addrs, bs_chunk, lambda k: (which, seed_of(which, k), n), n,
+    """Input `which`, one chunk of n per worker (placed) on the worker's own GPU: device k for
+    worker k (inproc: workers of one process), else the worker process's device 0."""
+    return placed(client, addrs, bs_chunk_on,
+                  lambda k: (k if inproc else 0, which, seed_of(which, k), n), n,
                   "bs-%s-%d" % (which, n))
 
 
